@@ -1,0 +1,238 @@
+//! The intermediate representation between the script compiler (`src/compile`)
+//! and the code generator: typed, structured statements over 64-bit integers
+//! and fixed-size byte strings, with map operations as first-class statements.
+//!
+//! Every value is either an `Int` (i64, Rhai's integer) or `Bytes(n)` (a
+//! NUL-padded buffer of n bytes: `comm`, captured strings, literals).
+
+/// A script position, carried through to disassembly and verifier errors.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Span {
+    pub line: u32,
+    pub col: u32,
+}
+
+impl std::fmt::Display for Span {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.line, self.col)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ty {
+    Int,
+    Bytes(u32),
+}
+
+impl Ty {
+    /// Bytes a value of this type takes in a key, record or value slot (8-aligned).
+    pub fn slot_size(&self) -> u32 {
+        match self {
+            Ty::Int => 8,
+            Ty::Bytes(n) => (n + 7) & !7,
+        }
+    }
+}
+
+/// What the program's context pointer (r1 at entry) points to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ContextKind {
+    /// A tracepoint's raw record, laid out as its tracefs format file says.
+    Tracepoint,
+    /// `u64 args[]` of a raw tracepoint.
+    RawTracepoint,
+    /// `struct pt_regs` (kprobe, uprobe).
+    PtRegs,
+    /// `struct bpf_perf_event_data` (profile, interval, software events).
+    PerfEvent,
+}
+
+pub type LocalId = u32;
+pub type MapId = u32;
+
+/// Values the kernel provides about the current task and event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Builtin {
+    Pid,
+    Tid,
+    Uid,
+    Gid,
+    Cpu,
+    Nsecs,
+    Cgroup,
+    Rand,
+    /// The current task_struct pointer.
+    CurTask,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Mod,
+    And,
+    Or,
+    Xor,
+    Shl,
+    Shr,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnOp {
+    Neg,
+    Not,
+    BitNot,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Expr {
+    Int(i64),
+    /// A byte string literal, NUL-padded to `len`.
+    Str { bytes: Vec<u8>, len: u32 },
+    Local(LocalId),
+    Builtin(Builtin),
+    /// `comm` of the current task (16 bytes).
+    Comm,
+    /// An integer field of the context at a fixed offset.
+    CtxInt { offset: u32, size: u32, signed: bool },
+    /// A `char[len]` array inside the context.
+    CtxCharArray { offset: u32, len: u32 },
+    /// A `__data_loc char[]` string of a tracepoint record, read up to `max`.
+    CtxDataLocStr { offset: u32, max: u32 },
+    /// A NUL-terminated string read from memory at `ptr`, up to `max` bytes.
+    ReadStr { ptr: Box<Expr>, max: u32, user: bool },
+    Binary(BinOp, Box<Expr>, Box<Expr>),
+    Unary(UnOp, Box<Expr>),
+    /// Short-circuit `&&` / `||`, yielding 0 or 1.
+    LogicalAnd(Box<Expr>, Box<Expr>),
+    LogicalOr(Box<Expr>, Box<Expr>),
+    /// `if c { a } else { b }` as a value.
+    Cond(Box<Expr>, Box<Expr>, Box<Expr>),
+    /// String equality of two byte values (compared up to the shorter length,
+    /// both NUL-terminated), yielding 0 or 1.
+    StrEq(Box<Expr>, Box<Expr>),
+    /// A map's integer value for `key`, 0 when the key is missing.
+    MapGet { map: MapId, key: Vec<Expr> },
+    /// 1 when `key` is in the map, else 0.
+    MapContains { map: MapId, key: Vec<Expr> },
+}
+
+/// Aggregating map updates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AggOp {
+    Count,
+    Sum,
+    Min,
+    Max,
+    Avg,
+    Stats,
+    Hist,
+    Lhist { min: i64, max: i64, step: i64 },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stmt {
+    pub kind: StmtKind,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum StmtKind {
+    /// Declare or assign a local.
+    SetLocal(LocalId, Expr),
+    If { cond: Expr, then: Vec<Stmt>, otherwise: Vec<Stmt> },
+    /// `for var in 0..count { body }`, unrolled.
+    Repeat { var: LocalId, start: i64, count: u32, body: Vec<Stmt> },
+    /// `m[key] = value` on a value map.
+    MapStore { map: MapId, key: Vec<Expr>, value: Expr },
+    /// `m[key] += value` (and other compound ops) on a value map: read-modify-write.
+    MapUpdate { map: MapId, key: Vec<Expr>, op: BinOp, value: Expr },
+    /// `m[key] = count()` and friends.
+    Aggregate { map: MapId, key: Vec<Expr>, op: AggOp, value: Option<Expr> },
+    MapDelete { map: MapId, key: Vec<Expr> },
+    /// Send a fixed-size control message `{kind, probe, arg}` on the control ring.
+    Control { ring: MapId, kind: u32, probe: u32, arg: Expr },
+    /// Leave the program.
+    Return,
+}
+
+/// How a map is stored, as far as generated code is concerned.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MapLayout {
+    /// Type of each key part; empty for a keyless map (`total = count()`).
+    pub key: Vec<Ty>,
+    pub value: ValueKind,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ValueKind {
+    /// A plain value map (`m[k] = v`, `m[k] += v`): one slot of this type.
+    Value(Ty),
+    /// An aggregation, stored per CPU.
+    Agg(AggKind),
+    /// A BPF ring buffer (records and control messages).
+    RingBuf,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AggKind {
+    /// count(), sum(): one i64.
+    Sum,
+    /// min()/max(): { i64 value, u64 seen }.
+    Min,
+    Max,
+    /// avg()/stats(): { u64 count, i64 total }.
+    Avg,
+    /// hist()/lhist(): the key gets one more u64 part, the bucket; value u64.
+    Hist,
+}
+
+impl MapLayout {
+    /// Key size in bytes as the map is created (keyless maps use a u32 0 key).
+    pub fn key_size(&self) -> u32 {
+        let parts: u32 = self.key.iter().map(Ty::slot_size).sum();
+        match self.value {
+            ValueKind::Agg(AggKind::Hist) => parts + 8,
+            ValueKind::RingBuf => 0,
+            _ if self.key.is_empty() => 4,
+            _ => parts,
+        }
+    }
+    pub fn value_size(&self) -> u32 {
+        match self.value {
+            ValueKind::Value(ty) => ty.slot_size(),
+            ValueKind::Agg(AggKind::Sum) | ValueKind::Agg(AggKind::Hist) => 8,
+            ValueKind::Agg(_) => 16,
+            ValueKind::RingBuf => 0,
+        }
+    }
+    /// Keyless aggregations (other than histograms) are single-slot per-CPU
+    /// arrays; everything else is a hash.
+    pub fn is_array(&self) -> bool {
+        self.key.is_empty() && matches!(self.value, ValueKind::Agg(k) if k != AggKind::Hist)
+    }
+    pub fn is_percpu(&self) -> bool {
+        matches!(self.value, ValueKind::Agg(_))
+    }
+}
+
+/// One probe's kernel program, ready for code generation.
+#[derive(Clone, Debug)]
+pub struct Program {
+    pub name: String,
+    pub context: ContextKind,
+    /// Types of locals, indexed by `LocalId`.
+    pub locals: Vec<Ty>,
+    /// Layouts of the maps the program may reference, indexed by `MapId`
+    /// (shared by all programs of one script).
+    pub maps: Vec<MapLayout>,
+    pub body: Vec<Stmt>,
+}

@@ -1,0 +1,96 @@
+//! `bpf_prog_load` on raw instructions, with the verifier log kept for errors.
+
+use std::ffi::CString;
+use std::os::fd::{FromRawFd, OwnedFd};
+
+use libbpf_rs::libbpf_sys;
+use probes_ebpf::insn::{to_bytes, Insn};
+
+/// A program the kernel refused.
+#[derive(Debug)]
+pub struct LoadError {
+    /// errno of the load.
+    pub errno: i32,
+    /// The verifier's log (may be empty).
+    pub log: String,
+}
+
+impl LoadError {
+    /// Index of the instruction the verifier complained about: the last
+    /// `N: (..)` line of the log.
+    pub fn failing_insn(&self) -> Option<usize> {
+        self.log
+            .lines()
+            .rev()
+            .filter_map(|l| {
+                let (num, rest) = l.split_once(": (")?;
+                let _ = rest;
+                num.trim().parse::<usize>().ok()
+            })
+            .next()
+    }
+
+    /// The verifier's own reason: the last log line that isn't an instruction
+    /// trace or statistics.
+    pub fn reason(&self) -> String {
+        self.log
+            .lines()
+            .rev()
+            .map(str::trim)
+            .find(|l| {
+                !l.is_empty()
+                    && !l.starts_with("processed ")
+                    && !l.contains(": (")
+                    && !l.starts_with("verification time")
+                    && !l.starts_with("stack depth")
+                    && !l.starts_with("R")
+            })
+            .map(str::to_string)
+            .unwrap_or_else(|| std::io::Error::from_raw_os_error(self.errno).to_string())
+    }
+}
+
+/// Load `insns` (map fds already patched in) as a program of `prog_type`.
+pub fn load_program(prog_type: u32, name: &str, insns: &[Insn]) -> Result<OwnedFd, LoadError> {
+    let bytes = to_bytes(insns);
+    let name = CString::new(sanitize_name(name)).unwrap_or_default();
+    let license = c"GPL";
+    // First try without a log (fast path); on failure, retry with one.
+    let fd = unsafe { load_raw(prog_type, &name, license, &bytes, None) };
+    if fd >= 0 {
+        return Ok(unsafe { OwnedFd::from_raw_fd(fd) });
+    }
+    let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+    let mut log = vec![0u8; 4 << 20];
+    let fd = unsafe { load_raw(prog_type, &name, license, &bytes, Some(&mut log)) };
+    if fd >= 0 {
+        return Ok(unsafe { OwnedFd::from_raw_fd(fd) });
+    }
+    let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+    Err(LoadError { errno, log: String::from_utf8_lossy(&log[..end]).into_owned() })
+}
+
+unsafe fn load_raw(prog_type: u32, name: &CString, license: &std::ffi::CStr, bytes: &[u8], log: Option<&mut Vec<u8>>) -> i32 {
+    let mut opts = libbpf_sys::bpf_prog_load_opts {
+        sz: std::mem::size_of::<libbpf_sys::bpf_prog_load_opts>() as _,
+        ..Default::default()
+    };
+    if let Some(buf) = log {
+        opts.log_level = 1;
+        opts.log_size = buf.len() as u32;
+        opts.log_buf = buf.as_mut_ptr() as *mut _;
+    }
+    libbpf_sys::bpf_prog_load(
+        prog_type,
+        name.as_ptr(),
+        license.as_ptr(),
+        bytes.as_ptr() as *const libbpf_sys::bpf_insn,
+        (bytes.len() / 8) as _,
+        &mut opts,
+    )
+}
+
+/// Kernel program names: at most 15 chars of `[A-Za-z0-9_.]`.
+fn sanitize_name(name: &str) -> String {
+    name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).take(15).collect()
+}

@@ -1,0 +1,66 @@
+//! Loading programs into the kernel and attaching them. Each probe type is
+//! one small module implementing [`ProbeType`]: how its spec expands to
+//! attach points, what its programs' context is, and how to attach.
+
+pub mod load;
+pub mod perf;
+pub mod rawtracepoint;
+pub mod tracefs;
+pub mod tracepoint;
+
+use std::os::fd::{BorrowedFd, OwnedFd};
+
+use anyhow::{bail, Result};
+use probes_ebpf::ir::ContextKind;
+
+use crate::compile::spec::{ProbeKind, ProbeSpec};
+
+/// One place a program attaches to.
+#[derive(Clone, Debug)]
+pub struct AttachPoint {
+    /// Full probe name as bpftrace prints it (`tracepoint:syscalls:sys_enter_read`).
+    pub name: String,
+    pub target: Target,
+}
+
+#[derive(Clone, Debug)]
+pub enum Target {
+    Tracepoint { category: String, event: String },
+    RawTracepoint { event: String },
+}
+
+/// A live attachment; dropping it detaches.
+pub struct Attachment {
+    _fds: Vec<OwnedFd>,
+}
+
+impl Attachment {
+    pub fn new(fds: Vec<OwnedFd>) -> Attachment {
+        Attachment { _fds: fds }
+    }
+}
+
+/// What rtrace needs to know about one kind of probe.
+pub trait ProbeType: Sync {
+    /// Program type for `bpf_prog_load`.
+    fn prog_type(&self) -> u32;
+    fn context(&self) -> ContextKind;
+    /// Expand wildcards in the spec's target into attach points.
+    fn expand(&self, spec: &ProbeSpec) -> Result<Vec<AttachPoint>>;
+    fn attach(&self, point: &AttachPoint, prog: BorrowedFd<'_>) -> Result<Attachment>;
+}
+
+/// The implementation for a probe kind.
+pub fn probe_type(kind: ProbeKind) -> Result<&'static dyn ProbeType> {
+    Ok(match kind {
+        ProbeKind::Tracepoint => &tracepoint::Tracepoint,
+        ProbeKind::RawTracepoint => &rawtracepoint::RawTracepoint,
+        other => bail!("{} probes are not supported yet", other.name()),
+    })
+}
+
+/// The most probes one script may attach after wildcard expansion
+/// (env `RTRACE_MAX_PROBES`, default 1024).
+pub fn max_probes() -> usize {
+    std::env::var("RTRACE_MAX_PROBES").ok().and_then(|v| v.parse().ok()).unwrap_or(1024)
+}

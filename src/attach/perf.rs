@@ -1,0 +1,41 @@
+//! `perf_event_open` for the probe types that attach through perf events
+//! (tracepoints; later profile, software and uprobe events).
+
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+
+use anyhow::{anyhow, Result};
+use libbpf_rs::libbpf_sys;
+
+pub const PERF_TYPE_TRACEPOINT: u32 = 2;
+const PERF_FLAG_FD_CLOEXEC: u64 = 8;
+const PERF_EVENT_IOC_ENABLE: u64 = 0x2400;
+const PERF_EVENT_IOC_SET_BPF: u64 = 0x4004_2408;
+
+/// Open a perf event of `type_`/`config` on `cpu` for all processes (`pid` -1).
+pub fn open(type_: u32, config: u64, sample_period: u64, pid: i32, cpu: i32) -> std::io::Result<OwnedFd> {
+    let mut attr: libbpf_sys::perf_event_attr = unsafe { std::mem::zeroed() };
+    attr.type_ = type_;
+    attr.size = std::mem::size_of::<libbpf_sys::perf_event_attr>() as u32;
+    attr.config = config;
+    attr.__bindgen_anon_1.sample_period = sample_period;
+    let fd = unsafe {
+        libc::syscall(libc::SYS_perf_event_open, &attr as *const _, pid, cpu, -1i32, PERF_FLAG_FD_CLOEXEC)
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// Run `prog` on every occurrence of the perf event.
+pub fn attach_bpf(event: &OwnedFd, prog: BorrowedFd<'_>) -> Result<()> {
+    let rc = unsafe { libc::ioctl(event.as_raw_fd(), PERF_EVENT_IOC_SET_BPF as _, prog.as_raw_fd()) };
+    if rc < 0 {
+        return Err(anyhow!("cannot attach the program: {}", std::io::Error::last_os_error()));
+    }
+    let rc = unsafe { libc::ioctl(event.as_raw_fd(), PERF_EVENT_IOC_ENABLE as _, 0) };
+    if rc < 0 {
+        return Err(anyhow!("cannot enable the event: {}", std::io::Error::last_os_error()));
+    }
+    Ok(())
+}

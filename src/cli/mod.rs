@@ -1,0 +1,158 @@
+//! Command line: parse options, load the script, compile, then explain,
+//! dry-run or run it. Errors come back as one line; the exit status follows
+//! design.md §1.
+
+pub mod explain;
+pub mod list;
+
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Result};
+use clap::Parser;
+
+use crate::compile::{self, Options};
+use crate::output::sink;
+use crate::runtime::{self, RunOptions};
+use crate::script::{parse_duration, Session};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "rtrace",
+    version,
+    about = "A Linux tracer: Rhai scripts whose probes compile straight to eBPF",
+    override_usage = "rtrace [OPTIONS] SCRIPT.rhai [ARGS...]\n       rtrace [OPTIONS] -e 'SOURCE' [ARGS...]\n       rtrace -l [PATTERN]"
+)]
+pub struct Cli {
+    /// Program source to run instead of a script file.
+    #[arg(short = 'e', value_name = "SOURCE")]
+    pub source: Option<String>,
+    /// Stop after this long (e.g. 5s, 100ms).
+    #[arg(short = 'd', value_name = "DURATION")]
+    pub duration: Option<String>,
+    /// Output format: text or json (NDJSON).
+    #[arg(short = 'f', value_name = "FORMAT", default_value = "text")]
+    pub format: String,
+    /// Write output to FILE.
+    #[arg(short = 'o', value_name = "FILE")]
+    pub output: Option<String>,
+    /// Quiet: no "Attaching N probes..." line.
+    #[arg(short = 'q')]
+    pub quiet: bool,
+    /// Verbose: print compile and load details to stderr.
+    #[arg(short = 'v')]
+    pub verbose: bool,
+    /// Allow system() and other actions with side effects.
+    #[arg(long = "unsafe")]
+    pub allow_unsafe: bool,
+    /// Show maps, record layouts and BPF disassembly per probe; attach nothing.
+    #[arg(long)]
+    pub explain: bool,
+    /// Compile and load through the verifier; attach nothing.
+    #[arg(long = "dry-run")]
+    pub dry_run: bool,
+    /// List probes matching PATTERN.
+    #[arg(short = 'l')]
+    pub list: bool,
+    /// SCRIPT.rhai followed by its ARGS (or only ARGS with -e; the PATTERN with -l).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub rest: Vec<String>,
+}
+
+/// Run the command line; returns the process exit status.
+pub fn main() -> i32 {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("{}", one_line(&e));
+            1
+        }
+    }
+}
+
+fn one_line(e: &anyhow::Error) -> String {
+    let msg = format!("{e:#}");
+    let first = msg.lines().next().unwrap_or("").to_string();
+    if first.starts_with("rtrace") || first.contains(": error:") { first } else { format!("rtrace: error: {first}") }
+}
+
+fn run(cli: Cli) -> Result<i32> {
+    if cli.list {
+        return list::run(cli.rest.first().map(String::as_str), cli.verbose);
+    }
+    let (file_name, source, args) = match &cli.source {
+        Some(src) => ("-e".to_string(), src.clone(), cli.rest.clone()),
+        None => {
+            let Some(path) = cli.rest.first() else {
+                bail!("no script given: run `rtrace SCRIPT.rhai` or `rtrace -e 'SOURCE'` (see --help)");
+            };
+            let text = std::fs::read_to_string(path).map_err(|e| anyhow!("cannot read {path}: {e}"))?;
+            (path.clone(), text, cli.rest[1..].to_vec())
+        }
+    };
+    let format = match cli.format.as_str() {
+        "text" => sink::Format::Text,
+        "json" => sink::Format::Json,
+        other => bail!("unknown output format '{other}' (use text or json)"),
+    };
+    sink::init(format, cli.output.as_deref()).map_err(|e| anyhow!("cannot open output: {e}"))?;
+    let duration: Option<Duration> = match &cli.duration {
+        Some(d) => Some(parse_duration(d).ok_or_else(|| anyhow!("-d {d}: not a duration; write e.g. 5s or 100ms"))?),
+        None => None,
+    };
+
+    let mut session = Session::new(&file_name, &source, &args)?;
+    session.run_top_level()?;
+    if let Some(code) = session.registry.lock().unwrap().exit_code {
+        // exit() at the top level: nothing gets attached.
+        return Ok(code);
+    }
+    let opts = Options { str_max: str_max()?, start_ns: monotonic_ns() };
+    let plan = compile::compile(&session, &opts)?;
+    if cli.explain {
+        explain::print(&session, &plan, &source);
+        return Ok(0);
+    }
+    check_privileges()?;
+    let code = runtime::run(&session, &plan, &RunOptions { duration, quiet: cli.quiet, dry_run: cli.dry_run })?;
+    Ok(code)
+}
+
+/// `str()`'s default maximum length: env RTRACE_STRLEN (1..=200), default 64.
+fn str_max() -> Result<u32> {
+    match std::env::var("RTRACE_STRLEN") {
+        Err(_) => Ok(64),
+        Ok(v) => match v.parse::<u32>() {
+            Ok(n) if (1..=200).contains(&n) => Ok(n),
+            _ => bail!("RTRACE_STRLEN={v}: must be a number from 1 to 200"),
+        },
+    }
+}
+
+/// CLOCK_MONOTONIC now, as BPF's ktime_get_ns sees it.
+fn monotonic_ns() -> i64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec * 1_000_000_000 + ts.tv_nsec
+}
+
+/// Root, or CAP_BPF + CAP_PERFMON (or CAP_SYS_ADMIN).
+fn check_privileges() -> Result<()> {
+    if unsafe { libc::geteuid() } == 0 {
+        return Ok(());
+    }
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let caps = status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .unwrap_or(0);
+    let has = |bit: u32| caps & (1u64 << bit) != 0;
+    const CAP_SYS_ADMIN: u32 = 21;
+    const CAP_PERFMON: u32 = 38;
+    const CAP_BPF: u32 = 39;
+    if has(CAP_SYS_ADMIN) || (has(CAP_BPF) && has(CAP_PERFMON)) {
+        return Ok(());
+    }
+    bail!("tracing needs root, or the CAP_BPF and CAP_PERFMON capabilities: run with sudo")
+}

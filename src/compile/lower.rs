@@ -1,0 +1,883 @@
+//! Rhai closure AST → kernel IR for one attach point.
+//!
+//! Walks the closure body statement by statement. Event fields (`e.pid`,
+//! `e.args.filename`), captured top-level values (constants become
+//! immediates, maps become map references), locals, control flow, map
+//! operations and aggregations become IR; anything else is reported with its
+//! line:column as something the kernel side cannot run.
+
+use std::collections::HashMap;
+
+use probes_ebpf::ir::{AggOp, BinOp, Builtin, ContextKind, Expr, LocalId, MapId, Span, Stmt, StmtKind, Ty, UnOp};
+use rhai::{ASTNode, Dynamic, Expr as RExpr, Position, Stmt as RStmt, AST};
+
+use super::maps::{MapUse, UseKind};
+use crate::attach::tracefs::{FieldKind, TracepointFormat};
+use crate::script::MapHandle;
+
+/// Control message kinds sent on the control ring (`StmtKind::Control`).
+pub const CONTROL_EXIT: u32 = 1;
+pub const CONTROL_PRINT: u32 = 2;
+pub const CONTROL_CLEAR: u32 = 3;
+pub const CONTROL_ZERO: u32 = 4;
+
+/// What a closure is being compiled for.
+pub struct Target<'a> {
+    /// Full probe name (`tracepoint:syscalls:sys_enter_read`), the value of `e.probe`.
+    pub probe_name: &'a str,
+    pub context: ContextKind,
+    /// Tracepoint fields, for `e.args.*`.
+    pub format: Option<&'a TracepointFormat>,
+    /// `ktime` at start, for `e.elapsed`.
+    pub start_ns: i64,
+    /// Default maximum length of `str()`.
+    pub str_max: u32,
+    /// Map id of the control ring buffer.
+    pub control_ring: MapId,
+    /// Index of this probe, reported in control messages.
+    pub probe_index: u32,
+}
+
+/// A compile error at a script position.
+#[derive(Debug)]
+pub struct LowerError {
+    pub pos: Position,
+    pub message: String,
+}
+
+type Result<T> = std::result::Result<T, LowerError>;
+
+fn err<T>(pos: Position, message: impl Into<String>) -> Result<T> {
+    Err(LowerError { pos, message: message.into() })
+}
+
+/// A value captured from the script's top level.
+#[derive(Clone)]
+enum Captured {
+    Map(MapHandle),
+    Int(i64),
+    Str(String),
+    Other(&'static str),
+}
+
+/// A closure's parameters and body statements, found in `ast` by function name.
+pub struct ClosureBody {
+    pub params: Vec<String>,
+    pub body: Vec<RStmt>,
+}
+
+/// Find the body of the script function `name` (closures compile to `anon$…` functions).
+pub fn find_closure(ast: &AST, name: &str) -> Option<ClosureBody> {
+    let defs: Vec<_> = ast.iter_fn_def().map(|f| (f.name.to_string(), f.params.iter().map(|p| p.to_string()).collect::<Vec<_>>(), f.body.start_position(), f.body.end_position())).collect();
+    let (_, params, start, end) = defs.iter().find(|d| d.0 == name)?.clone();
+    // Function bodies are only reachable through the AST walk: collect the
+    // top-level statements of function bodies and keep those inside this
+    // function's span and no nested function's span.
+    let main_count = ast.statements().len();
+    let mut seen = 0usize;
+    let mut body = Vec::new();
+    let inside = |p: Position, s: Position, e: Position| -> bool {
+        let key = |x: Position| (x.line().unwrap_or(0), x.position().unwrap_or(0));
+        key(p) >= key(s) && key(p) <= key(e)
+    };
+    ast.walk(&mut |path: &[ASTNode]| {
+        if path.len() == 1 {
+            seen += 1;
+            if seen > main_count {
+                if let ASTNode::Stmt(s) = path[0] {
+                    let p = s.position();
+                    let nested = defs.iter().any(|d| d.0 != name && inside(d.2, start, end) && inside(p, d.2, d.3));
+                    if inside(p, start, end) && !nested {
+                        body.push(s.clone());
+                    }
+                }
+            }
+        }
+        true
+    });
+    Some(ClosureBody { params, body })
+}
+
+/// The IR of one probe plus how it uses maps.
+pub struct Lowered {
+    pub locals: Vec<Ty>,
+    pub body: Vec<Stmt>,
+    pub uses: Vec<MapUse>,
+    /// The closure reads `e.args.*` (so each attach point needs its own program).
+    pub uses_args: bool,
+}
+
+/// Whether a closure body mentions `e.args` or `e.probe` (decides whether
+/// wildcard attach points can share one program).
+pub fn needs_per_point_program(body: &ClosureBody) -> bool {
+    let event = match body.params.last() {
+        Some(e) => e.clone(),
+        None => return false,
+    };
+    let mut found = false;
+    for s in &body.body {
+        s.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
+            if let Some(ASTNode::Expr(RExpr::Dot(x, _, _))) = path.last() {
+                if let (RExpr::Variable(v, _, _), rhs) = (&x.lhs, &x.rhs) {
+                    if v.1.as_str() == event {
+                        let prop = match rhs {
+                            RExpr::Property(p, _) => Some(p.2.as_str()),
+                            RExpr::Dot(inner, _, _) => match &inner.lhs {
+                                RExpr::Property(p, _) => Some(p.2.as_str()),
+                                _ => None,
+                            },
+                            _ => None,
+                        };
+                        if matches!(prop, Some("args") | Some("probe")) {
+                            found = true;
+                        }
+                    }
+                }
+            }
+            true
+        });
+    }
+    found
+}
+
+/// Lower a closure (captured values in `curry`, matched to the first
+/// parameters) for `target`.
+pub fn lower(body: &ClosureBody, curry: &[Dynamic], target: &Target) -> Result<Lowered> {
+    let mut captures = HashMap::new();
+    for (name, value) in body.params.iter().zip(curry) {
+        let v = value.flatten_clone();
+        let c = if let Some(m) = v.clone().try_cast::<MapHandle>() {
+            Captured::Map(m)
+        } else if let Ok(i) = v.as_int() {
+            Captured::Int(i)
+        } else if let Ok(b) = v.as_bool() {
+            Captured::Int(b as i64)
+        } else if let Ok(s) = v.clone().into_string() {
+            Captured::Str(s)
+        } else {
+            Captured::Other(v.type_name())
+        };
+        captures.insert(name.clone(), c);
+    }
+    let event = if body.params.len() > curry.len() { body.params.last().cloned() } else { None };
+    let mut l = Lowerer {
+        target,
+        captures,
+        event,
+        scopes: vec![HashMap::new()],
+        locals: Vec::new(),
+        uses: Vec::new(),
+        uses_args: false,
+    };
+    let stmts = l.block(&body.body)?;
+    Ok(Lowered { locals: l.locals, body: stmts, uses: l.uses, uses_args: l.uses_args })
+}
+
+struct Lowerer<'a> {
+    target: &'a Target<'a>,
+    captures: HashMap<String, Captured>,
+    event: Option<String>,
+    scopes: Vec<HashMap<String, LocalId>>,
+    locals: Vec<Ty>,
+    uses: Vec<MapUse>,
+    uses_args: bool,
+}
+
+fn span(pos: Position) -> Span {
+    Span { line: pos.line().unwrap_or(0) as u32, col: pos.position().unwrap_or(0) as u32 }
+}
+
+fn at(pos: Position) -> String {
+    crate::script::position_text(pos)
+}
+
+fn userspace_only(what: &str, pos: Position) -> LowerError {
+    LowerError {
+        pos,
+        message: format!(
+            "{what} runs in userspace, and probes can only run kernel-side statements so far (maps, aggregations, filters, exit()); move it to BEGIN, END or every()"
+        ),
+    }
+}
+
+impl<'a> Lowerer<'a> {
+    fn lookup_local(&self, name: &str) -> Option<LocalId> {
+        self.scopes.iter().rev().find_map(|s| s.get(name).copied())
+    }
+
+    fn new_local(&mut self, name: &str, ty: Ty) -> LocalId {
+        let id = self.locals.len() as LocalId;
+        self.locals.push(ty);
+        self.scopes.last_mut().unwrap().insert(name.to_string(), id);
+        id
+    }
+
+    fn ty(&self, e: &Expr) -> Ty {
+        match e {
+            Expr::Str { len, .. } => Ty::Bytes(*len),
+            Expr::Comm => Ty::Bytes(16),
+            Expr::CtxCharArray { len, .. } => Ty::Bytes(*len),
+            Expr::CtxDataLocStr { max, .. } | Expr::ReadStr { max, .. } => Ty::Bytes(*max),
+            Expr::Local(id) => self.locals[*id as usize],
+            Expr::Cond(_, a, _) => self.ty(a),
+            _ => Ty::Int,
+        }
+    }
+
+    fn block(&mut self, stmts: &[RStmt]) -> Result<Vec<Stmt>> {
+        self.scopes.push(HashMap::new());
+        let mut out = Vec::new();
+        for s in stmts {
+            self.stmt(s, &mut out)?;
+        }
+        self.scopes.pop();
+        Ok(out)
+    }
+
+    fn stmt(&mut self, s: &RStmt, out: &mut Vec<Stmt>) -> Result<()> {
+        let pos = s.position();
+        let mut push = |kind: StmtKind| out.push(Stmt { kind, span: span(pos) });
+        match s {
+            RStmt::Noop(_) | RStmt::Share(_) => {}
+            RStmt::Var(x, _, pos) => {
+                let (ident, init, _) = x.as_ref();
+                if matches!(init, RExpr::Unit(_)) {
+                    return err(*pos, format!("`let {}` needs a value in a probe", ident.name));
+                }
+                let value = self.expr(init)?;
+                let ty = self.ty(&value);
+                let id = self.new_local(ident.name.as_str(), ty);
+                push(StmtKind::SetLocal(id, value));
+            }
+            RStmt::Assignment(x) => {
+                let (op, bin) = x.as_ref();
+                let compound = op.get_op_assignment_info().map(|info| info.5);
+                for k in self.assignment(&bin.lhs, &bin.rhs, compound, op.position())? {
+                    push(k);
+                }
+            }
+            RStmt::If(fc, _) => {
+                let cond = self.cond(&fc.expr)?;
+                let then = self.block(fc.body.statements())?;
+                let otherwise = self.block(fc.branch.statements())?;
+                push(StmtKind::If { cond, then, otherwise });
+            }
+            RStmt::For(x, pos) => {
+                let (var, counter, fc) = x.as_ref();
+                if counter.is_some() {
+                    return err(*pos, "a counter variable in `for` isn't supported in probes; use `for i in 0..N`");
+                }
+                let (start, count) = self.const_range(&fc.expr)?;
+                self.scopes.push(HashMap::new());
+                let id = self.new_local(var.name.as_str(), Ty::Int);
+                let body = self.block(fc.body.statements())?;
+                self.scopes.pop();
+                push(StmtKind::Repeat { var: id, start, count, body });
+            }
+            RStmt::Block(b) => {
+                let inner = self.block(b.statements())?;
+                out.extend(inner);
+            }
+            RStmt::Return(value, _, _) => {
+                if value.is_some() {
+                    return err(pos, "probes can't return a value; write `return;`");
+                }
+                push(StmtKind::Return);
+            }
+            RStmt::FnCall(call, pos) => {
+                let k = self.call_stmt(call.name.as_str(), &call.args, *pos)?;
+                push(k);
+            }
+            RStmt::Expr(e) => match e.as_ref() {
+                RExpr::FnCall(call, pos) => {
+                    let k = self.call_stmt(call.name.as_str(), &call.args, *pos)?;
+                    push(k);
+                }
+                RExpr::Dot(x, _, pos) => {
+                    let k = self.method_stmt(&x.lhs, &x.rhs, *pos)?;
+                    push(k);
+                }
+                RExpr::Stmt(block) => {
+                    let inner = self.block(block.statements())?;
+                    out.extend(inner);
+                }
+                other => {
+                    // A bare expression: evaluate only for its checks; no effect.
+                    self.expr(other)?;
+                }
+            },
+            RStmt::While(..) | RStmt::Do(..) => {
+                return err(pos, "while/loop can't run in the kernel: use `for i in 0..N` with a constant N")
+            }
+            RStmt::BreakLoop(..) => return err(pos, "break/continue aren't supported in probes yet"),
+            RStmt::Switch(..) => return err(pos, "switch isn't supported in probes; use if / else if"),
+            RStmt::TryCatch(..) => return Err(userspace_only("try/catch", pos)),
+            _ => return Err(userspace_only("this statement", pos)),
+        }
+        Ok(())
+    }
+
+    /// `for i in A..B` / `A..=B` with constant bounds: (start, count).
+    fn const_range(&self, e: &RExpr) -> Result<(i64, u32)> {
+        let pos = e.position();
+        if let RExpr::FnCall(call, _) = e {
+            if (call.name == ".." || call.name == "..=") && call.args.len() == 2 {
+                let a = self.const_int(&call.args[0]);
+                let b = self.const_int(&call.args[1]);
+                if let (Some(a), Some(b)) = (a, b) {
+                    let end = if call.name == "..=" { b + 1 } else { b };
+                    let count = (end - a).max(0);
+                    if count > 4096 {
+                        return err(pos, format!("loop of {count} iterations is too long for the kernel (at most 4096)"));
+                    }
+                    return Ok((a, count as u32));
+                }
+            }
+        }
+        err(pos, "loops in probes need a constant range, e.g. `for i in 0..8`")
+    }
+
+    fn const_int(&self, e: &RExpr) -> Option<i64> {
+        match e {
+            RExpr::IntegerConstant(v, _) => Some(*v),
+            RExpr::Variable(v, _, _) => match self.captures.get(v.1.as_str()) {
+                Some(Captured::Int(i)) if self.lookup_local(v.1.as_str()).is_none() => Some(*i),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// A captured map referenced by a variable expression.
+    fn map_of(&self, e: &RExpr) -> Option<MapHandle> {
+        if let RExpr::Variable(v, _, _) = e {
+            if self.lookup_local(v.1.as_str()).is_none() {
+                if let Some(Captured::Map(m)) = self.captures.get(v.1.as_str()) {
+                    return Some(m.clone());
+                }
+            }
+        }
+        None
+    }
+
+    fn key(&mut self, e: &RExpr) -> Result<Vec<Expr>> {
+        match e {
+            RExpr::Array(parts, _) => parts.iter().map(|p| self.expr(p)).collect(),
+            other => Ok(vec![self.expr(other)?]),
+        }
+    }
+
+    fn record_use(&mut self, map: &MapHandle, key: &[Expr], kind: UseKind, pos: Position) {
+        let key = key.iter().map(|k| self.ty(k)).collect();
+        self.uses.push(MapUse { map: map.id(), key, kind, at: at(pos) });
+    }
+
+    fn assignment(&mut self, lhs: &RExpr, rhs: &RExpr, compound: Option<&str>, pos: Position) -> Result<Vec<StmtKind>> {
+        // Map target: `m[k] = ...` or keyless `m = ...`.
+        let (map, key) = match lhs {
+            RExpr::Index(x, _, _) => match self.map_of(&x.lhs) {
+                Some(m) => (Some(m), Some(&x.rhs)),
+                None => return err(lhs.position(), "only maps declared with map() can be indexed in a probe"),
+            },
+            other => (self.map_of(other), None),
+        };
+        if let Some(map) = map {
+            let key = match key {
+                Some(k) => self.key(k)?,
+                None => Vec::new(),
+            };
+            if let Some(agg) = self.aggregation(rhs)? {
+                if compound.is_some() {
+                    return err(pos, "an aggregation is assigned with `=`, e.g. `m[k] = count()`");
+                }
+                let (op, value) = agg;
+                self.record_use(&map, &key, UseKind::Aggregate(op), pos);
+                return Ok(vec![StmtKind::Aggregate { map: map.id(), key, op, value }]);
+            }
+            let value = self.expr(rhs)?;
+            return Ok(vec![match compound {
+                None => {
+                    let ty = self.ty(&value);
+                    self.record_use(&map, &key, UseKind::Store(ty), pos);
+                    StmtKind::MapStore { map: map.id(), key, value }
+                }
+                Some(op) => {
+                    let op = bin_op(op).ok_or_else(|| LowerError { pos, message: format!("`{op}=` isn't supported on maps") })?;
+                    self.record_use(&map, &key, UseKind::Update, pos);
+                    StmtKind::MapUpdate { map: map.id(), key, op, value }
+                }
+            }]);
+        }
+        // Local target.
+        let RExpr::Variable(v, _, vpos) = lhs else {
+            return err(lhs.position(), "this assignment target can't be written in a probe");
+        };
+        let name = v.1.as_str();
+        let Some(id) = self.lookup_local(name) else {
+            if self.captures.contains_key(name) {
+                return Err(LowerError {
+                    pos: *vpos,
+                    message: format!(
+                        "`{name}` is a top-level variable: a probe can't assign it in the kernel; keep state in a map (e.g. `let {name} = map();`)"
+                    ),
+                });
+            }
+            return err(*vpos, format!("unknown variable `{name}`"));
+        };
+        let mut value = self.expr(rhs)?;
+        if let Some(op) = compound {
+            let op = bin_op(op).ok_or_else(|| LowerError { pos, message: format!("`{op}=` isn't supported") })?;
+            self.check_div(op, &value, pos)?;
+            value = Expr::Binary(op, Box::new(Expr::Local(id)), Box::new(value));
+        }
+        let (want, got) = (self.locals[id as usize], self.ty(&value));
+        if matches!(want, Ty::Int) != matches!(got, Ty::Int) {
+            return err(pos, format!("`{name}` holds a {} but is assigned a {}", ty_name(want), ty_name(got)));
+        }
+        Ok(vec![StmtKind::SetLocal(id, value)])
+    }
+
+    /// `count()`, `hist(x)`, ... as the right side of a map assignment.
+    fn aggregation(&mut self, rhs: &RExpr) -> Result<Option<(AggOp, Option<Expr>)>> {
+        let RExpr::FnCall(call, pos) = rhs else { return Ok(None) };
+        let args = &call.args;
+        let want = |n: usize| -> Result<()> {
+            if args.len() != n {
+                return err(*pos, format!("{}() takes {n} argument(s)", call.name));
+            }
+            Ok(())
+        };
+        let op = match call.name.as_str() {
+            "count" => {
+                want(0)?;
+                return Ok(Some((AggOp::Count, None)));
+            }
+            "sum" => AggOp::Sum,
+            "min" => AggOp::Min,
+            "max" => AggOp::Max,
+            "avg" => AggOp::Avg,
+            "stats" => AggOp::Stats,
+            "hist" => AggOp::Hist,
+            "lhist" => {
+                want(4)?;
+                let c: Vec<Option<i64>> = args[1..].iter().map(|a| self.const_int(a)).collect();
+                let (Some(min), Some(max), Some(step)) = (c[0], c[1], c[2]) else {
+                    return err(*pos, "lhist(value, min, max, step) needs constant min, max and step");
+                };
+                if step <= 0 || max <= min {
+                    return err(*pos, "lhist needs min < max and step > 0");
+                }
+                if (max - min) / step > 1000 {
+                    return err(*pos, "lhist would have more than 1000 buckets; use a larger step");
+                }
+                let v = self.int_expr(&args[0])?;
+                return Ok(Some((AggOp::Lhist { min, max, step }, Some(v))));
+            }
+            _ => return Ok(None),
+        };
+        want(1)?;
+        let v = self.int_expr(&args[0])?;
+        Ok(Some((op, Some(v))))
+    }
+
+    fn int_expr(&mut self, e: &RExpr) -> Result<Expr> {
+        let v = self.expr(e)?;
+        if self.ty(&v) != Ty::Int {
+            return err(e.position(), "a string is used where a number is expected");
+        }
+        Ok(v)
+    }
+
+    /// Statement-level function calls: `exit()`, `print(m)`.
+    fn call_stmt(&mut self, name: &str, args: &[RExpr], pos: Position) -> Result<StmtKind> {
+        let control = |s: &Self, kind: u32, arg: Expr| StmtKind::Control {
+            ring: s.target.control_ring,
+            kind,
+            probe: s.target.probe_index,
+            arg,
+        };
+        match (name, args.len()) {
+            ("exit", 0) => Ok(control(self, CONTROL_EXIT, Expr::Int(0))),
+            ("exit", 1) => {
+                let code = self.int_expr(&args[0])?;
+                Ok(control(self, CONTROL_EXIT, code))
+            }
+            ("print", 1) | ("clear", 1) | ("zero", 1) if self.map_of(&args[0]).is_some() => {
+                let m = self.map_of(&args[0]).unwrap();
+                let kind = match name {
+                    "print" => CONTROL_PRINT,
+                    "clear" => CONTROL_CLEAR,
+                    _ => CONTROL_ZERO,
+                };
+                Ok(control(self, kind, Expr::Int(m.id() as i64)))
+            }
+            _ => Err(userspace_only(&format!("`{name}(...)`"), pos)),
+        }
+    }
+
+    /// Statement-level method calls: `m.remove(k)`, `m.clear()`, `m.zero()`, `print(m)`.
+    fn method_stmt(&mut self, lhs: &RExpr, rhs: &RExpr, pos: Position) -> Result<StmtKind> {
+        if let (Some(map), RExpr::MethodCall(call, mpos)) = (self.map_of(lhs), rhs) {
+            match (call.name.as_str(), call.args.len()) {
+                ("remove", 1) => {
+                    let key = self.key(&call.args[0])?;
+                    self.record_use(&map, &key, UseKind::Delete, *mpos);
+                    return Ok(StmtKind::MapDelete { map: map.id(), key });
+                }
+                ("clear", 0) | ("zero", 0) => {
+                    let kind = if call.name == "clear" { CONTROL_CLEAR } else { CONTROL_ZERO };
+                    return Ok(StmtKind::Control {
+                        ring: self.target.control_ring,
+                        kind,
+                        probe: self.target.probe_index,
+                        arg: Expr::Int(map.id() as i64),
+                    });
+                }
+                (other, _) => return err(*mpos, format!("map method `{other}` isn't available in probes (remove, clear, zero are)")),
+            }
+        }
+        Err(userspace_only("this method call", pos))
+    }
+
+    /// A condition: numbers are true when non-zero.
+    fn cond(&mut self, e: &RExpr) -> Result<Expr> {
+        let c = self.expr(e)?;
+        if self.ty(&c) != Ty::Int {
+            return err(e.position(), "a string can't be used as a condition; compare it, e.g. `s == \"x\"`");
+        }
+        Ok(c)
+    }
+
+    fn check_div(&self, op: BinOp, rhs: &Expr, pos: Position) -> Result<()> {
+        if matches!(op, BinOp::Div | BinOp::Mod) && *rhs == Expr::Int(0) {
+            return err(pos, "division by zero");
+        }
+        Ok(())
+    }
+
+    fn expr(&mut self, e: &RExpr) -> Result<Expr> {
+        let pos = e.position();
+        match e {
+            RExpr::IntegerConstant(v, _) => Ok(Expr::Int(*v)),
+            RExpr::BoolConstant(b, _) => Ok(Expr::Int(*b as i64)),
+            RExpr::CharConstant(c, _) => Ok(Expr::Int(*c as i64)),
+            RExpr::StringConstant(s, _) => Ok(str_literal(s)),
+            RExpr::DynamicConstant(d, _) => {
+                if let Ok(i) = d.as_int() {
+                    Ok(Expr::Int(i))
+                } else if let Ok(s) = d.clone().into_string() {
+                    Ok(str_literal(&s))
+                } else {
+                    err(pos, format!("a {} value can't be used in the kernel", d.type_name()))
+                }
+            }
+            RExpr::Variable(v, _, _) => {
+                let name = v.1.as_str();
+                if let Some(id) = self.lookup_local(name) {
+                    return Ok(Expr::Local(id));
+                }
+                match self.captures.get(name) {
+                    Some(Captured::Int(i)) => Ok(Expr::Int(*i)),
+                    Some(Captured::Str(s)) => Ok(str_literal(s)),
+                    Some(Captured::Map(m)) => err(pos, format!("map `{}` needs a key here, e.g. `{name}[e.pid]`", m.name())),
+                    Some(Captured::Other(t)) => err(pos, format!("`{name}` is a {t}, which can't be used in the kernel")),
+                    None if Some(name) == self.event.as_deref() => {
+                        err(pos, format!("`{name}` is the event; use one of its fields, e.g. `{name}.pid`"))
+                    }
+                    None => err(pos, format!("unknown variable `{name}`")),
+                }
+            }
+            RExpr::Dot(x, _, _) => self.dot(&x.lhs, &x.rhs, pos),
+            RExpr::Index(x, _, _) => {
+                let Some(map) = self.map_of(&x.lhs) else {
+                    return err(pos, "only maps declared with map() can be indexed in a probe");
+                };
+                let key = self.key(&x.rhs)?;
+                self.record_use(&map, &key, UseKind::Read, pos);
+                Ok(Expr::MapGet { map: map.id(), key })
+            }
+            RExpr::And(list, _) | RExpr::Or(list, _) => {
+                let is_and = matches!(e, RExpr::And(..));
+                let mut parts = Vec::new();
+                for p in list.iter() {
+                    parts.push(self.cond(p)?);
+                }
+                let mut it = parts.into_iter();
+                let first = it.next().unwrap_or(Expr::Int(is_and as i64));
+                Ok(it.fold(first, |acc, p| {
+                    if is_and {
+                        Expr::LogicalAnd(Box::new(acc), Box::new(p))
+                    } else {
+                        Expr::LogicalOr(Box::new(acc), Box::new(p))
+                    }
+                }))
+            }
+            RExpr::FnCall(call, _) => self.call_expr(call.name.as_str(), &call.args, pos),
+            RExpr::Stmt(block) => {
+                // An if-expression: `if c { a } else { b }`.
+                let stmts = block.statements();
+                if let [RStmt::If(fc, _)] = stmts {
+                    let c = self.cond(&fc.expr)?;
+                    let a = self.block_value(fc.body.statements(), pos)?;
+                    let b = self.block_value(fc.branch.statements(), pos)?;
+                    if matches!(self.ty(&a), Ty::Int) != matches!(self.ty(&b), Ty::Int) {
+                        return err(pos, "both branches of an if-expression must be numbers, or both strings");
+                    }
+                    return Ok(Expr::Cond(Box::new(c), Box::new(a), Box::new(b)));
+                }
+                err(pos, "this block can't be used as a value in a probe")
+            }
+            RExpr::InterpolatedString(..) => Err(userspace_only("string interpolation", pos)),
+            RExpr::FloatConstant(..) => Err(userspace_only("floating-point arithmetic", pos)),
+            RExpr::Array(..) => err(pos, "arrays can only be map keys in a probe (`m[[a, b]]`)"),
+            RExpr::Map(..) => Err(userspace_only("object maps", pos)),
+            RExpr::MethodCall(..) => Err(userspace_only("this method call", pos)),
+            _ => Err(userspace_only("this expression", pos)),
+        }
+    }
+
+    /// The value of a `{ ...; value }` branch of an if-expression.
+    fn block_value(&mut self, stmts: &[RStmt], pos: Position) -> Result<Expr> {
+        match stmts {
+            [RStmt::Expr(e)] => self.expr(e),
+            [] => err(pos, "an if-expression needs an else branch with a value"),
+            _ => err(pos, "if-expression branches in probes must be single values"),
+        }
+    }
+
+    fn call_expr(&mut self, name: &str, args: &[RExpr], pos: Position) -> Result<Expr> {
+        if let Some(op) = bin_op(name) {
+            if args.len() == 2 {
+                let a = self.expr(&args[0])?;
+                let b = self.expr(&args[1])?;
+                let (ta, tb) = (self.ty(&a), self.ty(&b));
+                let strings = matches!(ta, Ty::Bytes(_)) || matches!(tb, Ty::Bytes(_));
+                if strings {
+                    if matches!(ta, Ty::Int) || matches!(tb, Ty::Int) {
+                        return err(pos, "a string is compared with a number");
+                    }
+                    return match op {
+                        BinOp::Eq => Ok(Expr::StrEq(Box::new(a), Box::new(b))),
+                        BinOp::Ne => Ok(Expr::Unary(UnOp::Not, Box::new(Expr::StrEq(Box::new(a), Box::new(b))))),
+                        BinOp::Add => Err(userspace_only("string concatenation", pos)),
+                        _ => err(pos, "strings can only be compared with == and != in a probe"),
+                    };
+                }
+                self.check_div(op, &b, pos)?;
+                return Ok(fold(op, a, b));
+            }
+            if args.len() == 1 && name == "-" {
+                let a = self.int_expr(&args[0])?;
+                return Ok(match a {
+                    Expr::Int(v) => Expr::Int(v.wrapping_neg()),
+                    a => Expr::Unary(UnOp::Neg, Box::new(a)),
+                });
+            }
+        }
+        match (name, args.len()) {
+            ("!", 1) => {
+                let a = self.cond(&args[0])?;
+                Ok(Expr::Unary(UnOp::Not, Box::new(a)))
+            }
+            ("contains", 2) => {
+                // `k in m` parses as contains(m, k).
+                let Some(map) = self.map_of(&args[0]) else {
+                    return err(pos, "`in` works on maps declared with map() in a probe");
+                };
+                let key = self.key(&args[1])?;
+                self.record_use(&map, &key, UseKind::Read, pos);
+                Ok(Expr::MapContains { map: map.id(), key })
+            }
+            ("str", 1) | ("str", 2) => {
+                let v = self.expr(&args[0])?;
+                let max = match args.get(1) {
+                    None => self.target.str_max,
+                    Some(a) => match self.const_int(a) {
+                        Some(n) if n > 0 && n <= 256 => n as u32,
+                        _ => return err(a.position(), "str(ptr, len): len must be a constant from 1 to 256"),
+                    },
+                };
+                match self.ty(&v) {
+                    Ty::Bytes(_) => Ok(v),
+                    Ty::Int => {
+                        let user = self.is_user_pointer(&args[0]);
+                        Ok(Expr::ReadStr { ptr: Box::new(v), max, user })
+                    }
+                }
+            }
+            ("count" | "sum" | "min" | "max" | "avg" | "stats" | "hist" | "lhist", _) => {
+                err(pos, format!("{name}() is an aggregation: assign it to a map, e.g. `m[e.comm] = {name}(...)`"))
+            }
+            ("exit", _) => err(pos, "exit() is a statement, not a value"),
+            _ => Err(userspace_only(&format!("`{name}(...)`"), pos)),
+        }
+    }
+
+    /// `e.args.X` where X is a `__user` pointer field.
+    fn is_user_pointer(&self, e: &RExpr) -> bool {
+        let (Some(format), RExpr::Dot(x, _, _)) = (self.target.format, e) else { return false };
+        if let RExpr::Dot(inner, _, _) = &x.rhs {
+            if let (RExpr::Property(a, _), RExpr::Property(f, _)) = (&inner.lhs, &inner.rhs) {
+                if a.2.as_str() == "args" {
+                    return matches!(format.field(f.2.as_str()).map(|f| &f.kind), Some(FieldKind::Pointer { user: true, .. }));
+                }
+            }
+        }
+        false
+    }
+
+    /// `e.FIELD`, `e.args.FIELD`.
+    fn dot(&mut self, lhs: &RExpr, rhs: &RExpr, pos: Position) -> Result<Expr> {
+        let is_event = matches!(lhs, RExpr::Variable(v, _, _) if Some(v.1.as_str()) == self.event.as_deref() && self.lookup_local(v.1.as_str()).is_none());
+        if !is_event {
+            if let RExpr::MethodCall(call, _) = rhs {
+                return Err(userspace_only(&format!("`.{}()`", call.name), pos));
+            }
+            return Err(userspace_only("this property access", pos));
+        }
+        match rhs {
+            RExpr::Property(p, ppos) => self.event_field(p.2.as_str(), *ppos),
+            RExpr::Dot(inner, _, _) => match (&inner.lhs, &inner.rhs) {
+                (RExpr::Property(a, _), RExpr::Property(f, fpos)) if a.2.as_str() == "args" => {
+                    self.tracepoint_arg(f.2.as_str(), *fpos)
+                }
+                (RExpr::Property(a, apos), _) => {
+                    err(*apos, format!("`{}.{}` has no fields to access here", self.event.as_deref().unwrap_or("e"), a.2))
+                }
+                _ => err(pos, "unsupported field access"),
+            },
+            RExpr::MethodCall(call, mpos) => {
+                err(*mpos, format!("`{}.{}()` isn't available on this kernel side yet", self.event.as_deref().unwrap_or("e"), call.name))
+            }
+            _ => err(pos, "unsupported field access"),
+        }
+    }
+
+    fn event_field(&mut self, name: &str, pos: Position) -> Result<Expr> {
+        Ok(match name {
+            "pid" => Expr::Builtin(Builtin::Pid),
+            "tid" => Expr::Builtin(Builtin::Tid),
+            "uid" => Expr::Builtin(Builtin::Uid),
+            "gid" => Expr::Builtin(Builtin::Gid),
+            "cpu" => Expr::Builtin(Builtin::Cpu),
+            "nsecs" => Expr::Builtin(Builtin::Nsecs),
+            "cgroup" => Expr::Builtin(Builtin::Cgroup),
+            "rand" => Expr::Builtin(Builtin::Rand),
+            "comm" => Expr::Comm,
+            "elapsed" => Expr::Binary(BinOp::Sub, Box::new(Expr::Builtin(Builtin::Nsecs)), Box::new(Expr::Int(self.target.start_ns))),
+            "probe" => {
+                self.uses_args = true;
+                str_literal(self.target.probe_name)
+            }
+            "args" => return err(pos, "`e.args` needs a field name, e.g. `e.args.filename`"),
+            n if n.starts_with("arg") && n[3..].parse::<u32>().is_ok() => {
+                let i: u32 = n[3..].parse().unwrap_or(0);
+                match self.target.context {
+                    ContextKind::RawTracepoint if i < 10 => Expr::CtxInt { offset: i * 8, size: 8, signed: false },
+                    ContextKind::PtRegs if i < 6 => {
+                        // x86-64 pt_regs: di, si, dx, cx, r8, r9.
+                        const OFFSETS: [u32; 6] = [112, 104, 96, 88, 72, 64];
+                        Expr::CtxInt { offset: OFFSETS[i as usize], size: 8, signed: false }
+                    }
+                    _ => return err(pos, format!("`{n}` isn't available for this probe type (tracepoints use e.args.NAME)")),
+                }
+            }
+            "retval" | "func" | "kstack" | "ustack" | "curtask" => {
+                return err(pos, format!("`e.{name}` isn't available for this probe type yet"))
+            }
+            other => {
+                return err(
+                    pos,
+                    format!("unknown event field `{other}` (known: pid tid uid gid comm cpu nsecs elapsed cgroup rand probe args)"),
+                )
+            }
+        })
+    }
+
+    fn tracepoint_arg(&mut self, field: &str, pos: Position) -> Result<Expr> {
+        self.uses_args = true;
+        let Some(format) = self.target.format else {
+            return err(pos, "`e.args` is only available for tracepoint probes (raw tracepoints use e.arg0..)");
+        };
+        let Some(f) = format.field(field) else {
+            let names: Vec<&str> = format.event_fields().map(|f| f.name.as_str()).collect();
+            return err(
+                pos,
+                format!("tracepoint {}:{} has no field `{field}` (fields: {})", format.category, format.name, names.join(", ")),
+            );
+        };
+        Ok(match &f.kind {
+            FieldKind::Int | FieldKind::Pointer { .. } if f.size <= 8 && f.size.is_power_of_two() => {
+                Expr::CtxInt { offset: f.offset, size: f.size, signed: f.signed && !matches!(f.kind, FieldKind::Pointer { .. }) }
+            }
+            FieldKind::CharArray => Expr::CtxCharArray { offset: f.offset, len: f.size },
+            FieldKind::DataLocString => Expr::CtxDataLocStr { offset: f.offset, max: self.target.str_max },
+            _ => return err(pos, format!("field `{field}` has type `{}`, which probes can't read yet", f.c_type)),
+        })
+    }
+}
+
+fn ty_name(t: Ty) -> &'static str {
+    match t {
+        Ty::Int => "number",
+        Ty::Bytes(_) => "string",
+    }
+}
+
+fn str_literal(s: &str) -> Expr {
+    let bytes = s.as_bytes().to_vec();
+    let len = bytes.len() as u32 + 1;
+    Expr::Str { bytes, len }
+}
+
+fn bin_op(name: &str) -> Option<BinOp> {
+    Some(match name {
+        "+" => BinOp::Add,
+        "-" => BinOp::Sub,
+        "*" => BinOp::Mul,
+        "/" => BinOp::Div,
+        "%" => BinOp::Mod,
+        "&" => BinOp::And,
+        "|" => BinOp::Or,
+        "^" => BinOp::Xor,
+        "<<" => BinOp::Shl,
+        ">>" => BinOp::Shr,
+        "==" => BinOp::Eq,
+        "!=" => BinOp::Ne,
+        "<" => BinOp::Lt,
+        "<=" => BinOp::Le,
+        ">" => BinOp::Gt,
+        ">=" => BinOp::Ge,
+        _ => return None,
+    })
+}
+
+/// Build `a OP b`, folding constants (Rhai semantics: wrapping i64).
+fn fold(op: BinOp, a: Expr, b: Expr) -> Expr {
+    if let (Expr::Int(x), Expr::Int(y)) = (&a, &b) {
+        let (x, y) = (*x, *y);
+        let v = match op {
+            BinOp::Add => Some(x.wrapping_add(y)),
+            BinOp::Sub => Some(x.wrapping_sub(y)),
+            BinOp::Mul => Some(x.wrapping_mul(y)),
+            BinOp::Div if y != 0 => Some(x.wrapping_div(y)),
+            BinOp::Mod if y != 0 => Some(x.wrapping_rem(y)),
+            BinOp::And => Some(x & y),
+            BinOp::Or => Some(x | y),
+            BinOp::Xor => Some(x ^ y),
+            BinOp::Shl if (0..64).contains(&y) => Some(x << y),
+            BinOp::Shr if (0..64).contains(&y) => Some(x >> y),
+            BinOp::Eq => Some((x == y) as i64),
+            BinOp::Ne => Some((x != y) as i64),
+            BinOp::Lt => Some((x < y) as i64),
+            BinOp::Le => Some((x <= y) as i64),
+            BinOp::Gt => Some((x > y) as i64),
+            BinOp::Ge => Some((x >= y) as i64),
+            _ => None,
+        };
+        if let Some(v) = v {
+            return Expr::Int(v);
+        }
+    }
+    Expr::Binary(op, Box::new(a), Box::new(b))
+}

@@ -1,0 +1,185 @@
+//! Map layout inference: every probe's uses of a map (key shapes, aggregation
+//! or plain values) are unified into one layout per map, or a clear error
+//! naming the two conflicting places.
+
+use std::collections::BTreeMap;
+
+use anyhow::{anyhow, Result};
+use probes_ebpf::ir::{AggKind, AggOp, MapId, MapLayout, Ty, ValueKind};
+
+/// How one statement uses a map.
+#[derive(Clone, Debug)]
+pub struct MapUse {
+    pub map: MapId,
+    /// Key part types; empty for `m = ...` without a key.
+    pub key: Vec<Ty>,
+    pub kind: UseKind,
+    /// `line:col` of the use, for errors.
+    pub at: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum UseKind {
+    Aggregate(AggOp),
+    Store(Ty),
+    Update,
+    Read,
+    Delete,
+}
+
+/// A map's final shape.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MapShape {
+    pub layout: MapLayout,
+    /// The aggregation stored, if any (decides how values print).
+    pub agg: Option<AggOp>,
+}
+
+impl MapShape {
+    /// The shape of a map no probe touches.
+    pub fn unused() -> MapShape {
+        MapShape { layout: MapLayout { key: vec![Ty::Int], value: ValueKind::Value(Ty::Int) }, agg: None }
+    }
+}
+
+pub fn agg_kind(op: AggOp) -> AggKind {
+    match op {
+        AggOp::Count | AggOp::Sum => AggKind::Sum,
+        AggOp::Min => AggKind::Min,
+        AggOp::Max => AggKind::Max,
+        AggOp::Avg | AggOp::Stats => AggKind::Avg,
+        AggOp::Hist | AggOp::Lhist { .. } => AggKind::Hist,
+    }
+}
+
+fn agg_name(op: AggOp) -> &'static str {
+    match op {
+        AggOp::Count => "count()",
+        AggOp::Sum => "sum()",
+        AggOp::Min => "min()",
+        AggOp::Max => "max()",
+        AggOp::Avg => "avg()",
+        AggOp::Stats => "stats()",
+        AggOp::Hist => "hist()",
+        AggOp::Lhist { .. } => "lhist()",
+    }
+}
+
+/// Unify all uses into one shape per used map. `names` gives maps' printed names.
+pub fn unify(uses: &[MapUse], names: &dyn Fn(MapId) -> String) -> Result<BTreeMap<MapId, MapShape>> {
+    let mut by_map: BTreeMap<MapId, Vec<&MapUse>> = BTreeMap::new();
+    for u in uses {
+        by_map.entry(u.map).or_default().push(u);
+    }
+    let mut shapes = BTreeMap::new();
+    for (id, uses) in by_map {
+        let name = names(id);
+        // Keys: same number of parts, same kinds; strings take the longest size.
+        let first = uses[0];
+        let mut key = first.key.clone();
+        for u in &uses[1..] {
+            if u.key.len() != key.len() {
+                return Err(anyhow!(
+                    "{}: error: map '{name}' is used with {} key part(s) here but {} at {}",
+                    u.at,
+                    u.key.len(),
+                    key.len(),
+                    first.at
+                ));
+            }
+            for (k, t) in key.iter_mut().zip(&u.key) {
+                *k = match (*k, *t) {
+                    (Ty::Int, Ty::Int) => Ty::Int,
+                    (Ty::Bytes(a), Ty::Bytes(b)) => Ty::Bytes(a.max(b)),
+                    _ => {
+                        return Err(anyhow!(
+                            "{}: error: map '{name}' has a string key here but an integer key at {} (or the reverse)",
+                            u.at,
+                            first.at
+                        ))
+                    }
+                };
+            }
+        }
+        // Values: one aggregation, or plain values.
+        let mut agg: Option<(AggOp, &str)> = None;
+        let mut plain: Option<(Ty, &str)> = None;
+        for u in &uses {
+            match u.kind {
+                UseKind::Aggregate(op) => {
+                    if let Some((prev, at)) = agg {
+                        if prev != op {
+                            return Err(anyhow!(
+                                "{}: error: map '{name}' gets {} here but {} at {at}; use one aggregation per map",
+                                u.at,
+                                agg_name(op),
+                                agg_name(prev)
+                            ));
+                        }
+                    }
+                    agg = Some((op, &u.at));
+                }
+                UseKind::Store(ty) => {
+                    plain = Some(match (plain, ty) {
+                        (None, t) => (t, &u.at),
+                        (Some((Ty::Int, a)), Ty::Int) => (Ty::Int, a),
+                        (Some((Ty::Bytes(x), a)), Ty::Bytes(y)) => (Ty::Bytes(x.max(y)), a),
+                        (Some((_, a)), _) => {
+                            return Err(anyhow!(
+                                "{}: error: map '{name}' stores a string here but an integer at {a} (or the reverse)",
+                                u.at
+                            ))
+                        }
+                    });
+                }
+                UseKind::Update => {
+                    if let Some((Ty::Bytes(_), a)) = plain {
+                        return Err(anyhow!("{}: error: map '{name}' holds strings (see {a}); `+=` needs integers", u.at));
+                    }
+                    plain.get_or_insert((Ty::Int, &u.at));
+                }
+                UseKind::Read | UseKind::Delete => {}
+            }
+        }
+        let shape = match (agg, plain) {
+            (Some((_, a)), Some((_, b))) => {
+                return Err(anyhow!(
+                    "{b}: error: map '{name}' is assigned plain values here but is an aggregation at {a}; use two maps"
+                ))
+            }
+            (Some((op, _)), None) => MapShape { layout: MapLayout { key, value: ValueKind::Agg(agg_kind(op)) }, agg: Some(op) },
+            (None, Some((ty, _))) => MapShape { layout: MapLayout { key, value: ValueKind::Value(ty) }, agg: None },
+            (None, None) => MapShape { layout: MapLayout { key, value: ValueKind::Value(Ty::Int) }, agg: None },
+        };
+        shapes.insert(id, shape);
+    }
+    Ok(shapes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn u(map: MapId, key: Vec<Ty>, kind: UseKind) -> MapUse {
+        MapUse { map, key, kind, at: "1:1".into() }
+    }
+
+    #[test]
+    fn strings_widen_and_conflicts_are_reported() {
+        let names = |id: MapId| format!("m{id}");
+        let s = unify(
+            &[u(0, vec![Ty::Bytes(16)], UseKind::Aggregate(AggOp::Count)), u(0, vec![Ty::Bytes(64)], UseKind::Read)],
+            &names,
+        )
+        .unwrap();
+        assert_eq!(s[&0].layout.key, vec![Ty::Bytes(64)]);
+        let e = unify(
+            &[u(1, vec![Ty::Int], UseKind::Aggregate(AggOp::Count)), u(1, vec![Ty::Int], UseKind::Aggregate(AggOp::Hist))],
+            &names,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("use one aggregation per map"), "{e}");
+        let e = unify(&[u(2, vec![Ty::Int], UseKind::Store(Ty::Int)), u(2, vec![], UseKind::Read)], &names).unwrap_err();
+        assert!(e.to_string().contains("key part"), "{e}");
+    }
+}

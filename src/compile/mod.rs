@@ -1,0 +1,147 @@
+//! From registered probes to loadable programs: parse specs, expand attach
+//! points, lower each closure to IR (`lower`), unify map layouts (`maps`),
+//! and generate BPF (`probes_ebpf`).
+
+pub mod lower;
+pub mod maps;
+pub mod spec;
+
+use std::collections::BTreeMap;
+
+use anyhow::{anyhow, Result};
+use probes_ebpf::ir::{self, MapId, MapLayout, ValueKind};
+use probes_ebpf::Generated;
+
+use crate::attach::{self, tracefs, AttachPoint, ProbeType, Target as AttachTarget};
+use crate::script::{position_text, ProbeDef, Session};
+use maps::MapShape;
+use spec::ProbeKind;
+
+/// Settings that shape generated code.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Default `str()` length (env `RTRACE_STRLEN`, default 64).
+    pub str_max: u32,
+    pub start_ns: i64,
+}
+
+/// One BPF program and where it attaches.
+pub struct CompiledProgram {
+    pub name: String,
+    pub probe_type: &'static dyn ProbeType,
+    pub ir: ir::Program,
+    pub code: Generated,
+    pub points: Vec<AttachPoint>,
+    /// Index into `Plan::probes`.
+    pub probe: usize,
+}
+
+/// Everything to load and run.
+pub struct Plan {
+    /// Userspace probes (BEGIN/END) in registration order.
+    pub begin: Vec<ProbeDef>,
+    pub end: Vec<ProbeDef>,
+    pub programs: Vec<CompiledProgram>,
+    /// Shape of every script map, by id; the control ring is the last id.
+    pub shapes: Vec<MapShape>,
+    pub control_ring: MapId,
+    /// Kernel probes' spec text, indexed by probe number (as in control messages).
+    pub probes: Vec<String>,
+}
+
+impl Plan {
+    pub fn attach_count(&self) -> usize {
+        self.programs.iter().map(|p| p.points.len()).sum::<usize>() + self.begin.len() + self.end.len()
+    }
+}
+
+pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
+    let reg = session.registry.lock().unwrap();
+    let file = &session.file_name;
+    let map_count = reg.maps.len() as MapId;
+    let control_ring = map_count;
+    let mut plan = Plan { begin: vec![], end: vec![], programs: vec![], shapes: vec![], control_ring, probes: vec![] };
+    let mut pending: Vec<(lower::Lowered, String, &'static dyn ProbeType, Vec<AttachPoint>, usize)> = Vec::new();
+    let mut total_points = 0usize;
+    let here = |def: &ProbeDef, msg: String| anyhow!("{file}:{}: error: {msg}", position_text(def.pos));
+
+    for def in &reg.probes {
+        let specs = spec::parse(&def.spec).map_err(|e| here(def, e.to_string()))?;
+        if specs.iter().any(|s| s.kind.is_userspace()) {
+            if specs.len() > 1 {
+                return Err(here(def, "BEGIN and END can't be combined with other probes in one spec".into()));
+            }
+            match specs[0].kind {
+                ProbeKind::Begin => plan.begin.push(def.clone()),
+                _ => plan.end.push(def.clone()),
+            }
+            continue;
+        }
+        let body = lower::find_closure(&def.ast, def.closure.fn_name()).ok_or_else(|| {
+            here(def, "the second argument of probe() must be a closure, e.g. |e| { ... }".into())
+        })?;
+        let probe_index = plan.probes.len();
+        plan.probes.push(def.spec.clone());
+        let per_point = lower::needs_per_point_program(&body);
+        for spec in &specs {
+            let ptype = attach::probe_type(spec.kind).map_err(|e| here(def, e.to_string()))?;
+            let points = ptype.expand(spec).map_err(|e| here(def, e.to_string()))?;
+            total_points += points.len();
+            if total_points > attach::max_probes() {
+                return Err(here(
+                    def,
+                    format!(
+                        "this script attaches {total_points}+ probes, over the limit of {} (raise it with RTRACE_MAX_PROBES)",
+                        attach::max_probes()
+                    ),
+                ));
+            }
+            let groups: Vec<Vec<AttachPoint>> =
+                if per_point { points.into_iter().map(|p| vec![p]).collect() } else { vec![points] };
+            for group in groups {
+                let format = match (&group[0].target, per_point) {
+                    (AttachTarget::Tracepoint { category, event }, true) => {
+                        Some(tracefs::read_format(category, event).map_err(|e| here(def, e.to_string()))?)
+                    }
+                    _ => None,
+                };
+                let probe_name = if per_point { group[0].name.clone() } else { spec.full_name() };
+                let target = lower::Target {
+                    probe_name: &probe_name,
+                    context: ptype.context(),
+                    format: format.as_ref(),
+                    start_ns: opts.start_ns,
+                    str_max: opts.str_max,
+                    control_ring,
+                    probe_index: probe_index as u32,
+                };
+                let lowered = lower::lower(&body, def.closure.curry(), &target)
+                    .map_err(|e| anyhow!("{file}:{}: error: {}", position_text(e.pos), e.message))?;
+                pending.push((lowered, probe_name, ptype, group, probe_index));
+            }
+        }
+    }
+
+    // One layout per map, from every use in every probe.
+    let uses: Vec<maps::MapUse> = pending.iter().flat_map(|p| p.0.uses.iter().cloned()).collect();
+    let names = |id: MapId| reg.maps.get(id as usize).map(|m| m.name()).unwrap_or_default();
+    let unified: BTreeMap<MapId, MapShape> =
+        maps::unify(&uses, &names).map_err(|e| anyhow!("{file}:{e}"))?;
+    plan.shapes = (0..map_count).map(|id| unified.get(&id).cloned().unwrap_or_else(MapShape::unused)).collect();
+    let mut layouts: Vec<MapLayout> = plan.shapes.iter().map(|s| s.layout.clone()).collect();
+    layouts.push(MapLayout { key: vec![], value: ValueKind::RingBuf });
+
+    for (lowered, name, ptype, points, probe) in pending {
+        let program = ir::Program {
+            name: name.clone(),
+            context: ptype.context(),
+            locals: lowered.locals,
+            maps: layouts.clone(),
+            body: lowered.body,
+        };
+        let code = probes_ebpf::generate(&program)
+            .map_err(|e| anyhow!("{file}:{}:{}: error: {}", e.span.line, e.span.col, e.message))?;
+        plan.programs.push(CompiledProgram { name, probe_type: ptype, ir: program, code, points, probe });
+    }
+    Ok(plan)
+}

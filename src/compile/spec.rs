@@ -1,0 +1,121 @@
+//! Probe specs in bpftrace's syntax: `tracepoint:syscalls:sys_enter_openat`,
+//! short aliases (`t:`, `rt:`, ...), comma lists.
+
+use anyhow::{bail, Result};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ProbeKind {
+    Begin,
+    End,
+    Tracepoint,
+    RawTracepoint,
+    Kprobe,
+    Kretprobe,
+    Fentry,
+    Fexit,
+    Uprobe,
+    Uretprobe,
+    Usdt,
+    Profile,
+    Interval,
+    Software,
+    Hardware,
+}
+
+/// Probe type names and aliases, as bpftrace spells them.
+const KINDS: &[(&str, &str, ProbeKind)] = &[
+    ("tracepoint", "t", ProbeKind::Tracepoint),
+    ("rawtracepoint", "rt", ProbeKind::RawTracepoint),
+    ("kprobe", "k", ProbeKind::Kprobe),
+    ("kretprobe", "kr", ProbeKind::Kretprobe),
+    ("fentry", "f", ProbeKind::Fentry),
+    ("fexit", "fr", ProbeKind::Fexit),
+    ("uprobe", "u", ProbeKind::Uprobe),
+    ("uretprobe", "ur", ProbeKind::Uretprobe),
+    ("usdt", "U", ProbeKind::Usdt),
+    ("profile", "p", ProbeKind::Profile),
+    ("interval", "i", ProbeKind::Interval),
+    ("software", "s", ProbeKind::Software),
+    ("hardware", "h", ProbeKind::Hardware),
+];
+
+impl ProbeKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            ProbeKind::Begin => "BEGIN",
+            ProbeKind::End => "END",
+            _ => KINDS.iter().find(|k| k.2 == self).map(|k| k.0).unwrap_or("?"),
+        }
+    }
+    /// Runs wholly in userspace.
+    pub fn is_userspace(self) -> bool {
+        matches!(self, ProbeKind::Begin | ProbeKind::End)
+    }
+}
+
+/// One element of a probe spec list.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProbeSpec {
+    pub kind: ProbeKind,
+    /// What follows `TYPE:` (e.g. `syscalls:sys_enter_*`).
+    pub target: String,
+}
+
+impl ProbeSpec {
+    pub fn full_name(&self) -> String {
+        if self.kind.is_userspace() {
+            self.kind.name().to_string()
+        } else {
+            format!("{}:{}", self.kind.name(), self.target)
+        }
+    }
+}
+
+/// Parse `SPEC[,SPEC...]`.
+pub fn parse(spec: &str) -> Result<Vec<ProbeSpec>> {
+    let mut out = Vec::new();
+    for part in spec.split(',').map(str::trim) {
+        if part.is_empty() {
+            bail!("empty probe in '{spec}'");
+        }
+        out.push(parse_one(part)?);
+    }
+    Ok(out)
+}
+
+fn parse_one(part: &str) -> Result<ProbeSpec> {
+    match part {
+        "BEGIN" => return Ok(ProbeSpec { kind: ProbeKind::Begin, target: String::new() }),
+        "END" => return Ok(ProbeSpec { kind: ProbeKind::End, target: String::new() }),
+        _ => {}
+    }
+    let (ty, rest) = part.split_once(':').unwrap_or((part, ""));
+    let Some(&(_, _, kind)) = KINDS.iter().find(|(long, short, _)| *long == ty || *short == ty) else {
+        let known: Vec<&str> = KINDS.iter().map(|k| k.0).collect();
+        bail!("unknown probe type '{ty}' in '{part}' (known: BEGIN, END, {})", known.join(", "));
+    };
+    if rest.is_empty() {
+        bail!("probe '{part}' names no target; write e.g. '{}:...'", kind.name());
+    }
+    Ok(ProbeSpec { kind, target: rest.to_string() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aliases_and_lists() {
+        let v = parse("t:syscalls:sys_enter_read, tracepoint:sched:*").unwrap();
+        assert_eq!(v[0], ProbeSpec { kind: ProbeKind::Tracepoint, target: "syscalls:sys_enter_read".into() });
+        assert_eq!(v[1].full_name(), "tracepoint:sched:*");
+        assert_eq!(parse("BEGIN").unwrap()[0].kind, ProbeKind::Begin);
+        assert_eq!(parse("rt:sys_enter").unwrap()[0].kind, ProbeKind::RawTracepoint);
+    }
+
+    #[test]
+    fn errors() {
+        assert!(parse("bogus:x").unwrap_err().to_string().contains("unknown probe type 'bogus'"));
+        assert!(parse("tracepoint").unwrap_err().to_string().contains("names no target"));
+    }
+}

@@ -1,0 +1,17 @@
+//! rtrace: a Linux tracer whose Rhai scripts register eBPF probes.
+//!
+//! The pipeline (design.md §3), one folder per stage:
+//! `cli` → `script` (Rhai top level) → `compile` (closure AST → IR → split) →
+//! `probes_ebpf` (IR → BPF) → `attach` (load + attach) → `runtime` (event
+//! loop, maps) → `output`.
+
+mod attach;
+mod cli;
+mod compile;
+mod output;
+mod runtime;
+mod script;
+
+fn main() {
+    std::process::exit(cli::main());
+}

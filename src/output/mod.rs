@@ -1,0 +1,18 @@
+//! Map and event output in bpftrace 0.17's formats.
+//!
+//! [`format_map_text`] renders a map the way `print(@m)` and the exit dump do;
+//! the `*_json` functions render one NDJSON record each, as `bpftrace -f json`
+//! does. Callers decode BPF maps into a [`MapDump`] first; these functions
+//! only sort and format. [`sink`] writes the result to stdout or a file.
+
+mod json;
+mod maps;
+pub mod sink;
+
+pub use json::{
+    format_attached_json, format_lost_events_json, format_map_json, format_printf_json,
+};
+pub use maps::{
+    format_attached_text, format_empty_map_text, format_lost_events_text, format_map_text,
+    hist_bucket, lhist_bucket, lhist_len, KeyPart, MapDump, MapKind, MapValue, HIST_LEN,
+};

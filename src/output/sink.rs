@@ -1,0 +1,73 @@
+//! Where output goes: stdout or `-o FILE`, as text or NDJSON. One process-wide
+//! sink so map prints, script prints and loss reports keep their order.
+
+use std::io::Write;
+use std::sync::Mutex;
+
+use super::{format_map_json, format_map_text, format_printf_json, MapDump};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Json,
+}
+
+struct Sink {
+    format: Format,
+    out: Box<dyn Write + Send>,
+}
+
+static SINK: Mutex<Option<Sink>> = Mutex::new(None);
+
+/// Send output to `path` (or stdout) in `format`.
+pub fn init(format: Format, path: Option<&str>) -> std::io::Result<()> {
+    let out: Box<dyn Write + Send> = match path {
+        Some(p) => Box::new(std::io::BufWriter::new(std::fs::File::create(p)?)),
+        None => Box::new(std::io::stdout()),
+    };
+    *SINK.lock().unwrap() = Some(Sink { format, out });
+    Ok(())
+}
+
+pub fn format() -> Format {
+    SINK.lock().unwrap().as_ref().map(|s| s.format).unwrap_or(Format::Text)
+}
+
+fn with<F: FnOnce(&mut Sink)>(f: F) {
+    let mut guard = SINK.lock().unwrap();
+    if guard.is_none() {
+        *guard = Some(Sink { format: Format::Text, out: Box::new(std::io::stdout()) });
+    }
+    if let Some(s) = guard.as_mut() {
+        f(s);
+        let _ = s.out.flush();
+    }
+}
+
+/// A line printed by the script (`print`, `printf`); `text` has no trailing newline
+/// unless the script wrote one.
+pub fn script_text(text: &str) {
+    with(|s| {
+        let _ = match s.format {
+            Format::Text => s.out.write_all(text.as_bytes()),
+            Format::Json => s.out.write_all(format_printf_json(text).as_bytes()),
+        };
+    });
+}
+
+/// A map, in the sink's format.
+pub fn map(dump: &MapDump) {
+    with(|s| {
+        let _ = match s.format {
+            Format::Text => s.out.write_all(format_map_text(dump).as_bytes()),
+            Format::Json => s.out.write_all(format_map_json(dump).as_bytes()),
+        };
+    });
+}
+
+/// A line already formatted for the current format (e.g. a JSON record).
+pub fn raw(text: &str) {
+    with(|s| {
+        let _ = s.out.write_all(text.as_bytes());
+    });
+}

@@ -1,0 +1,305 @@
+//! Kernel maps behind the script's `map()` handles: creation from the
+//! unified layouts, decoding keys and values (summing per-CPU slots), and the
+//! userspace operations (`print`, `clear`, `zero`, `len`, `keys`, `m[k]`).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use anyhow::{anyhow, Result};
+use libbpf_rs::{libbpf_sys, MapCore, MapFlags, MapType};
+use probes_ebpf::ir::{AggKind, AggOp, Ty, ValueKind};
+use rhai::Dynamic;
+
+use crate::compile::maps::MapShape;
+use crate::output::{self, KeyPart, MapDump, MapValue};
+use crate::script::api::MapBackend;
+use crate::script::MapHandle;
+
+/// Default entries of a map (bpftrace's default too).
+pub const DEFAULT_MAX_ENTRIES: u32 = 4096;
+
+pub struct KernelMap {
+    pub name: String,
+    pub shape: MapShape,
+    pub map: libbpf_rs::MapHandle,
+    ncpus: usize,
+}
+
+fn kernel_name(name: &str) -> String {
+    name.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '_').take(15).collect()
+}
+
+/// Create the kernel map for a script map.
+pub fn create(handle: &MapHandle, shape: &MapShape) -> Result<Arc<KernelMap>> {
+    let layout = &shape.layout;
+    let opts = &handle.options();
+    let map_type = match (layout.is_array(), layout.is_percpu(), opts.lru) {
+        (true, _, _) => MapType::PercpuArray,
+        (false, true, false) => MapType::PercpuHash,
+        (false, true, true) => MapType::LruPercpuHash,
+        (false, false, false) => MapType::Hash,
+        (false, false, true) => MapType::LruHash,
+    };
+    let max_entries = if layout.is_array() {
+        1
+    } else {
+        let default = if layout.value == ValueKind::Agg(AggKind::Hist) { DEFAULT_MAX_ENTRIES * 4 } else { DEFAULT_MAX_ENTRIES };
+        opts.max_entries.unwrap_or(default)
+    };
+    let create_opts = libbpf_sys::bpf_map_create_opts {
+        sz: std::mem::size_of::<libbpf_sys::bpf_map_create_opts>() as _,
+        ..Default::default()
+    };
+    let map = libbpf_rs::MapHandle::create(
+        map_type,
+        Some(kernel_name(&handle.name())),
+        layout.key_size(),
+        layout.value_size(),
+        max_entries,
+        &create_opts,
+    )
+    .map_err(|e| anyhow!("cannot create map '{}': {e}", handle.name()))?;
+    let ncpus = libbpf_rs::num_possible_cpus().unwrap_or(1);
+    Ok(Arc::new(KernelMap { name: handle.name(), shape: shape.clone(), map, ncpus }))
+}
+
+/// Create the ring buffer for control messages.
+pub fn create_ring(name: &str, size: u32) -> Result<libbpf_rs::MapHandle> {
+    let create_opts = libbpf_sys::bpf_map_create_opts {
+        sz: std::mem::size_of::<libbpf_sys::bpf_map_create_opts>() as _,
+        ..Default::default()
+    };
+    libbpf_rs::MapHandle::create(MapType::RingBuf, Some(name), 0, 0, size, &create_opts)
+        .map_err(|e| anyhow!("cannot create ring buffer: {e}"))
+}
+
+fn i64_at(b: &[u8], off: usize) -> i64 {
+    b.get(off..off + 8).map(|s| i64::from_le_bytes(s.try_into().unwrap_or([0; 8]))).unwrap_or(0)
+}
+
+fn str_at(b: &[u8]) -> String {
+    let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+    String::from_utf8_lossy(&b[..end]).into_owned()
+}
+
+impl KernelMap {
+    fn key_parts(&self, key: &[u8]) -> Vec<KeyPart> {
+        let mut parts = Vec::new();
+        let mut off = 0usize;
+        for ty in &self.shape.layout.key {
+            let size = ty.slot_size() as usize;
+            let slot = key.get(off..off + size).unwrap_or(&[]);
+            parts.push(match ty {
+                Ty::Int => KeyPart::Int(i64_at(slot, 0)),
+                Ty::Bytes(_) => KeyPart::Str(str_at(slot)),
+            });
+            off += size;
+        }
+        parts
+    }
+
+    /// Per-CPU slots of one key (a single slot for non-per-CPU maps).
+    fn slots(&self, key: &[u8]) -> Result<Vec<Vec<u8>>, String> {
+        if self.shape.layout.is_percpu() {
+            Ok(self.map.lookup_percpu(key, MapFlags::ANY).map_err(|e| e.to_string())?.unwrap_or_default())
+        } else {
+            Ok(self.map.lookup(key, MapFlags::ANY).map_err(|e| e.to_string())?.into_iter().collect())
+        }
+    }
+
+    fn all_keys(&self) -> Vec<Vec<u8>> {
+        if self.shape.layout.is_array() {
+            vec![0u32.to_le_bytes().to_vec()]
+        } else {
+            self.map.keys().collect()
+        }
+    }
+
+    /// Combine per-CPU slots into one value; `None` when nothing was recorded.
+    fn combine(&self, slots: &[Vec<u8>]) -> Option<MapValue> {
+        Some(match self.shape.layout.value {
+            ValueKind::Value(Ty::Int) => MapValue::Int(i64_at(slots.first()?, 0)),
+            ValueKind::Value(Ty::Bytes(_)) => MapValue::Str(str_at(slots.first()?)),
+            ValueKind::Agg(AggKind::Sum) => {
+                let any = slots.iter().any(|s| i64_at(s, 0) != 0) || !self.shape.layout.is_array();
+                if !any {
+                    return None;
+                }
+                MapValue::Int(slots.iter().map(|s| i64_at(s, 0)).fold(0i64, i64::wrapping_add))
+            }
+            ValueKind::Agg(k @ (AggKind::Min | AggKind::Max)) => {
+                let seen = slots.iter().filter(|s| i64_at(s, 8) != 0).map(|s| i64_at(s, 0));
+                let v = if k == AggKind::Min { seen.min() } else { seen.max() };
+                MapValue::Int(v?)
+            }
+            ValueKind::Agg(AggKind::Avg) => {
+                let count: u64 = slots.iter().map(|s| i64_at(s, 0) as u64).sum();
+                let total: i64 = slots.iter().map(|s| i64_at(s, 8)).fold(0, i64::wrapping_add);
+                if count == 0 {
+                    return None;
+                }
+                match self.shape.agg {
+                    Some(AggOp::Stats) => MapValue::Stats { count, total },
+                    _ => MapValue::Avg { count, total },
+                }
+            }
+            ValueKind::Agg(AggKind::Hist) | ValueKind::RingBuf => return None,
+        })
+    }
+
+    /// Everything in the map, decoded.
+    pub fn dump(&self) -> Result<MapDump, String> {
+        let keyless = self.shape.layout.key.is_empty();
+        let mut entries = Vec::new();
+        if self.shape.layout.value == ValueKind::Agg(AggKind::Hist) {
+            let nparts: usize = self.shape.layout.key.iter().map(|t| t.slot_size() as usize).sum();
+            let (len, lhist) = match self.shape.agg {
+                Some(AggOp::Lhist { min, max, step }) => (output::lhist_len(min, max, step), Some((min, max, step))),
+                _ => (output::HIST_LEN, None),
+            };
+            let mut groups: BTreeMap<Vec<u8>, Vec<u64>> = BTreeMap::new();
+            for key in self.all_keys() {
+                let bucket = i64_at(&key, nparts) as usize;
+                let count: u64 = self.slots(&key)?.iter().map(|s| i64_at(s, 0) as u64).sum();
+                let counts = groups.entry(key[..nparts].to_vec()).or_insert_with(|| vec![0; len]);
+                if bucket < len {
+                    counts[bucket] += count;
+                }
+            }
+            for (k, counts) in groups {
+                if counts.iter().all(|&c| c == 0) {
+                    continue;
+                }
+                let value = match lhist {
+                    Some((min, max, step)) => MapValue::Lhist { min, max, step, counts },
+                    None => MapValue::Hist(counts),
+                };
+                entries.push((self.key_parts(&k), value));
+            }
+        } else {
+            for key in self.all_keys() {
+                if let Some(v) = self.combine(&self.slots(&key)?) {
+                    entries.push((self.key_parts(&key), v));
+                }
+            }
+        }
+        Ok(MapDump { name: self.name.clone(), keyless, entries })
+    }
+
+    /// Encode a userspace key (`m[k]`).
+    fn encode_key(&self, key: &Dynamic) -> Result<Vec<u8>, String> {
+        let layout = &self.shape.layout;
+        if layout.key.is_empty() {
+            return Ok(0u32.to_le_bytes().to_vec());
+        }
+        let parts: Vec<Dynamic> = match key.clone().try_cast::<rhai::Array>() {
+            Some(a) if layout.key.len() > 1 || a.len() == 1 => a,
+            _ => vec![key.clone()],
+        };
+        if parts.len() != layout.key.len() {
+            return Err(format!("map '{}' has {}-part keys, got {}", self.name, layout.key.len(), parts.len()));
+        }
+        let mut out = Vec::new();
+        for (p, ty) in parts.iter().zip(&layout.key) {
+            match ty {
+                Ty::Int => {
+                    let v = p.as_int().map_err(|_| format!("map '{}' has integer keys", self.name))?;
+                    out.extend_from_slice(&v.to_le_bytes());
+                }
+                Ty::Bytes(_) => {
+                    let s = p.clone().into_string().map_err(|_| format!("map '{}' has string keys", self.name))?;
+                    let mut slot = vec![0u8; ty.slot_size() as usize];
+                    let n = s.len().min(slot.len().saturating_sub(1));
+                    slot[..n].copy_from_slice(&s.as_bytes()[..n]);
+                    out.extend_from_slice(&slot);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn key_dynamic(&self, key: &[u8]) -> Dynamic {
+        let parts: Vec<Dynamic> = self
+            .key_parts(key)
+            .into_iter()
+            .map(|p| match p {
+                KeyPart::Int(i) => Dynamic::from(i),
+                KeyPart::Uint(u) => Dynamic::from(u as i64),
+                KeyPart::Str(s) => Dynamic::from(s),
+            })
+            .collect();
+        if parts.len() == 1 {
+            parts.into_iter().next().unwrap_or(Dynamic::UNIT)
+        } else {
+            Dynamic::from(parts)
+        }
+    }
+}
+
+impl MapBackend for KernelMap {
+    fn print(&self) -> Result<(), String> {
+        let dump = self.dump()?;
+        output::sink::map(&dump);
+        Ok(())
+    }
+    fn clear(&self) -> Result<(), String> {
+        if self.shape.layout.is_array() {
+            return self.zero();
+        }
+        for key in self.all_keys() {
+            let _ = self.map.delete(&key);
+        }
+        Ok(())
+    }
+    fn zero(&self) -> Result<(), String> {
+        let size = self.shape.layout.value_size() as usize;
+        for key in self.all_keys() {
+            let r = if self.shape.layout.is_percpu() {
+                self.map.update_percpu(&key, &vec![vec![0u8; size]; self.ncpus], MapFlags::ANY)
+            } else {
+                self.map.update(&key, &vec![0u8; size], MapFlags::ANY)
+            };
+            r.map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+    fn len(&self) -> Result<usize, String> {
+        Ok(self.dump()?.entries.len())
+    }
+    fn keys(&self) -> Result<rhai::Array, String> {
+        if self.shape.layout.value == ValueKind::Agg(AggKind::Hist) {
+            let dump = self.dump()?;
+            return Ok(dump
+                .entries
+                .into_iter()
+                .map(|(k, _)| {
+                    let v: Vec<Dynamic> = k
+                        .into_iter()
+                        .map(|p| match p {
+                            KeyPart::Int(i) => Dynamic::from(i),
+                            KeyPart::Uint(u) => Dynamic::from(u as i64),
+                            KeyPart::Str(s) => Dynamic::from(s),
+                        })
+                        .collect();
+                    if v.len() == 1 { v.into_iter().next().unwrap_or(Dynamic::UNIT) } else { Dynamic::from(v) }
+                })
+                .collect());
+        }
+        Ok(self.all_keys().iter().map(|k| self.key_dynamic(k)).collect())
+    }
+    fn get(&self, key: &Dynamic) -> Result<Dynamic, String> {
+        if self.shape.layout.value == ValueKind::Agg(AggKind::Hist) {
+            return Err(format!("map '{}' is a histogram; print it or use keys()", self.name));
+        }
+        let k = self.encode_key(key)?;
+        Ok(match self.combine(&self.slots(&k)?) {
+            None => Dynamic::from(0i64),
+            Some(MapValue::Int(i)) => Dynamic::from(i),
+            Some(MapValue::Str(s)) => Dynamic::from(s),
+            Some(MapValue::Avg { count, total }) | Some(MapValue::Stats { count, total }) => {
+                Dynamic::from(total / count.max(1) as i64)
+            }
+            Some(_) => Dynamic::UNIT,
+        })
+    }
+}

@@ -1,0 +1,251 @@
+//! The functions a script calls at its top level and in userspace closures:
+//! `map`, `probe`, `every`, `after`, `exit`, `fail`, `print(map)` and the map
+//! methods. Kernel-side meanings of the same names (aggregations, `e.*`) are
+//! handled by the compiler, not here.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use rhai::{Dynamic, Engine, EvalAltResult, FnPtr, NativeCallContext, Position, AST};
+
+use super::{parse_duration, ProbeDef, SharedRegistry, Timer};
+
+type RhaiResult<T> = Result<T, Box<EvalAltResult>>;
+
+fn fail_at<T>(msg: impl Into<String>, pos: Position) -> RhaiResult<T> {
+    Err(Box::new(EvalAltResult::ErrorRuntime(Dynamic::from(msg.into()), pos)))
+}
+
+/// What userspace can do with a map once it exists in the kernel.
+pub trait MapBackend: Send + Sync {
+    fn print(&self) -> Result<(), String>;
+    fn clear(&self) -> Result<(), String>;
+    fn zero(&self) -> Result<(), String>;
+    fn len(&self) -> Result<usize, String>;
+    fn keys(&self) -> Result<rhai::Array, String>;
+    fn get(&self, key: &Dynamic) -> Result<Dynamic, String>;
+}
+
+/// Options given to `map(name, #{...})`.
+#[derive(Clone, Debug, Default)]
+pub struct MapOptions {
+    pub max_entries: Option<u32>,
+    pub lru: bool,
+}
+
+pub struct MapState {
+    id: u32,
+    name: Mutex<Option<String>>,
+    pub options: MapOptions,
+    backend: OnceLock<Arc<dyn MapBackend>>,
+    /// The script printed or cleared this map itself, so it isn't dumped at exit.
+    handled: AtomicBool,
+}
+
+/// A map declared by `map()`: a handle the script passes around; the kernel
+/// map behind it is created when probes are loaded.
+#[derive(Clone)]
+pub struct MapHandle(Arc<MapState>);
+
+impl MapHandle {
+    pub fn id(&self) -> u32 {
+        self.0.id
+    }
+    pub fn name(&self) -> String {
+        self.0.name.lock().unwrap().clone().unwrap_or_else(|| format!("map{}", self.0.id))
+    }
+    pub fn set_default_name(&self, name: &str) {
+        let mut n = self.0.name.lock().unwrap();
+        if n.is_none() {
+            *n = Some(name.to_string());
+        }
+    }
+    pub fn options(&self) -> &MapOptions {
+        &self.0.options
+    }
+    pub fn attach_backend(&self, backend: Arc<dyn MapBackend>) {
+        let _ = self.0.backend.set(backend);
+    }
+    pub fn backend(&self) -> Option<&Arc<dyn MapBackend>> {
+        self.0.backend.get()
+    }
+    pub fn handled_by_script(&self) -> bool {
+        self.0.handled.load(Ordering::Relaxed)
+    }
+    pub fn mark_handled(&self) {
+        self.0.handled.store(true, Ordering::Relaxed);
+    }
+
+    fn with_backend<T>(&self, pos: Position, f: impl FnOnce(&dyn MapBackend) -> Result<T, String>) -> RhaiResult<T> {
+        match self.0.backend.get() {
+            Some(b) => f(b.as_ref()).or_else(|e| fail_at(e, pos)),
+            None => fail_at(
+                format!(
+                    "map '{}' has no kernel data yet: read maps in BEGIN, END, every() or after() closures",
+                    self.name()
+                ),
+                pos,
+            ),
+        }
+    }
+}
+
+fn new_map(registry: &SharedRegistry, name: Option<String>, options: MapOptions) -> MapHandle {
+    let mut reg = registry.lock().unwrap();
+    let handle = MapHandle(Arc::new(MapState {
+        id: reg.maps.len() as u32,
+        name: Mutex::new(name),
+        options,
+        backend: OnceLock::new(),
+        handled: AtomicBool::new(false),
+    }));
+    reg.maps.push(handle.clone());
+    handle
+}
+
+fn duration_arg(d: &Dynamic, pos: Position) -> RhaiResult<Duration> {
+    if let Some(s) = d.clone().try_cast::<rhai::ImmutableString>() {
+        return parse_duration(&s).map_or_else(
+            || fail_at(format!("'{s}' is not a duration; write e.g. \"1s\", \"500ms\""), pos),
+            Ok,
+        );
+    }
+    if let Ok(secs) = d.as_int() {
+        if secs > 0 {
+            return Ok(Duration::from_secs(secs as u64));
+        }
+    }
+    fail_at("a duration must be a string like \"1s\" or \"500ms\", or whole seconds", pos)
+}
+
+/// Register rtrace's API on `engine`.
+pub fn register(engine: &mut Engine, registry: &SharedRegistry) {
+    engine.register_type_with_name::<MapHandle>("Map");
+    engine.on_print(|text| {
+        crate::output::sink::script_text(&format!("{text}\n"));
+    });
+
+    let r = registry.clone();
+    engine.register_fn("map", move || new_map(&r, None, MapOptions::default()));
+    let r = registry.clone();
+    engine.register_fn("map", move |name: &str| new_map(&r, Some(name.to_string()), MapOptions::default()));
+    let r = registry.clone();
+    engine.register_fn("map", move |ctx: NativeCallContext, name: &str, opts: rhai::Map| -> RhaiResult<MapHandle> {
+        let mut options = MapOptions::default();
+        for (k, v) in opts.iter() {
+            match k.as_str() {
+                "max_entries" => match v.as_int() {
+                    Ok(n) if n > 0 && n <= u32::MAX as i64 => options.max_entries = Some(n as u32),
+                    _ => return fail_at("max_entries must be a positive integer", ctx.call_position()),
+                },
+                "type" => match v.clone().into_string().as_deref() {
+                    Ok("lru") => options.lru = true,
+                    Ok("hash") => options.lru = false,
+                    _ => return fail_at("map type must be \"hash\" or \"lru\"", ctx.call_position()),
+                },
+                other => {
+                    return fail_at(
+                        format!("unknown map option '{other}' (known: max_entries, type)"),
+                        ctx.call_position(),
+                    )
+                }
+            }
+        }
+        Ok(new_map(&r, Some(name.to_string()), options))
+    });
+
+    let r = registry.clone();
+    engine.register_fn("probe", move |ctx: NativeCallContext, spec: &str, f: FnPtr| -> RhaiResult<()> {
+        let ast = current_ast(&ctx)?;
+        r.lock().unwrap().probes.push(ProbeDef { spec: spec.to_string(), closure: f, ast, pos: ctx.call_position(), source: None });
+        Ok(())
+    });
+    let r = registry.clone();
+    engine.register_fn("probe", move |ctx: NativeCallContext, spec: &str, source: &str| -> RhaiResult<()> {
+        // Compiled once the top level has finished, with its variables in scope.
+        let ast = current_ast(&ctx)?;
+        r.lock().unwrap().probes.push(ProbeDef {
+            spec: spec.to_string(),
+            closure: FnPtr::new("pending_probe_source")?,
+            ast,
+            pos: ctx.call_position(),
+            source: Some(source.to_string()),
+        });
+        Ok(())
+    });
+
+    for (name, repeat) in [("every", true), ("after", false)] {
+        let r = registry.clone();
+        engine.register_fn(name, move |ctx: NativeCallContext, d: Dynamic, f: FnPtr| -> RhaiResult<()> {
+            let period = duration_arg(&d, ctx.call_position())?;
+            r.lock().unwrap().timers.push(Timer { period, repeat, closure: f });
+            Ok(())
+        });
+    }
+
+    let r = registry.clone();
+    engine.register_fn("exit", move || -> RhaiResult<()> {
+        r.lock().unwrap().exit_code.get_or_insert(0);
+        Err(Box::new(EvalAltResult::ErrorTerminated(Dynamic::UNIT, Position::NONE)))
+    });
+    let r = registry.clone();
+    engine.register_fn("exit", move |code: i64| -> RhaiResult<()> {
+        r.lock().unwrap().exit_code.get_or_insert(code as i32);
+        Err(Box::new(EvalAltResult::ErrorTerminated(Dynamic::UNIT, Position::NONE)))
+    });
+    let r = registry.clone();
+    engine.register_fn("fail", move |msg: &str| -> RhaiResult<()> {
+        let mut reg = r.lock().unwrap();
+        reg.failure.get_or_insert(msg.to_string());
+        reg.exit_code.get_or_insert(1);
+        Err(Box::new(EvalAltResult::ErrorTerminated(Dynamic::UNIT, Position::NONE)))
+    });
+
+    engine.register_fn("print", |ctx: NativeCallContext, m: MapHandle| -> RhaiResult<()> {
+        m.mark_handled();
+        m.with_backend(ctx.call_position(), |b| b.print())
+    });
+    engine.register_fn("clear", |ctx: NativeCallContext, m: &mut MapHandle| -> RhaiResult<()> {
+        m.mark_handled();
+        m.with_backend(ctx.call_position(), |b| b.clear())
+    });
+    engine.register_fn("zero", |ctx: NativeCallContext, m: &mut MapHandle| -> RhaiResult<()> {
+        m.with_backend(ctx.call_position(), |b| b.zero())
+    });
+    engine.register_fn("len", |ctx: NativeCallContext, m: &mut MapHandle| -> RhaiResult<i64> {
+        m.with_backend(ctx.call_position(), |b| b.len().map(|n| n as i64))
+    });
+    engine.register_fn("keys", |ctx: NativeCallContext, m: &mut MapHandle| -> RhaiResult<rhai::Array> {
+        m.with_backend(ctx.call_position(), |b| b.keys())
+    });
+    engine.register_indexer_get(|ctx: NativeCallContext, m: &mut MapHandle, key: Dynamic| -> RhaiResult<Dynamic> {
+        m.with_backend(ctx.call_position(), |b| b.get(&key))
+    });
+    engine.register_fn("to_string", |m: &mut MapHandle| format!("@{}", m.name()));
+
+    for agg in ["count", "sum", "avg", "min", "max", "stats", "hist", "lhist"] {
+        let msg = format!(
+            "{agg}() is an aggregation that runs in the kernel: use it inside a probe, e.g. `m[e.comm] = {agg}(...)`"
+        );
+        let m2 = msg.clone();
+        engine.register_fn(agg, move |ctx: NativeCallContext| -> RhaiResult<()> { fail_at(m2.clone(), ctx.call_position()) });
+        let m2 = msg.clone();
+        engine.register_fn(agg, move |ctx: NativeCallContext, _: Dynamic| -> RhaiResult<()> {
+            fail_at(m2.clone(), ctx.call_position())
+        });
+    }
+}
+
+/// The AST of the script being run (closures registered by it live there).
+fn current_ast(ctx: &NativeCallContext) -> RhaiResult<Arc<AST>> {
+    CURRENT_AST.with(|a| a.borrow().clone()).map_or_else(
+        || fail_at("probe() can only be called while the script's top level runs", ctx.call_position()),
+        Ok,
+    )
+}
+
+thread_local! {
+    /// The AST whose top level is running, for `probe()` to remember.
+    pub static CURRENT_AST: std::cell::RefCell<Option<Arc<AST>>> = const { std::cell::RefCell::new(None) };
+}

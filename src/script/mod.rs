@@ -1,0 +1,181 @@
+//! The Rhai side of a script: the engine with rtrace's API registered, the run
+//! of the script's top level (which declares maps and registers probes), and
+//! calls into userspace closures (`BEGIN`, `END`, `every`).
+
+pub mod api;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{anyhow, Result};
+use rhai::{Dynamic, Engine, FnPtr, OptimizationLevel, Position, Scope, AST};
+
+pub use api::MapHandle;
+
+/// A probe as the script registered it.
+#[derive(Clone)]
+pub struct ProbeDef {
+    pub spec: String,
+    pub closure: FnPtr,
+    /// The AST holding the closure's body: the script's, or the one compiled
+    /// from a `probe(spec, "source")` string.
+    pub ast: Arc<AST>,
+    /// Where `probe(...)` was called.
+    pub pos: Position,
+    /// For `probe(spec, "source")`: the closure's source, compiled after the top level ran.
+    pub source: Option<String>,
+}
+
+/// A periodic or one-shot userspace callback.
+#[derive(Clone)]
+pub struct Timer {
+    pub period: Duration,
+    pub repeat: bool,
+    pub closure: FnPtr,
+}
+
+/// Everything the top level registered, filled in by the API functions.
+#[derive(Default)]
+pub struct Registry {
+    pub probes: Vec<ProbeDef>,
+    pub maps: Vec<MapHandle>,
+    pub timers: Vec<Timer>,
+    /// Set by `exit()` in userspace code.
+    pub exit_code: Option<i32>,
+    /// Set by `fail(msg)`.
+    pub failure: Option<String>,
+}
+
+pub type SharedRegistry = Arc<Mutex<Registry>>;
+
+/// A loaded script: engine, AST and the top level's scope.
+pub struct Session {
+    pub engine: Engine,
+    pub ast: Arc<AST>,
+    pub scope: Scope<'static>,
+    pub registry: SharedRegistry,
+    pub file_name: String,
+}
+
+impl Session {
+    /// Parse `source`; syntax errors name line:column.
+    pub fn new(file_name: &str, source: &str, args: &[String]) -> Result<Session> {
+        let registry: SharedRegistry = Arc::default();
+        let mut engine = Engine::new();
+        engine.set_optimization_level(OptimizationLevel::None);
+        engine.set_max_expr_depths(256, 256);
+        api::register(&mut engine, &registry);
+        let ast = engine
+            .compile(source)
+            .map_err(|e| anyhow!("{}:{}: syntax error: {}", file_name, position_text(e.1), e.0))?;
+        let mut scope = Scope::new();
+        let argv: rhai::Array = args.iter().map(|a| Dynamic::from(a.clone())).collect();
+        scope.push_constant("ARGS", argv);
+        Ok(Session { engine, ast: Arc::new(ast), scope, registry, file_name: file_name.to_string() })
+    }
+
+    /// Run the top level once: declares maps, registers probes.
+    pub fn run_top_level(&mut self) -> Result<()> {
+        let ast = self.ast.clone();
+        api::CURRENT_AST.with(|a| *a.borrow_mut() = Some(ast.clone()));
+        self.engine
+            .run_ast_with_scope(&mut self.scope, &ast)
+            .map_err(|e| self.runtime_error(&e))?;
+        self.name_maps();
+        self.compile_probe_sources()
+    }
+
+    /// Turn `probe(spec, "|e| ...")` strings into closures, seeing the top level's variables.
+    fn compile_probe_sources(&mut self) -> Result<()> {
+        let mut probes = std::mem::take(&mut self.registry.lock().unwrap().probes);
+        for p in probes.iter_mut() {
+            let Some(src) = p.source.clone() else { continue };
+            let at = position_text(p.pos);
+            let ast = self
+                .engine
+                .compile_with_scope(&self.scope, &src)
+                .map_err(|e| anyhow!("{}:{at}: error: in the probe source string: {e}", self.file_name))?;
+            let mut scope = self.scope.clone();
+            let value = self
+                .engine
+                .eval_ast_with_scope::<Dynamic>(&mut scope, &ast)
+                .map_err(|e| anyhow!("{}:{at}: error: in the probe source string: {e}", self.file_name))?;
+            let Some(f) = value.try_cast::<FnPtr>() else {
+                return Err(anyhow!(
+                    "{}:{at}: error: the probe source string must be a closure like \"|e| {{ ... }}\"",
+                    self.file_name
+                ));
+            };
+            p.closure = f;
+            p.ast = Arc::new(ast);
+        }
+        self.registry.lock().unwrap().probes = probes;
+        Ok(())
+    }
+
+    /// Give every map without an explicit name the name of the variable holding it.
+    fn name_maps(&self) {
+        for (name, _, value) in self.scope.iter() {
+            if let Some(m) = value.flatten_clone().try_cast::<MapHandle>() {
+                m.set_default_name(name);
+            }
+        }
+        for m in &self.registry.lock().unwrap().maps {
+            m.set_default_name(&format!("map{}", m.id()));
+        }
+    }
+
+    /// Call a userspace closure (BEGIN, END, timers).
+    pub fn call(&self, probe_ast: &AST, f: &FnPtr) -> Result<()> {
+        f.call::<Dynamic>(&self.engine, probe_ast, ())
+            .map(|_| ())
+            .or_else(|e| match *e {
+                rhai::EvalAltResult::ErrorTerminated(..) => Ok(()),
+                _ => Err(self.runtime_error(&e)),
+            })
+    }
+
+    /// A Rhai runtime error as one line naming the script position.
+    pub fn runtime_error(&self, e: &rhai::EvalAltResult) -> anyhow::Error {
+        let pos = e.position();
+        let mut msg = e.to_string();
+        if let Some(i) = msg.rfind(" (line ") {
+            msg.truncate(i);
+        }
+        // Errors raised by our own API functions carry their message as-is.
+        if let rhai::EvalAltResult::ErrorRuntime(v, _) = e {
+            msg = v.to_string();
+        }
+        if let rhai::EvalAltResult::ErrorInFunctionCall(_, _, inner, _) = e {
+            return self.runtime_error(inner);
+        }
+        anyhow!("{}:{}: error: {}", self.file_name, position_text(pos), msg)
+    }
+}
+
+/// `line:column` of a Rhai position (`?` when unknown).
+pub fn position_text(pos: Position) -> String {
+    match (pos.line(), pos.position()) {
+        (Some(l), Some(c)) => format!("{l}:{c}"),
+        (Some(l), None) => format!("{l}:1"),
+        _ => "?".to_string(),
+    }
+}
+
+/// Parse a duration like `5s`, `100ms`, `2m`, `1h`, `250us` (a bare number is seconds).
+pub fn parse_duration(text: &str) -> Option<Duration> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let v: f64 = num.parse().ok()?;
+    let secs = match unit {
+        "" | "s" => v,
+        "ms" => v / 1e3,
+        "us" => v / 1e6,
+        "ns" => v / 1e9,
+        "m" | "min" => v * 60.0,
+        "h" => v * 3600.0,
+        _ => return None,
+    };
+    (secs >= 0.0).then(|| Duration::from_secs_f64(secs))
+}
