@@ -267,6 +267,9 @@ impl<'a> Gen<'a> {
                 self.patch_here(skip);
                 self.release(rv);
             }
+            StmtKind::Emit { ring, lost, site, probe, fields, wake_bytes } => {
+                self.emit_record(*ring, *lost, *site, *probe, fields, *wake_bytes)?;
+            }
             StmtKind::Return => {
                 self.emit(Insn::mov_imm(R0, 0));
                 self.emit(Insn::exit());
@@ -274,6 +277,52 @@ impl<'a> Gen<'a> {
         }
         self.stack_used = mark;
         self.span = saved_span;
+        Ok(())
+    }
+
+    /// Assemble a record on the stack and `ringbuf_output` it.
+    fn emit_record(&mut self, ring: MapId, lost: MapId, site: u32, probe: u32, fields: &[Expr], wake_bytes: u32) -> Result<()> {
+        let size: u32 = 8 + fields.iter().map(|f| self.ty(f).slot_size()).sum::<u32>();
+        let buf = self.alloc(size)?;
+        self.emit(Insn::store_imm(4, FP, buf, site as i32));
+        self.emit(Insn::store_imm(4, FP, buf + 4, 0));
+        let mut off = buf + 8;
+        for f in fields {
+            match self.ty(f) {
+                Ty::Int => {
+                    let r = self.int(f)?;
+                    self.emit(Insn::store(8, FP, off, r));
+                    self.release(r);
+                }
+                Ty::Bytes(n) => self.bytes(f, off, n)?,
+            }
+            off += self.ty(f).slot_size() as i16;
+        }
+        // Batched wake-ups: wake the reader only when enough data is pending.
+        const BPF_RB_AVAIL_DATA: i32 = 0;
+        const BPF_RB_NO_WAKEUP: i32 = 1;
+        const BPF_RB_FORCE_WAKEUP: i32 = 2;
+        self.load_map(R1, ring);
+        self.emit(Insn::mov_imm(R2, BPF_RB_AVAIL_DATA));
+        self.emit(Insn::call(h::RINGBUF_QUERY));
+        self.emit(Insn::mov_imm(R4, BPF_RB_NO_WAKEUP));
+        self.emit(Insn::jmp_imm(Cond::Lt, R0, wake_bytes as i32, 1));
+        self.emit(Insn::mov_imm(R4, BPF_RB_FORCE_WAKEUP));
+        self.load_map(R1, ring);
+        self.emit(Insn::mov_reg(R2, FP));
+        self.emit(Insn::alu_imm(Alu::Add, R2, buf as i32));
+        self.emit(Insn::mov_imm(R3, size as i32));
+        self.emit(Insn::call(h::RINGBUF_OUTPUT));
+        let sent = self.emit(Insn::jmp_imm(Cond::Eq, R0, 0, 0));
+        // Count the loss in lost[probe].
+        let key = self.alloc(8)?;
+        self.emit(Insn::store_imm(8, FP, key, probe as i32));
+        let missing = self.lookup(lost, key);
+        self.emit(Insn::load(8, R1, R0, 0));
+        self.emit(Insn::alu_imm(Alu::Add, R1, 1));
+        self.emit(Insn::store(8, R0, 0, R1));
+        self.patch_all_here(missing);
+        self.patch_here(sent);
         Ok(())
     }
 

@@ -24,6 +24,7 @@ pub const RINGBUF_OUTPUT: u32 = 130;
 pub const RINGBUF_RESERVE: u32 = 131;
 pub const RINGBUF_SUBMIT: u32 = 132;
 pub const RINGBUF_DISCARD: u32 = 133;
+pub const RINGBUF_QUERY: u32 = 134;
 
 /// A helper's name for disassembly.
 pub fn name(id: u32) -> &'static str {
@@ -51,6 +52,7 @@ pub fn name(id: u32) -> &'static str {
         RINGBUF_RESERVE => "ringbuf_reserve",
         RINGBUF_SUBMIT => "ringbuf_submit",
         RINGBUF_DISCARD => "ringbuf_discard",
+        RINGBUF_QUERY => "ringbuf_query",
         _ => "helper",
     }
 }

@@ -160,6 +160,11 @@ pub enum StmtKind {
     MapDelete { map: MapId, key: Vec<Expr> },
     /// Send a fixed-size control message `{kind, probe, arg}` on the control ring.
     Control { ring: MapId, kind: u32, probe: u32, arg: Expr },
+    /// Send the record `{u32 site, u32 0, fields...}` (each field in its
+    /// 8-aligned slot) to the `ring` buffer for userspace. Wake-ups are batched:
+    /// the reader is only woken once `wake_bytes` are pending (it also polls on
+    /// a timer). A failed send adds 1 to slot `probe` of the `lost` array.
+    Emit { ring: MapId, lost: MapId, site: u32, probe: u32, fields: Vec<Expr>, wake_bytes: u32 },
     /// Leave the program.
     Return,
 }

@@ -36,6 +36,13 @@ pub struct Target<'a> {
     pub control_ring: MapId,
     /// Index of this probe, reported in control messages.
     pub probe_index: u32,
+    /// The data ring buffer and the per-probe lost-records array.
+    pub data_ring: MapId,
+    pub lost_map: MapId,
+    /// Id of this probe's first userspace site (ids are global).
+    pub first_site: u32,
+    /// Pending bytes in the data ring that trigger a wake-up of the reader.
+    pub wake_bytes: u32,
 }
 
 /// A compile error at a script position.
@@ -43,12 +50,14 @@ pub struct Target<'a> {
 pub struct LowerError {
     pub pos: Position,
     pub message: String,
+    /// The statement is fine but must run in userspace.
+    pub userspace: bool,
 }
 
 type Result<T> = std::result::Result<T, LowerError>;
 
 fn err<T>(pos: Position, message: impl Into<String>) -> Result<T> {
-    Err(LowerError { pos, message: message.into() })
+    Err(LowerError { pos, message: message.into(), userspace: false })
 }
 
 /// A value captured from the script's top level.
@@ -58,6 +67,26 @@ enum Captured {
     Int(i64),
     Str(String),
     Other(&'static str),
+}
+
+/// What one field of a userspace record holds.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Capture {
+    /// `e.pid` (`["pid"]`), `e.args.filename` (`["args", "filename"]`).
+    Event(Vec<String>),
+    /// A kernel `let` value, by name.
+    Local(String),
+}
+
+/// A run of consecutive userspace statements, and the values the kernel
+/// ships for them in the record.
+#[derive(Clone, Debug)]
+pub struct Site {
+    pub id: u32,
+    pub stmts: Vec<RStmt>,
+    pub fields: Vec<(Capture, Ty)>,
+    /// `line:col` of the first statement.
+    pub at: String,
 }
 
 /// A closure's parameters and body statements, found in `ast` by function name.
@@ -103,6 +132,8 @@ pub struct Lowered {
     pub locals: Vec<Ty>,
     pub body: Vec<Stmt>,
     pub uses: Vec<MapUse>,
+    /// Userspace statements and what their records carry.
+    pub sites: Vec<Site>,
     /// The closure reads `e.args.*` (so each attach point needs its own program).
     pub uses_args: bool,
 }
@@ -160,6 +191,20 @@ pub fn lower(body: &ClosureBody, curry: &[Dynamic], target: &Target) -> Result<L
         captures.insert(name.clone(), c);
     }
     let event = if body.params.len() > curry.len() { body.params.last().cloned() } else { None };
+    // Top-level variables the closure assigns live in userspace.
+    let mut userspace_vars = HashMap::new();
+    for s in &body.body {
+        s.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
+            if let Some(ASTNode::Stmt(RStmt::Assignment(x))) = path.last() {
+                if let RExpr::Variable(v, _, pos) = &x.1.lhs {
+                    if matches!(captures.get(v.1.as_str()), Some(c) if !matches!(c, Captured::Map(_))) {
+                        userspace_vars.entry(v.1.to_string()).or_insert((*pos, None));
+                    }
+                }
+            }
+            true
+        });
+    }
     let mut l = Lowerer {
         target,
         captures,
@@ -168,9 +213,12 @@ pub fn lower(body: &ClosureBody, curry: &[Dynamic], target: &Target) -> Result<L
         locals: Vec::new(),
         uses: Vec::new(),
         uses_args: false,
+        sites: Vec::new(),
+        next_site: target.first_site,
+        userspace_vars,
     };
     let stmts = l.block(&body.body)?;
-    Ok(Lowered { locals: l.locals, body: stmts, uses: l.uses, uses_args: l.uses_args })
+    Ok(Lowered { locals: l.locals, body: stmts, uses: l.uses, sites: l.sites, uses_args: l.uses_args })
 }
 
 struct Lowerer<'a> {
@@ -180,6 +228,19 @@ struct Lowerer<'a> {
     scopes: Vec<HashMap<String, LocalId>>,
     locals: Vec<Ty>,
     uses: Vec<MapUse>,
+    uses_args: bool,
+    sites: Vec<Site>,
+    next_site: u32,
+    /// Variables computed in userspace: where, and by which site (None: a
+    /// top-level variable the closure assigns).
+    userspace_vars: HashMap<String, (Position, Option<u32>)>,
+}
+
+/// Lowering state to roll back when a statement turns out to be userspace.
+struct Snapshot {
+    locals: usize,
+    uses: usize,
+    scope: HashMap<String, LocalId>,
     uses_args: bool,
 }
 
@@ -192,13 +253,11 @@ fn at(pos: Position) -> String {
 }
 
 fn userspace_only(what: &str, pos: Position) -> LowerError {
-    LowerError {
-        pos,
-        message: format!(
-            "{what} runs in userspace, and probes can only run kernel-side statements so far (maps, aggregations, filters, exit()); move it to BEGIN, END or every()"
-        ),
-    }
+    LowerError { pos, message: format!("{what} runs in userspace"), userspace: true }
 }
+
+/// Aggregations exist only in the kernel.
+const AGGREGATIONS: &[&str] = &["count", "sum", "min", "max", "avg", "stats", "hist", "lhist"];
 
 impl<'a> Lowerer<'a> {
     fn lookup_local(&self, name: &str) -> Option<LocalId> {
@@ -224,14 +283,171 @@ impl<'a> Lowerer<'a> {
         }
     }
 
+    fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            locals: self.locals.len(),
+            uses: self.uses.len(),
+            scope: self.scopes.last().cloned().unwrap_or_default(),
+            uses_args: self.uses_args,
+        }
+    }
+
+    fn restore(&mut self, s: Snapshot) {
+        self.locals.truncate(s.locals);
+        self.uses.truncate(s.uses);
+        *self.scopes.last_mut().unwrap() = s.scope;
+        self.uses_args = s.uses_args;
+    }
+
+    /// Lower a block: kernel statements become IR; each run of consecutive
+    /// userspace statements becomes one record emitted at that point.
     fn block(&mut self, stmts: &[RStmt]) -> Result<Vec<Stmt>> {
         self.scopes.push(HashMap::new());
         let mut out = Vec::new();
+        let mut run: Vec<RStmt> = Vec::new();
         for s in stmts {
-            self.stmt(s, &mut out)?;
+            let snap = self.snapshot();
+            let mut lowered = Vec::new();
+            match self.stmt(s, &mut lowered) {
+                Ok(()) => {
+                    self.flush_site(&mut run, &mut out)?;
+                    out.extend(lowered);
+                }
+                Err(e) if e.userspace => {
+                    self.restore(snap);
+                    self.check_userspace_stmt(s)?;
+                    run.push(s.clone());
+                }
+                Err(e) => return Err(e),
+            }
         }
+        self.flush_site(&mut run, &mut out)?;
         self.scopes.pop();
         Ok(out)
+    }
+
+    /// A statement classified userspace must not hold kernel-only work, and
+    /// the variables it declares are userspace values from now on.
+    fn check_userspace_stmt(&mut self, s: &RStmt) -> Result<()> {
+        let mut bad: Option<(String, Position)> = None;
+        s.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
+            if let Some(ASTNode::Expr(RExpr::FnCall(call, pos))) = path.last() {
+                if AGGREGATIONS.contains(&call.name.as_str()) && bad.is_none() {
+                    bad = Some((call.name.to_string(), *pos));
+                }
+            }
+            true
+        });
+        if let Some((name, pos)) = bad {
+            return err(
+                pos,
+                format!(
+                    "{name}() runs in the kernel, but the statement at {} around it runs in userspace (it uses something only userspace has); compute the condition from event fields, maps or constants",
+                    at(s.position())
+                ),
+            );
+        }
+        if let RStmt::Var(x, _, pos) = s {
+            self.userspace_vars.insert(x.0.name.to_string(), (*pos, Some(self.next_site)));
+        }
+        Ok(())
+    }
+
+    /// Emit the record for a run of userspace statements.
+    fn flush_site(&mut self, run: &mut Vec<RStmt>, out: &mut Vec<Stmt>) -> Result<()> {
+        if run.is_empty() {
+            return Ok(());
+        }
+        let stmts = std::mem::take(run);
+        let id = self.next_site;
+        self.next_site += 1;
+        let first_pos = stmts[0].position();
+        let event = self.event.clone();
+        // What the statements read: event fields and kernel locals.
+        let mut wanted: Vec<(Capture, Position)> = Vec::new();
+        let mut problem: Option<LowerError> = None;
+        for s in &stmts {
+            s.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
+                match path.last() {
+                    Some(ASTNode::Expr(RExpr::Dot(x, _, pos))) => {
+                        if let RExpr::Variable(v, _, _) = &x.lhs {
+                            if Some(v.1.as_str()) == event.as_deref() {
+                                if let Some(p) = event_path(&x.rhs) {
+                                    wanted.push((Capture::Event(p), *pos));
+                                }
+                            }
+                        }
+                    }
+                    Some(ASTNode::Expr(RExpr::Variable(v, _, pos))) => {
+                        let name = v.1.as_str();
+                        if self.lookup_local(name).is_some() {
+                            wanted.push((Capture::Local(name.to_string()), *pos));
+                        } else if let Some((decl, Some(site))) = self.userspace_vars.get(name) {
+                            if *site != id && problem.is_none() {
+                                problem = Some(LowerError {
+                                    pos: *pos,
+                                    message: format!(
+                                        "`{name}` was computed by the userspace statements at {}; a kernel statement comes in between, so it isn't available here — keep the userspace statements together",
+                                        at(*decl)
+                                    ),
+                                    userspace: false,
+                                });
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+                true
+            });
+        }
+        if let Some(p) = problem {
+            return Err(p);
+        }
+        let mut fields: Vec<(Capture, Ty)> = Vec::new();
+        let mut exprs = Vec::new();
+        for (cap, pos) in wanted {
+            if fields.iter().any(|f| f.0 == cap) {
+                continue;
+            }
+            let expr = match &cap {
+                Capture::Local(name) => Expr::Local(self.lookup_local(name).unwrap_or(0)),
+                Capture::Event(path) => self.event_capture(path, pos)?,
+            };
+            fields.push((cap, self.ty(&expr)));
+            exprs.push(expr);
+        }
+        out.push(Stmt {
+            kind: StmtKind::Emit {
+                ring: self.target.data_ring,
+                lost: self.target.lost_map,
+                site: id,
+                probe: self.target.probe_index,
+                fields: exprs,
+                wake_bytes: self.target.wake_bytes,
+            },
+            span: span(first_pos),
+        });
+        self.sites.push(Site { id, stmts, fields, at: at(first_pos) });
+        Ok(())
+    }
+
+    /// The kernel value shipped for `e.PATH` in a record. Character pointers
+    /// are shipped as the strings they point to.
+    fn event_capture(&mut self, path: &[String], pos: Position) -> Result<Expr> {
+        match path {
+            [field] => self.event_field(field, pos),
+            [args, field] if args == "args" => {
+                let v = self.tracepoint_arg(field, pos)?;
+                let pointer = self.target.format.and_then(|f| f.field(field)).map(|f| f.kind.clone());
+                Ok(match pointer {
+                    Some(FieldKind::Pointer { user, to_char: true }) => {
+                        Expr::ReadStr { ptr: Box::new(v), max: self.target.str_max, user }
+                    }
+                    _ => v,
+                })
+            }
+            _ => err(pos, "unsupported event field"),
+        }
     }
 
     fn stmt(&mut self, s: &RStmt, out: &mut Vec<Stmt>) -> Result<()> {
@@ -386,7 +602,17 @@ impl<'a> Lowerer<'a> {
                 Some(k) => self.key(k)?,
                 None => Vec::new(),
             };
-            if let Some(agg) = self.aggregation(rhs)? {
+            let agg = self.aggregation(rhs).map_err(|mut e| {
+                if e.userspace {
+                    e.userspace = false;
+                    e.message = format!(
+                        "this aggregation runs in the kernel and can't use a userspace value: {}",
+                        e.message
+                    );
+                }
+                e
+            })?;
+            if let Some(agg) = agg {
                 if compound.is_some() {
                     return err(pos, "an aggregation is assigned with `=`, e.g. `m[k] = count()`");
                 }
@@ -402,7 +628,7 @@ impl<'a> Lowerer<'a> {
                     StmtKind::MapStore { map: map.id(), key, value }
                 }
                 Some(op) => {
-                    let op = bin_op(op).ok_or_else(|| LowerError { pos, message: format!("`{op}=` isn't supported on maps") })?;
+                    let op = bin_op(op).ok_or_else(|| LowerError { pos, message: format!("`{op}=` isn't supported on maps"), userspace: false })?;
                     self.record_use(&map, &key, UseKind::Update, pos);
                     StmtKind::MapUpdate { map: map.id(), key, op, value }
                 }
@@ -414,19 +640,23 @@ impl<'a> Lowerer<'a> {
         };
         let name = v.1.as_str();
         let Some(id) = self.lookup_local(name) else {
+            if self.userspace_vars.contains_key(name) {
+                return Err(userspace_only(&format!("assigning `{name}`"), *vpos));
+            }
             if self.captures.contains_key(name) {
                 return Err(LowerError {
                     pos: *vpos,
                     message: format!(
                         "`{name}` is a top-level variable: a probe can't assign it in the kernel; keep state in a map (e.g. `let {name} = map();`)"
                     ),
+                    userspace: false,
                 });
             }
             return err(*vpos, format!("unknown variable `{name}`"));
         };
         let mut value = self.expr(rhs)?;
         if let Some(op) = compound {
-            let op = bin_op(op).ok_or_else(|| LowerError { pos, message: format!("`{op}=` isn't supported") })?;
+            let op = bin_op(op).ok_or_else(|| LowerError { pos, message: format!("`{op}=` isn't supported"), userspace: false })?;
             self.check_div(op, &value, pos)?;
             value = Expr::Binary(op, Box::new(Expr::Local(id)), Box::new(value));
         }
@@ -575,6 +805,13 @@ impl<'a> Lowerer<'a> {
                 let name = v.1.as_str();
                 if let Some(id) = self.lookup_local(name) {
                     return Ok(Expr::Local(id));
+                }
+                if let Some((decl, _)) = self.userspace_vars.get(name) {
+                    return Err(LowerError {
+                        pos,
+                        message: format!("`{name}` is computed in userspace at {}", at(*decl)),
+                        userspace: true,
+                    });
                 }
                 match self.captures.get(name) {
                     Some(Captured::Int(i)) => Ok(Expr::Int(*i)),
@@ -814,6 +1051,25 @@ impl<'a> Lowerer<'a> {
             FieldKind::DataLocString => Expr::CtxDataLocStr { offset: f.offset, max: self.target.str_max },
             _ => return err(pos, format!("field `{field}` has type `{}`, which probes can't read yet", f.c_type)),
         })
+    }
+}
+
+/// `e.pid` → ["pid"]; `e.args.filename` → ["args", "filename"]; `e.comm.len()` → ["comm"].
+fn event_path(rhs: &RExpr) -> Option<Vec<String>> {
+    match rhs {
+        RExpr::Property(p, _) => Some(vec![p.2.to_string()]),
+        RExpr::Dot(inner, _, _) => match (&inner.lhs, &inner.rhs) {
+            (RExpr::Property(a, _), RExpr::Property(f, _)) if a.2.as_str() == "args" => {
+                Some(vec!["args".into(), f.2.to_string()])
+            }
+            (RExpr::Property(a, _), RExpr::Dot(d, _, _)) if a.2.as_str() == "args" => match &d.lhs {
+                RExpr::Property(f, _) => Some(vec!["args".into(), f.2.to_string()]),
+                _ => None,
+            },
+            (RExpr::Property(p, _), _) => Some(vec![p.2.to_string()]),
+            _ => None,
+        },
+        _ => None,
     }
 }
 

@@ -23,6 +23,21 @@ pub struct Options {
     /// Default `str()` length (env `RTRACE_STRLEN`, default 64).
     pub str_max: u32,
     pub start_ns: i64,
+    /// Size of the data ring buffer in bytes (a power of two, ≥ 4096).
+    pub ring_size: u32,
+}
+
+/// A run of userspace statements of one probe, ready for the runtime.
+pub struct SitePlan {
+    pub site: lower::Site,
+    /// Index into `Plan::probes`.
+    pub probe: usize,
+    /// The AST holding the script's functions.
+    pub ast: std::sync::Arc<rhai::AST>,
+    /// Captured top-level values by name (shared values stay shared).
+    pub captured: Vec<(String, rhai::Dynamic)>,
+    /// The closure's event parameter name.
+    pub event: Option<String>,
 }
 
 /// One BPF program and where it attaches.
@@ -45,6 +60,10 @@ pub struct Plan {
     /// Shape of every script map, by id; the control ring is the last id.
     pub shapes: Vec<MapShape>,
     pub control_ring: MapId,
+    pub data_ring: MapId,
+    pub lost_map: MapId,
+    /// Userspace statement runs, indexed by site id.
+    pub sites: Vec<SitePlan>,
     /// Kernel probes' spec text, indexed by probe number (as in control messages).
     pub probes: Vec<String>,
 }
@@ -60,7 +79,19 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
     let file = &session.file_name;
     let map_count = reg.maps.len() as MapId;
     let control_ring = map_count;
-    let mut plan = Plan { begin: vec![], end: vec![], programs: vec![], shapes: vec![], control_ring, probes: vec![] };
+    let data_ring = map_count + 1;
+    let lost_map = map_count + 2;
+    let mut plan = Plan {
+        begin: vec![],
+        end: vec![],
+        programs: vec![],
+        shapes: vec![],
+        control_ring,
+        data_ring,
+        lost_map,
+        sites: vec![],
+        probes: vec![],
+    };
     let mut pending: Vec<(lower::Lowered, String, &'static dyn ProbeType, Vec<AttachPoint>, usize)> = Vec::new();
     let mut total_points = 0usize;
     let here = |def: &ProbeDef, msg: String| anyhow!("{file}:{}: error: {msg}", position_text(def.pos));
@@ -114,9 +145,25 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
                     str_max: opts.str_max,
                     control_ring,
                     probe_index: probe_index as u32,
+                    data_ring,
+                    lost_map,
+                    first_site: plan.sites.len() as u32,
+                    wake_bytes: (opts.ring_size / 8).max(64),
                 };
                 let lowered = lower::lower(&body, def.closure.curry(), &target)
                     .map_err(|e| anyhow!("{file}:{}: error: {}", position_text(e.pos), e.message))?;
+                let captured: Vec<(String, rhai::Dynamic)> =
+                    body.params.iter().cloned().zip(def.closure.curry().iter().cloned()).collect();
+                let event = (body.params.len() > def.closure.curry().len()).then(|| body.params.last().cloned()).flatten();
+                for site in &lowered.sites {
+                    plan.sites.push(SitePlan {
+                        site: site.clone(),
+                        probe: probe_index,
+                        ast: def.ast.clone(),
+                        captured: captured.clone(),
+                        event: event.clone(),
+                    });
+                }
                 pending.push((lowered, probe_name, ptype, group, probe_index));
             }
         }
@@ -130,6 +177,8 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
     plan.shapes = (0..map_count).map(|id| unified.get(&id).cloned().unwrap_or_else(MapShape::unused)).collect();
     let mut layouts: Vec<MapLayout> = plan.shapes.iter().map(|s| s.layout.clone()).collect();
     layouts.push(MapLayout { key: vec![], value: ValueKind::RingBuf });
+    layouts.push(MapLayout { key: vec![], value: ValueKind::RingBuf });
+    layouts.push(MapLayout { key: vec![], value: ValueKind::Agg(ir::AggKind::Sum) });
 
     for (lowered, name, ptype, points, probe) in pending {
         let program = ir::Program {
