@@ -50,6 +50,12 @@ pub struct Cli {
     /// Compile and load through the verifier; attach nothing.
     #[arg(long = "dry-run")]
     pub dry_run: bool,
+    /// Keep going after an error in a probe's userspace statements (count them).
+    #[arg(long = "keep-going")]
+    pub keep_going: bool,
+    /// Size of the event ring buffer, e.g. 4M (env RTRACE_RING_SIZE; default 1M).
+    #[arg(long = "ring-size", value_name = "BYTES")]
+    pub ring_size: Option<String>,
     /// List probes matching PATTERN.
     #[arg(short = 'l')]
     pub list: bool,
@@ -107,15 +113,48 @@ fn run(cli: Cli) -> Result<i32> {
         // exit() at the top level: nothing gets attached.
         return Ok(code);
     }
-    let opts = Options { str_max: str_max()?, start_ns: monotonic_ns() };
+    if !cli.allow_unsafe {
+        if let Some(pos) = crate::script::userlib::find_system_call(&session.ast) {
+            bail!(
+                "{file_name}:{}: error: system() runs commands and needs --unsafe",
+                crate::script::position_text(pos)
+            );
+        }
+    }
+    let ring_size = ring_size(cli.ring_size.as_deref())?;
+    let opts = Options { str_max: str_max()?, start_ns: monotonic_ns(), ring_size };
     let plan = compile::compile(&session, &opts)?;
     if cli.explain {
         explain::print(&session, &plan, &source);
         return Ok(0);
     }
     check_privileges()?;
-    let code = runtime::run(&session, &plan, &RunOptions { duration, quiet: cli.quiet, dry_run: cli.dry_run })?;
+    let run_opts = RunOptions { duration, quiet: cli.quiet, dry_run: cli.dry_run, keep_going: cli.keep_going, ring_size };
+    let code = runtime::run(&session, &plan, &run_opts)?;
     Ok(code)
+}
+
+/// Data ring size: `--ring-size`, else env RTRACE_RING_SIZE, else 1 MiB;
+/// rounded up to a power of two (the kernel requires it).
+fn ring_size(flag: Option<&str>) -> Result<u32> {
+    let text = match flag {
+        Some(t) => t.to_string(),
+        None => match std::env::var("RTRACE_RING_SIZE") {
+            Ok(v) => v,
+            Err(_) => return Ok(1 << 20),
+        },
+    };
+    let t = text.trim();
+    let (num, mult) = match t.chars().last() {
+        Some('k') | Some('K') => (&t[..t.len() - 1], 1u64 << 10),
+        Some('m') | Some('M') => (&t[..t.len() - 1], 1u64 << 20),
+        _ => (t, 1u64),
+    };
+    let bytes = num.parse::<u64>().ok().map(|n| n * mult).filter(|&n| (4096..=(1u64 << 30)).contains(&n));
+    match bytes {
+        Some(b) => Ok(b.next_power_of_two() as u32),
+        None => bail!("ring size '{text}': give a size from 4K to 1G, e.g. 4M"),
+    }
 }
 
 /// `str()`'s default maximum length: env RTRACE_STRLEN (1..=200), default 64.

@@ -7,6 +7,7 @@
 
 mod json;
 mod maps;
+pub mod printf;
 pub mod sink;
 
 pub use json::{

@@ -303,3 +303,13 @@ impl MapBackend for KernelMap {
         })
     }
 }
+
+/// The per-CPU array counting records lost per probe.
+pub fn create_lost_counters(probes: u32) -> Result<libbpf_rs::MapHandle> {
+    let create_opts = libbpf_sys::bpf_map_create_opts {
+        sz: std::mem::size_of::<libbpf_sys::bpf_map_create_opts>() as _,
+        ..Default::default()
+    };
+    libbpf_rs::MapHandle::create(MapType::PercpuArray, Some("rtrace_lost"), 4, 8, probes, &create_opts)
+        .map_err(|e| anyhow!("cannot create the lost-event counters: {e}"))
+}

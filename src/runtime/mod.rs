@@ -1,21 +1,26 @@
 //! Running a compiled plan: create maps, load and attach programs, run
-//! `BEGIN`, wait for the end (Ctrl-C, `exit()`, `-d`, a control message),
-//! detach, run `END`, print maps.
+//! `BEGIN`, feed records to userspace statements until the end (Ctrl-C,
+//! `exit()`, `-d`, a control message), detach, run `END`, print maps and
+//! report lost events.
 
+pub mod continuation;
 pub mod kmaps;
+pub mod reader;
 pub mod signals;
 
-use std::os::fd::{AsFd, OwnedFd};
-use std::sync::{Arc, Mutex};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Result};
+use libbpf_rs::{MapCore, MapFlags};
 use probes_ebpf::insn::Insn;
 
 use crate::attach::{load, Attachment};
 use crate::compile::lower::{CONTROL_CLEAR, CONTROL_EXIT, CONTROL_PRINT, CONTROL_ZERO};
 use crate::compile::{CompiledProgram, Plan};
 use crate::output::{self, sink};
+use crate::script::api::MapBackend;
 use crate::script::{position_text, Session};
 
 #[derive(Clone, Debug, Default)]
@@ -23,17 +28,23 @@ pub struct RunOptions {
     pub duration: Option<Duration>,
     pub quiet: bool,
     pub dry_run: bool,
+    /// Count userspace errors instead of stopping at the first.
+    pub keep_going: bool,
+    /// Data ring size in bytes.
+    pub ring_size: u32,
 }
 
 /// Programs loaded into the kernel, with the maps they use.
 pub struct Loaded {
     pub maps: Vec<Arc<kmaps::KernelMap>>,
     pub control: libbpf_rs::MapHandle,
+    pub data: libbpf_rs::MapHandle,
+    pub lost: libbpf_rs::MapHandle,
     pub programs: Vec<OwnedFd>,
 }
 
 /// Create the maps and load every program through the verifier.
-pub fn load_all(session: &Session, plan: &Plan) -> Result<Loaded> {
+pub fn load_all(session: &Session, plan: &Plan, ring_size: u32) -> Result<Loaded> {
     let handles = session.registry.lock().unwrap().maps.clone();
     let mut maps = Vec::new();
     for (handle, shape) in handles.iter().zip(&plan.shapes) {
@@ -42,8 +53,12 @@ pub fn load_all(session: &Session, plan: &Plan) -> Result<Loaded> {
         maps.push(km);
     }
     let control = kmaps::create_ring("rtrace_control", 64 * 1024)?;
-    let mut fds: Vec<i32> = maps.iter().map(|m| m.map.as_fd().as_raw_fd_compat()).collect();
-    fds.push(control.as_fd().as_raw_fd_compat());
+    let data = kmaps::create_ring("rtrace_data", ring_size)?;
+    let lost = kmaps::create_lost_counters(plan.probes.len().max(1) as u32)?;
+    let mut fds: Vec<i32> = maps.iter().map(|m| m.map.as_fd().as_raw_fd()).collect();
+    fds.push(control.as_fd().as_raw_fd());
+    fds.push(data.as_fd().as_raw_fd());
+    fds.push(lost.as_fd().as_raw_fd());
     let mut programs = Vec::new();
     for prog in &plan.programs {
         let insns = patch_maps(prog, &fds);
@@ -52,18 +67,7 @@ pub fn load_all(session: &Session, plan: &Plan) -> Result<Loaded> {
             Err(e) => return Err(verifier_error(session, plan, prog, &e)),
         }
     }
-    Ok(Loaded { maps, control, programs })
-}
-
-trait RawFdCompat {
-    fn as_raw_fd_compat(&self) -> i32;
-}
-
-impl RawFdCompat for std::os::fd::BorrowedFd<'_> {
-    fn as_raw_fd_compat(&self) -> i32 {
-        use std::os::fd::AsRawFd;
-        self.as_raw_fd()
-    }
+    Ok(Loaded { maps, control, data, lost, programs })
 }
 
 fn patch_maps(prog: &CompiledProgram, fds: &[i32]) -> Vec<Insn> {
@@ -106,7 +110,7 @@ fn verifier_error(session: &Session, plan: &Plan, prog: &CompiledProgram, e: &lo
 
 /// Run the plan until it ends; returns the exit status.
 pub fn run(session: &Session, plan: &Plan, opts: &RunOptions) -> Result<i32> {
-    let loaded = load_all(session, plan)?;
+    let loaded = load_all(session, plan, opts.ring_size)?;
     if opts.dry_run {
         if !opts.quiet {
             eprintln!(
@@ -124,6 +128,8 @@ pub fn run(session: &Session, plan: &Plan, opts: &RunOptions) -> Result<i32> {
             attachments.push(prog.probe_type.attach(point, fd.as_fd())?);
         }
     }
+    let dup = |m: &libbpf_rs::MapHandle| libbpf_rs::MapHandle::try_from(m).map_err(|e| anyhow!("ring buffer: {e}"));
+    let mut reader = reader::Reader::start(dup(&loaded.data)?, dup(&loaded.control)?)?;
     if !opts.quiet {
         match sink::format() {
             sink::Format::Text => sink::raw(&output::format_attached_text(plan.attach_count())),
@@ -131,71 +137,89 @@ pub fn run(session: &Session, plan: &Plan, opts: &RunOptions) -> Result<i32> {
         }
     }
 
-    let start = Instant::now();
-    let deadline = opts.duration.map(|d| start + d);
-    // BEGIN probes.
-    for p in &plan.begin {
-        session.call(&p.ast, &p.closure)?;
-        if session.registry.lock().unwrap().exit_code.is_some() {
-            break;
+    let mut conts = continuation::Continuations::new(plan, opts.keep_going);
+    let result = event_loop(session, plan, &loaded, &reader, &mut conts, opts);
+
+    // Detach first so nothing changes while END runs and maps print.
+    drop(attachments);
+    reader.finish();
+    let mut result = result;
+    if result.is_ok() {
+        result = drain(session, plan, &loaded, &reader, &mut conts);
+    }
+    if result.is_ok() {
+        for p in &plan.end {
+            if let Err(e) = session.call(&p.ast, &p.closure) {
+                result = Err(e);
+                break;
+            }
         }
     }
+    print_remaining_maps(session, &loaded);
+    report_lost(plan, &loaded);
+    if conts.errors > 0 && conts.keep_going {
+        eprintln!("rtrace: {} userspace error(s) in probe statements (the first is shown above)", conts.errors);
+    }
+    result?;
+    let reg = session.registry.lock().unwrap();
+    if let Some(msg) = &reg.failure {
+        eprintln!("rtrace: fail: {msg}");
+    }
+    Ok(reg.exit_code.unwrap_or(0))
+}
 
-    // Control messages from the kernel side.
-    let pending: Arc<Mutex<Vec<(u32, u32, i64)>>> = Arc::default();
-    let sink_for_ring = pending.clone();
-    let mut builder = libbpf_rs::RingBufferBuilder::new();
-    builder
-        .add(&loaded.control, move |data: &[u8]| {
-            if data.len() >= 16 {
-                let kind = u32::from_le_bytes(data[0..4].try_into().unwrap_or([0; 4]));
-                let probe = u32::from_le_bytes(data[4..8].try_into().unwrap_or([0; 4]));
-                let arg = i64::from_le_bytes(data[8..16].try_into().unwrap_or([0; 8]));
-                sink_for_ring.lock().unwrap().push((kind, probe, arg));
-            }
-            0
-        })
-        .map_err(|e| anyhow!("cannot read the control ring: {e}"))?;
-    let ring = builder.build().map_err(|e| anyhow!("cannot read the control ring: {e}"))?;
+fn exit_requested(session: &Session) -> bool {
+    session.registry.lock().unwrap().exit_code.is_some()
+}
 
+fn event_loop(
+    session: &Session,
+    plan: &Plan,
+    loaded: &Loaded,
+    reader: &reader::Reader,
+    conts: &mut continuation::Continuations,
+    opts: &RunOptions,
+) -> Result<()> {
+    let start = Instant::now();
+    let deadline = opts.duration.map(|d| start + d);
+    for p in &plan.begin {
+        session.call(&p.ast, &p.closure)?;
+        if exit_requested(session) {
+            return Ok(());
+        }
+    }
     let timers = session.registry.lock().unwrap().timers.clone();
     let mut next_due: Vec<Option<Instant>> = timers.iter().map(|t| Some(start + t.period)).collect();
-    let mut kernel_exit: Option<i32> = None;
-
-    while session.registry.lock().unwrap().exit_code.is_none() && kernel_exit.is_none() && !signals::interrupted() {
+    loop {
+        if exit_requested(session) || signals::interrupted() {
+            return Ok(());
+        }
         let now = Instant::now();
         if deadline.is_some_and(|d| now >= d) {
-            break;
+            return Ok(());
         }
-        let mut wait = Duration::from_millis(100);
+        let mut wait = Duration::from_millis(50);
         if let Some(d) = deadline {
             wait = wait.min(d.saturating_duration_since(now));
         }
         for due in next_due.iter().flatten() {
             wait = wait.min(due.saturating_duration_since(now));
         }
-        let _ = ring.poll(wait);
-        for (kind, _probe, arg) in std::mem::take(&mut *pending.lock().unwrap()) {
-            match kind {
-                CONTROL_EXIT => kernel_exit = kernel_exit.or(Some(arg as i32)),
-                CONTROL_PRINT | CONTROL_CLEAR | CONTROL_ZERO => {
-                    if let Some(m) = loaded.maps.get(arg as usize) {
-                        use crate::script::api::MapBackend;
-                        let r = match kind {
-                            CONTROL_PRINT => m.print(),
-                            CONTROL_CLEAR => m.clear(),
-                            _ => m.zero(),
-                        };
-                        if let Err(e) = r {
-                            eprintln!("rtrace: map {}: {e}", m.name);
-                        }
-                        if kind != CONTROL_ZERO {
-                            session.registry.lock().unwrap().maps[arg as usize].mark_handled();
-                        }
-                    }
+        crossbeam_channel::select! {
+            recv(reader.data) -> batch => {
+                if let Ok(batch) = batch {
+                    run_batch(session, plan, conts, &batch)?;
                 }
-                _ => {}
             }
+            recv(reader.control) -> msg => {
+                if let Ok(msg) = msg {
+                    control(session, loaded, msg);
+                }
+            }
+            default(wait) => {}
+        }
+        while let Ok(msg) = reader.control.try_recv() {
+            control(session, loaded, msg);
         }
         let now = Instant::now();
         for (i, t) in timers.iter().enumerate() {
@@ -205,19 +229,60 @@ pub fn run(session: &Session, plan: &Plan, opts: &RunOptions) -> Result<i32> {
             }
         }
     }
+}
 
-    // Detach before END so the maps stop changing.
-    drop(attachments);
-    for p in &plan.end {
-        session.call(&p.ast, &p.closure)?;
+/// Handle what is still queued after detaching.
+fn drain(
+    session: &Session,
+    plan: &Plan,
+    loaded: &Loaded,
+    reader: &reader::Reader,
+    conts: &mut continuation::Continuations,
+) -> Result<()> {
+    while let Ok(msg) = reader.control.try_recv() {
+        control(session, loaded, msg);
     }
-    print_remaining_maps(session, &loaded);
+    while let Ok(batch) = reader.data.try_recv() {
+        if exit_requested(session) {
+            break;
+        }
+        run_batch(session, plan, conts, &batch)?;
+    }
+    Ok(())
+}
 
-    let reg = session.registry.lock().unwrap();
-    if let Some(msg) = &reg.failure {
-        eprintln!("rtrace: fail: {msg}");
+fn run_batch(session: &Session, plan: &Plan, conts: &mut continuation::Continuations, batch: &[u8]) -> Result<()> {
+    let mut off = 0usize;
+    while off + 4 <= batch.len() {
+        let len = u32::from_le_bytes(batch[off..off + 4].try_into().unwrap_or([0; 4])) as usize;
+        let rec = &batch[off + 4..(off + 4 + len).min(batch.len())];
+        conts.run(session, plan, rec)?;
+        off += 4 + len;
     }
-    Ok(reg.exit_code.or(kernel_exit).unwrap_or(0))
+    Ok(())
+}
+
+fn control(session: &Session, loaded: &Loaded, (kind, _probe, arg): reader::Control) {
+    match kind {
+        CONTROL_EXIT => {
+            session.registry.lock().unwrap().exit_code.get_or_insert(arg as i32);
+        }
+        CONTROL_PRINT | CONTROL_CLEAR | CONTROL_ZERO => {
+            let Some(m) = loaded.maps.get(arg as usize) else { return };
+            let r = match kind {
+                CONTROL_PRINT => m.print(),
+                CONTROL_CLEAR => m.clear(),
+                _ => m.zero(),
+            };
+            if let Err(e) = r {
+                eprintln!("rtrace: map {}: {e}", m.name);
+            }
+            if kind != CONTROL_ZERO {
+                session.registry.lock().unwrap().maps[arg as usize].mark_handled();
+            }
+        }
+        _ => {}
+    }
 }
 
 /// Print, by name, every non-empty map the script didn't print or clear itself.
@@ -239,5 +304,33 @@ fn print_remaining_maps(session: &Session, loaded: &Loaded) {
     }
     for d in &dumps {
         sink::map(d);
+    }
+}
+
+/// Records the kernel could not put on the ring, per probe.
+pub fn lost_counts(plan: &Plan, loaded: &Loaded) -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    for (i, name) in plan.probes.iter().enumerate() {
+        let key = (i as u32).to_le_bytes();
+        let lost: u64 = loaded
+            .lost
+            .lookup_percpu(&key, MapFlags::ANY)
+            .ok()
+            .flatten()
+            .map(|slots| slots.iter().map(|s| u64::from_le_bytes(s[..8].try_into().unwrap_or([0; 8]))).sum())
+            .unwrap_or(0);
+        if lost > 0 {
+            out.push((name.clone(), lost));
+        }
+    }
+    out
+}
+
+fn report_lost(plan: &Plan, loaded: &Loaded) {
+    for (probe, lost) in lost_counts(plan, loaded) {
+        match sink::format() {
+            sink::Format::Text => eprintln!("Lost {lost} events on probe {probe}"),
+            sink::Format::Json => sink::raw(&output::format_lost_events_json(&probe, lost)),
+        }
     }
 }

@@ -3,6 +3,7 @@
 //! calls into userspace closures (`BEGIN`, `END`, `every`).
 
 pub mod api;
+pub mod userlib;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -65,6 +66,7 @@ impl Session {
         engine.set_optimization_level(OptimizationLevel::None);
         engine.set_max_expr_depths(256, 256);
         api::register(&mut engine, &registry);
+        userlib::register(&mut engine, &registry);
         let ast = engine
             .compile(source)
             .map_err(|e| anyhow!("{}:{}: syntax error: {}", file_name, position_text(e.1), e.0))?;

@@ -1,0 +1,127 @@
+//! Running the userspace part of probes: each record names a site (a run of
+//! userspace statements); its fields become `e.*` and the kernel `let`
+//! values, as they were at the event, in a fresh Rhai scope.
+
+use probes_ebpf::ir::Ty;
+use rhai::{Dynamic, Scope, AST};
+
+use crate::compile::lower::Capture;
+use crate::compile::Plan;
+use crate::script::Session;
+
+struct Site {
+    ast: AST,
+    fields: Vec<(Capture, Ty, usize)>,
+    captured: Vec<(String, Dynamic)>,
+    event: Option<String>,
+    probe: usize,
+    at: String,
+}
+
+pub struct Continuations {
+    sites: Vec<Site>,
+    /// Errors seen so far (with `--keep-going`).
+    pub errors: u64,
+    pub keep_going: bool,
+    pub records: u64,
+}
+
+impl Continuations {
+    pub fn new(plan: &Plan, keep_going: bool) -> Continuations {
+        let sites = plan
+            .sites
+            .iter()
+            .map(|sp| {
+                let mut offset = 8usize;
+                let fields = sp
+                    .site
+                    .fields
+                    .iter()
+                    .map(|(cap, ty)| {
+                        let f = (cap.clone(), *ty, offset);
+                        offset += ty.slot_size() as usize;
+                        f
+                    })
+                    .collect();
+                Site {
+                    ast: AST::new(sp.site.stmts.clone(), sp.ast.shared_lib().clone()),
+                    fields,
+                    captured: sp.captured.clone(),
+                    event: sp.event.clone(),
+                    probe: sp.probe,
+                    at: sp.site.at.clone(),
+                }
+            })
+            .collect();
+        Continuations { sites, errors: 0, keep_going, records: 0 }
+    }
+
+    /// Run the statements of one record. An error stops tracing unless
+    /// `keep_going` (then it is counted).
+    pub fn run(&mut self, session: &Session, plan: &Plan, rec: &[u8]) -> anyhow::Result<()> {
+        self.records += 1;
+        let Some(id) = rec.get(0..4).map(|b| u32::from_le_bytes(b.try_into().unwrap_or([0; 4]))) else {
+            return Ok(());
+        };
+        let Some(site) = self.sites.get(id as usize) else { return Ok(()) };
+        let mut scope = Scope::new();
+        for (name, v) in &site.captured {
+            scope.push_dynamic(name.as_str(), v.clone());
+        }
+        let mut event = rhai::Map::new();
+        let mut args = rhai::Map::new();
+        for (cap, ty, off) in &site.fields {
+            let value = decode(rec, *off, *ty);
+            match cap {
+                Capture::Local(name) => {
+                    scope.push_dynamic(name.as_str(), value);
+                }
+                Capture::Event(path) => match path.as_slice() {
+                    [f] => {
+                        event.insert(f.as_str().into(), value);
+                    }
+                    [_, f] => {
+                        args.insert(f.as_str().into(), value);
+                    }
+                    _ => {}
+                },
+            }
+        }
+        if !args.is_empty() {
+            event.insert("args".into(), Dynamic::from(args));
+        }
+        if let Some(name) = &site.event {
+            scope.push(name.as_str(), event);
+        }
+        match session.engine.run_ast_with_scope(&mut scope, &site.ast) {
+            Ok(()) => Ok(()),
+            Err(e) if matches!(*e, rhai::EvalAltResult::ErrorTerminated(..)) => Ok(()),
+            Err(e) => {
+                self.errors += 1;
+                let msg = format!("{} (in probe {}, statements at {})", session.runtime_error(&e), plan.probes[site.probe], site.at);
+                if self.keep_going {
+                    if self.errors == 1 {
+                        eprintln!("{msg}");
+                    }
+                    Ok(())
+                } else {
+                    Err(anyhow::anyhow!(msg))
+                }
+            }
+        }
+    }
+}
+
+fn decode(rec: &[u8], off: usize, ty: Ty) -> Dynamic {
+    match ty {
+        Ty::Int => {
+            let v = rec.get(off..off + 8).map(|b| i64::from_le_bytes(b.try_into().unwrap_or([0; 8]))).unwrap_or(0);
+            Dynamic::from(v)
+        }
+        Ty::Bytes(n) => {
+            let bytes = rec.get(off..(off + n as usize).min(rec.len())).unwrap_or(&[]);
+            let end = bytes.iter().position(|&c| c == 0).unwrap_or(bytes.len());
+            Dynamic::from(String::from_utf8_lossy(&bytes[..end]).into_owned())
+        }
+    }
+}

@@ -1,0 +1,134 @@
+//! The userspace library for probe continuations, BEGIN/END and timers:
+//! `printf`, `time`, `join`, `str`, `system` (only with `--unsafe`), `assert`.
+
+use std::sync::mpsc;
+use std::sync::{Mutex, OnceLock};
+
+use rhai::{Dynamic, Engine, EvalAltResult, NativeCallContext, Position};
+
+use super::SharedRegistry;
+use crate::output::{printf, sink};
+
+type RhaiResult<T> = Result<T, Box<EvalAltResult>>;
+
+fn fail_at<T>(msg: impl Into<String>, pos: Position) -> RhaiResult<T> {
+    Err(Box::new(EvalAltResult::ErrorRuntime(Dynamic::from(msg.into()), pos)))
+}
+
+fn do_printf(ctx: &NativeCallContext, fmt: &str, args: &[Dynamic]) -> RhaiResult<()> {
+    match printf::format(fmt, args) {
+        Ok(text) => {
+            sink::script_text(&text);
+            Ok(())
+        }
+        Err(e) => fail_at(e, ctx.call_position()),
+    }
+}
+
+/// Local time formatted with strftime(3).
+pub fn local_time(fmt: &str) -> String {
+    let Ok(cfmt) = std::ffi::CString::new(fmt) else { return String::new() };
+    unsafe {
+        let now = libc::time(std::ptr::null_mut());
+        let mut tm: libc::tm = std::mem::zeroed();
+        libc::localtime_r(&now, &mut tm);
+        let mut buf = vec![0u8; 256];
+        let n = libc::strftime(buf.as_mut_ptr() as *mut libc::c_char, buf.len(), cfmt.as_ptr(), &tm);
+        String::from_utf8_lossy(&buf[..n]).into_owned()
+    }
+}
+
+/// Commands from `system()` run one at a time on a worker thread, in the
+/// order the script asked, so event processing never waits for them.
+fn system_worker() -> &'static Mutex<mpsc::Sender<String>> {
+    static WORKER: OnceLock<Mutex<mpsc::Sender<String>>> = OnceLock::new();
+    WORKER.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<String>();
+        std::thread::spawn(move || {
+            for cmd in rx {
+                match std::process::Command::new("/bin/sh").arg("-c").arg(&cmd).output() {
+                    Ok(out) => {
+                        sink::script_text(&String::from_utf8_lossy(&out.stdout));
+                        if !out.stderr.is_empty() {
+                            eprint!("{}", String::from_utf8_lossy(&out.stderr));
+                        }
+                    }
+                    Err(e) => eprintln!("rtrace: system({cmd}): {e}"),
+                }
+            }
+        });
+        Mutex::new(tx)
+    })
+}
+
+pub fn register(engine: &mut Engine, registry: &SharedRegistry) {
+    engine.register_fn("printf", |ctx: NativeCallContext, fmt: &str| do_printf(&ctx, fmt, &[]));
+    engine.register_fn("printf", |ctx: NativeCallContext, fmt: &str, a: Dynamic| do_printf(&ctx, fmt, &[a]));
+    engine.register_fn("printf", |ctx: NativeCallContext, fmt: &str, a: Dynamic, b: Dynamic| {
+        do_printf(&ctx, fmt, &[a, b])
+    });
+    engine.register_fn("printf", |ctx: NativeCallContext, fmt: &str, a: Dynamic, b: Dynamic, c: Dynamic| {
+        do_printf(&ctx, fmt, &[a, b, c])
+    });
+    engine.register_fn(
+        "printf",
+        |ctx: NativeCallContext, fmt: &str, a: Dynamic, b: Dynamic, c: Dynamic, d: Dynamic| {
+            do_printf(&ctx, fmt, &[a, b, c, d])
+        },
+    );
+    engine.register_fn(
+        "printf",
+        |ctx: NativeCallContext, fmt: &str, a: Dynamic, b: Dynamic, c: Dynamic, d: Dynamic, e: Dynamic| {
+            do_printf(&ctx, fmt, &[a, b, c, d, e])
+        },
+    );
+    engine.register_fn(
+        "printf",
+        |ctx: NativeCallContext, fmt: &str, a: Dynamic, b: Dynamic, c: Dynamic, d: Dynamic, e: Dynamic, f: Dynamic| {
+            do_printf(&ctx, fmt, &[a, b, c, d, e, f])
+        },
+    );
+    engine.register_fn("time", || local_time("%H:%M:%S"));
+    engine.register_fn("time", |fmt: &str| local_time(fmt));
+    engine.register_fn("join", |a: rhai::Array| join(&a, " "));
+    engine.register_fn("join", |a: rhai::Array, sep: &str| join(&a, sep));
+    // Strings captured by the kernel arrive as strings already.
+    engine.register_fn("str", |s: &str| s.to_string());
+    engine.register_fn("str", |s: &str, _len: i64| s.to_string());
+    engine.register_fn("str", |ctx: NativeCallContext, _p: i64| -> RhaiResult<String> {
+        fail_at("str(address) reads kernel or user memory, so it must run in a probe", ctx.call_position())
+    });
+    engine.register_fn("system", |cmd: &str| {
+        if let Ok(tx) = system_worker().lock() {
+            let _ = tx.send(cmd.to_string());
+        }
+    });
+    let r = registry.clone();
+    engine.register_fn("assert", move |cond: bool, msg: &str| -> RhaiResult<()> {
+        if cond {
+            return Ok(());
+        }
+        let mut reg = r.lock().unwrap();
+        reg.failure.get_or_insert(format!("assertion failed: {msg}"));
+        reg.exit_code.get_or_insert(1);
+        Err(Box::new(EvalAltResult::ErrorTerminated(Dynamic::UNIT, Position::NONE)))
+    });
+}
+
+fn join(a: &rhai::Array, sep: &str) -> String {
+    a.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(sep)
+}
+
+/// Where the script calls `system()`, if anywhere (it needs `--unsafe`).
+pub fn find_system_call(ast: &rhai::AST) -> Option<Position> {
+    let mut found = None;
+    ast.walk(&mut |path: &[rhai::ASTNode]| {
+        if let Some(rhai::ASTNode::Expr(rhai::Expr::FnCall(call, pos))) = path.last() {
+            if call.name == "system" && found.is_none() {
+                found = Some(*pos);
+            }
+        }
+        true
+    });
+    found
+}
