@@ -74,8 +74,8 @@ enum Captured {
 pub enum Capture {
     /// `e.pid` (`["pid"]`), `e.args.filename` (`["args", "filename"]`).
     Event(Vec<String>),
-    /// A kernel `let` value, by name.
-    Local(String),
+    /// A kernel `let` value: its name and its position in `Site::scope`.
+    Local { name: String, slot: usize },
 }
 
 /// A run of consecutive userspace statements, and the values the kernel
@@ -85,6 +85,10 @@ pub struct Site {
     pub id: u32,
     pub stmts: Vec<RStmt>,
     pub fields: Vec<(Capture, Ty)>,
+    /// Names of the closure's local variables visible at the site, in the
+    /// order Rhai's scope holds them (after the parameters); compiled Rhai
+    /// code finds variables by position, so the runtime rebuilds this order.
+    pub scope: Vec<String>,
     /// `line:col` of the first statement.
     pub at: String,
 }
@@ -209,7 +213,7 @@ pub fn lower(body: &ClosureBody, curry: &[Dynamic], target: &Target) -> Result<L
         target,
         captures,
         event,
-        scopes: vec![HashMap::new()],
+        scopes: vec![Vec::new()],
         locals: Vec::new(),
         uses: Vec::new(),
         uses_args: false,
@@ -225,7 +229,9 @@ struct Lowerer<'a> {
     target: &'a Target<'a>,
     captures: HashMap<String, Captured>,
     event: Option<String>,
-    scopes: Vec<HashMap<String, LocalId>>,
+    /// Declarations visible in each open block, in order, as Rhai's scope
+    /// holds them: kernel locals (`Some(id)`) and userspace ones (`None`).
+    scopes: Vec<Vec<(String, Option<LocalId>)>>,
     locals: Vec<Ty>,
     uses: Vec<MapUse>,
     uses_args: bool,
@@ -240,7 +246,7 @@ struct Lowerer<'a> {
 struct Snapshot {
     locals: usize,
     uses: usize,
-    scope: HashMap<String, LocalId>,
+    scope: Vec<(String, Option<LocalId>)>,
     uses_args: bool,
 }
 
@@ -261,13 +267,13 @@ const AGGREGATIONS: &[&str] = &["count", "sum", "min", "max", "avg", "stats", "h
 
 impl<'a> Lowerer<'a> {
     fn lookup_local(&self, name: &str) -> Option<LocalId> {
-        self.scopes.iter().rev().find_map(|s| s.get(name).copied())
+        self.scopes.iter().rev().flat_map(|s| s.iter().rev()).find(|(n, _)| n == name).and_then(|(_, id)| *id)
     }
 
     fn new_local(&mut self, name: &str, ty: Ty) -> LocalId {
         let id = self.locals.len() as LocalId;
         self.locals.push(ty);
-        self.scopes.last_mut().unwrap().insert(name.to_string(), id);
+        self.scopes.last_mut().unwrap().push((name.to_string(), Some(id)));
         id
     }
 
@@ -302,7 +308,7 @@ impl<'a> Lowerer<'a> {
     /// Lower a block: kernel statements become IR; each run of consecutive
     /// userspace statements becomes one record emitted at that point.
     fn block(&mut self, stmts: &[RStmt]) -> Result<Vec<Stmt>> {
-        self.scopes.push(HashMap::new());
+        self.scopes.push(Vec::new());
         let mut out = Vec::new();
         let mut run: Vec<RStmt> = Vec::new();
         for s in stmts {
@@ -349,6 +355,7 @@ impl<'a> Lowerer<'a> {
         }
         if let RStmt::Var(x, _, pos) = s {
             self.userspace_vars.insert(x.0.name.to_string(), (*pos, Some(self.next_site)));
+            self.scopes.last_mut().unwrap().push((x.0.name.to_string(), None));
         }
         Ok(())
     }
@@ -381,7 +388,7 @@ impl<'a> Lowerer<'a> {
                     Some(ASTNode::Expr(RExpr::Variable(v, _, pos))) => {
                         let name = v.1.as_str();
                         if self.lookup_local(name).is_some() {
-                            wanted.push((Capture::Local(name.to_string()), *pos));
+                            wanted.push((Capture::Local { name: name.to_string(), slot: 0 }, *pos));
                         } else if let Some((decl, Some(site))) = self.userspace_vars.get(name) {
                             if *site != id && problem.is_none() {
                                 problem = Some(LowerError {
@@ -403,14 +410,19 @@ impl<'a> Lowerer<'a> {
         if let Some(p) = problem {
             return Err(p);
         }
+        let visible: Vec<(String, Option<LocalId>)> = self.scopes.iter().flatten().cloned().collect();
         let mut fields: Vec<(Capture, Ty)> = Vec::new();
         let mut exprs = Vec::new();
-        for (cap, pos) in wanted {
+        for (mut cap, pos) in wanted {
+            if let Capture::Local { name, slot } = &mut cap {
+                // The innermost declaration of the name is the one in use.
+                *slot = visible.iter().rposition(|(n, _)| n == name).unwrap_or(0);
+            }
             if fields.iter().any(|f| f.0 == cap) {
                 continue;
             }
             let expr = match &cap {
-                Capture::Local(name) => Expr::Local(self.lookup_local(name).unwrap_or(0)),
+                Capture::Local { slot, .. } => Expr::Local(visible[*slot].1.unwrap_or(0)),
                 Capture::Event(path) => self.event_capture(path, pos)?,
             };
             fields.push((cap, self.ty(&expr)));
@@ -427,7 +439,8 @@ impl<'a> Lowerer<'a> {
             },
             span: span(first_pos),
         });
-        self.sites.push(Site { id, stmts, fields, at: at(first_pos) });
+        let scope = visible.into_iter().map(|(n, _)| n).collect();
+        self.sites.push(Site { id, stmts, fields, scope, at: at(first_pos) });
         Ok(())
     }
 
@@ -484,7 +497,7 @@ impl<'a> Lowerer<'a> {
                     return err(*pos, "a counter variable in `for` isn't supported in probes; use `for i in 0..N`");
                 }
                 let (start, count) = self.const_range(&fc.expr)?;
-                self.scopes.push(HashMap::new());
+                self.scopes.push(Vec::new());
                 let id = self.new_local(var.name.as_str(), Ty::Int);
                 let body = self.block(fc.body.statements())?;
                 self.scopes.pop();

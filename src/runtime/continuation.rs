@@ -11,6 +11,7 @@ use crate::script::Session;
 
 struct Site {
     ast: AST,
+    scope: Vec<String>,
     fields: Vec<(Capture, Ty, usize)>,
     captured: Vec<(String, Dynamic)>,
     event: Option<String>,
@@ -46,6 +47,7 @@ impl Continuations {
                 Site {
                     ast: AST::new(sp.site.stmts.clone(), sp.ast.shared_lib().clone()),
                     fields,
+                    scope: sp.site.scope.clone(),
                     captured: sp.captured.clone(),
                     event: sp.event.clone(),
                     probe: sp.probe,
@@ -68,13 +70,17 @@ impl Continuations {
         for (name, v) in &site.captured {
             scope.push_dynamic(name.as_str(), v.clone());
         }
+        // Rebuild the closure's scope in Rhai's order: parameters, then locals.
         let mut event = rhai::Map::new();
         let mut args = rhai::Map::new();
+        let mut locals: Vec<Dynamic> = vec![Dynamic::UNIT; site.scope.len()];
         for (cap, ty, off) in &site.fields {
             let value = decode(rec, *off, *ty);
             match cap {
-                Capture::Local(name) => {
-                    scope.push_dynamic(name.as_str(), value);
+                Capture::Local { slot, .. } => {
+                    if let Some(l) = locals.get_mut(*slot) {
+                        *l = value;
+                    }
                 }
                 Capture::Event(path) => match path.as_slice() {
                     [f] => {
@@ -92,6 +98,9 @@ impl Continuations {
         }
         if let Some(name) = &site.event {
             scope.push(name.as_str(), event);
+        }
+        for (name, value) in site.scope.iter().zip(locals) {
+            scope.push_dynamic(name.as_str(), value);
         }
         match session.engine.run_ast_with_scope(&mut scope, &site.ast) {
             Ok(()) => Ok(()),
