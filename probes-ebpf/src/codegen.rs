@@ -667,7 +667,11 @@ impl<'a> Gen<'a> {
             Expr::CtxDataLocStr { max, .. } => Ty::Bytes(*max),
             Expr::ReadStr { max, .. } => Ty::Bytes(*max),
             Expr::Local(id) => self.local_ty(*id),
-            Expr::Cond(_, a, _) => self.ty(a),
+            // A string if-expression is as long as its longer branch.
+            Expr::Cond(_, a, b) => match (self.ty(a), self.ty(b)) {
+                (Ty::Bytes(x), Ty::Bytes(y)) => Ty::Bytes(x.max(y)),
+                (t, _) => t,
+            },
             _ => Ty::Int,
         }
     }
@@ -959,6 +963,15 @@ impl<'a> Gen<'a> {
                 for i in (copy..slot as i16).step_by(8) {
                     self.emit(Insn::store_imm(8, FP, dst + i, 0));
                 }
+            }
+            Expr::Cond(c, a, b) => {
+                // Each branch writes the whole buffer.
+                let to_else = self.branch_unless(c)?;
+                self.bytes(a, dst, len)?;
+                let to_end = self.emit(Insn::ja(0));
+                self.patch_all_here(to_else);
+                self.bytes(b, dst, len)?;
+                self.patch_here(to_end);
             }
             _ => return Err(self.err("a number is used where a string is expected")),
         }

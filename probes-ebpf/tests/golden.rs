@@ -43,12 +43,12 @@ fn diff(expected: &str, actual: &str) -> String {
             out.push_str(&format!("  {}\n", a[i]));
             i += 1;
             j += 1;
-        } else if j < b.len() && (i == a.len() || lcs[i][j + 1] >= lcs[i + 1][j]) {
-            out.push_str(&format!("+ {}\n", b[j]));
-            j += 1;
-        } else {
+        } else if i < a.len() && (j == b.len() || lcs[i + 1][j] >= lcs[i][j + 1]) {
             out.push_str(&format!("- {}\n", a[i]));
             i += 1;
+        } else {
+            out.push_str(&format!("+ {}\n", b[j]));
+            j += 1;
         }
     }
     out
@@ -195,4 +195,18 @@ fn unrolled_loop() {
         )],
     );
     check("unrolled_loop", "for i in 0..3 { @[i] = sum(i * args.x) }", &prog);
+}
+
+/// `@[1] = sum(args.a + (args.b + (args.c + (args.d + (args.e + args.f)))))`:
+/// more live values than temporaries, so the innermost operands spill.
+#[test]
+fn spill_right_nested() {
+    let field = |i: u32| ctx_int(8 * i, 8, true);
+    let value = (1..6).rev().fold(field(6), |acc, i| add(field(i), acc));
+    let prog = program(
+        vec![],
+        vec![agg_map(vec![Ty::Int], AggKind::Sum)],
+        vec![at(1, 1, agg(0, vec![int(1)], AggOp::Sum, Some(value)))],
+    );
+    check("spill_right_nested", "@[1] = sum(args.a + (args.b + (args.c + (args.d + (args.e + args.f)))))", &prog);
 }

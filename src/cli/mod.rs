@@ -60,7 +60,7 @@ pub struct Cli {
     #[arg(short = 'l')]
     pub list: bool,
     /// SCRIPT.rhai followed by its ARGS (or only ARGS with -e; the PATTERN with -l).
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    /// Options may come anywhere; ARGS that start with '-' go after `--`.
     pub rest: Vec<String>,
 }
 

@@ -262,6 +262,19 @@ fn userspace_only(what: &str, pos: Position) -> LowerError {
     LowerError { pos, message: format!("{what} runs in userspace"), userspace: true }
 }
 
+/// A userspace-only value reached a statement that must run in the kernel
+/// (an aggregation): that is an error naming both places.
+fn kernel_needs(e: LowerError) -> LowerError {
+    if !e.userspace {
+        return e;
+    }
+    LowerError {
+        pos: e.pos,
+        message: format!("this aggregation runs in the kernel, but {} (kernel code can't use userspace values)", e.message),
+        userspace: false,
+    }
+}
+
 /// Aggregations exist only in the kernel.
 const AGGREGATIONS: &[&str] = &["count", "sum", "min", "max", "avg", "stats", "hist", "lhist"];
 
@@ -284,7 +297,10 @@ impl<'a> Lowerer<'a> {
             Expr::CtxCharArray { len, .. } => Ty::Bytes(*len),
             Expr::CtxDataLocStr { max, .. } | Expr::ReadStr { max, .. } => Ty::Bytes(*max),
             Expr::Local(id) => self.locals[*id as usize],
-            Expr::Cond(_, a, _) => self.ty(a),
+            Expr::Cond(_, a, b) => match (self.ty(a), self.ty(b)) {
+                (Ty::Bytes(x), Ty::Bytes(y)) => Ty::Bytes(x.max(y)),
+                (t, _) => t,
+            },
             _ => Ty::Int,
         }
     }
@@ -611,20 +627,12 @@ impl<'a> Lowerer<'a> {
             other => (self.map_of(other), None),
         };
         if let Some(map) = map {
+            let is_agg = matches!(rhs, RExpr::FnCall(c, _) if AGGREGATIONS.contains(&c.name.as_str()));
             let key = match key {
-                Some(k) => self.key(k)?,
+                Some(k) => self.key(k).map_err(|e| if is_agg { kernel_needs(e) } else { e })?,
                 None => Vec::new(),
             };
-            let agg = self.aggregation(rhs).map_err(|mut e| {
-                if e.userspace {
-                    e.userspace = false;
-                    e.message = format!(
-                        "this aggregation runs in the kernel and can't use a userspace value: {}",
-                        e.message
-                    );
-                }
-                e
-            })?;
+            let agg = self.aggregation(rhs).map_err(kernel_needs)?;
             if let Some(agg) = agg {
                 if compound.is_some() {
                     return err(pos, "an aggregation is assigned with `=`, e.g. `m[k] = count()`");

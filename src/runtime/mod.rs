@@ -142,10 +142,12 @@ pub fn run(session: &Session, plan: &Plan, opts: &RunOptions) -> Result<i32> {
 
     // Detach first so nothing changes while END runs and maps print.
     drop(attachments);
-    reader.finish();
+    reader.stop();
     let mut result = result;
-    if result.is_ok() {
-        result = drain(session, plan, &loaded, &reader, &mut conts);
+    let skipped = drain(session, plan, &loaded, &reader, &mut conts, &mut result);
+    reader.join();
+    if skipped > 0 {
+        eprintln!("rtrace: {skipped} queued event(s) were not processed because tracing stopped");
     }
     if result.is_ok() {
         for p in &plan.end {
@@ -231,24 +233,43 @@ fn event_loop(
     }
 }
 
-/// Handle what is still queued after detaching.
+/// Handle what is still queued after detaching, until the reader has
+/// finished. After exit(), Ctrl-C or an error the rest is only counted;
+/// returns how many records were skipped that way.
 fn drain(
     session: &Session,
     plan: &Plan,
     loaded: &Loaded,
     reader: &reader::Reader,
     conts: &mut continuation::Continuations,
-) -> Result<()> {
+    result: &mut Result<()>,
+) -> u64 {
+    let mut skipped = 0u64;
+    for batch in reader.data.iter() {
+        while let Ok(msg) = reader.control.try_recv() {
+            control(session, loaded, msg);
+        }
+        if result.is_err() || exit_requested(session) || signals::interrupted() {
+            skipped += count_records(&batch);
+            continue;
+        }
+        if let Err(e) = run_batch(session, plan, conts, &batch) {
+            *result = Err(e);
+        }
+    }
     while let Ok(msg) = reader.control.try_recv() {
         control(session, loaded, msg);
     }
-    while let Ok(batch) = reader.data.try_recv() {
-        if exit_requested(session) {
-            break;
-        }
-        run_batch(session, plan, conts, &batch)?;
+    skipped
+}
+
+fn count_records(batch: &[u8]) -> u64 {
+    let (mut off, mut n) = (0usize, 0u64);
+    while off + 4 <= batch.len() {
+        off += 4 + u32::from_le_bytes(batch[off..off + 4].try_into().unwrap_or([0; 4])) as usize;
+        n += 1;
     }
-    Ok(())
+    n
 }
 
 fn run_batch(session: &Session, plan: &Plan, conts: &mut continuation::Continuations, batch: &[u8]) -> Result<()> {

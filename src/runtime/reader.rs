@@ -39,9 +39,14 @@ impl Reader {
         Ok(Reader { data: data_rx, control: control_rx, stop, thread: Some(thread) })
     }
 
-    /// Stop after one last drain of both rings.
-    pub fn finish(&mut self) {
+    /// Ask the thread to stop after one last drain of both rings; the data
+    /// channel disconnects once it has.
+    pub fn stop(&self) {
         self.stop.store(true, Ordering::SeqCst);
+    }
+
+    /// Wait for the thread (after the data channel disconnected).
+    pub fn join(&mut self) {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }

@@ -17,6 +17,9 @@ fn fail_at<T>(msg: impl Into<String>, pos: Position) -> RhaiResult<T> {
     Err(Box::new(EvalAltResult::ErrorRuntime(Dynamic::from(msg.into()), pos)))
 }
 
+/// Returned by `print(map)`, which writes the map itself; `on_print` skips it.
+const PRINTED: &str = "\u{0}rtrace:printed";
+
 /// What userspace can do with a map once it exists in the kernel.
 pub trait MapBackend: Send + Sync {
     fn print(&self) -> Result<(), String>;
@@ -123,7 +126,9 @@ fn duration_arg(d: &Dynamic, pos: Position) -> RhaiResult<Duration> {
 pub fn register(engine: &mut Engine, registry: &SharedRegistry) {
     engine.register_type_with_name::<MapHandle>("Map");
     engine.on_print(|text| {
-        crate::output::sink::script_text(&format!("{text}\n"));
+        if text != PRINTED {
+            crate::output::sink::script_text(&format!("{text}\n"));
+        }
     });
 
     let r = registry.clone();
@@ -202,9 +207,11 @@ pub fn register(engine: &mut Engine, registry: &SharedRegistry) {
         Err(Box::new(EvalAltResult::ErrorTerminated(Dynamic::UNIT, Position::NONE)))
     });
 
-    engine.register_fn("print", |ctx: NativeCallContext, m: MapHandle| -> RhaiResult<()> {
+    // Rhai's `print` hands the returned text to on_print; a map prints itself.
+    engine.register_fn("print", |ctx: NativeCallContext, m: MapHandle| -> RhaiResult<String> {
         m.mark_handled();
-        m.with_backend(ctx.call_position(), |b| b.print())
+        m.with_backend(ctx.call_position(), |b| b.print())?;
+        Ok(PRINTED.to_string())
     });
     engine.register_fn("clear", |ctx: NativeCallContext, m: &mut MapHandle| -> RhaiResult<()> {
         m.mark_handled();

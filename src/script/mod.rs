@@ -69,7 +69,7 @@ impl Session {
         userlib::register(&mut engine, &registry);
         let ast = engine
             .compile(source)
-            .map_err(|e| anyhow!("{}:{}: syntax error: {}", file_name, position_text(e.1), e.0))?;
+            .map_err(|e| anyhow!("{}:{}: error: syntax error: {}", file_name, position_text(e.1), e.0))?;
         let mut scope = Scope::new();
         let argv: rhai::Array = args.iter().map(|a| Dynamic::from(a.clone())).collect();
         scope.push_constant("ARGS", argv);
@@ -80,9 +80,12 @@ impl Session {
     pub fn run_top_level(&mut self) -> Result<()> {
         let ast = self.ast.clone();
         api::CURRENT_AST.with(|a| *a.borrow_mut() = Some(ast.clone()));
-        self.engine
-            .run_ast_with_scope(&mut self.scope, &ast)
-            .map_err(|e| self.runtime_error(&e))?;
+        match self.engine.run_ast_with_scope(&mut self.scope, &ast) {
+            Ok(()) => {}
+            // exit() at the top level: nothing will be attached.
+            Err(e) if matches!(*e, rhai::EvalAltResult::ErrorTerminated(..)) => return Ok(()),
+            Err(e) => return Err(self.runtime_error(&e)),
+        }
         self.name_maps();
         self.compile_probe_sources()
     }

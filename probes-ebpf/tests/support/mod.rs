@@ -172,8 +172,8 @@ fn reg_bit(r: Reg) -> u16 {
 /// Registers a helper reads (its arguments).
 fn helper_args(id: u32) -> u8 {
     match id {
-        h::MAP_LOOKUP_ELEM | h::MAP_DELETE_ELEM | h::GET_CURRENT_COMM | h::RINGBUF_SUBMIT => 2,
-        h::MAP_UPDATE_ELEM => 4,
+        h::MAP_LOOKUP_ELEM | h::MAP_DELETE_ELEM | h::GET_CURRENT_COMM | h::RINGBUF_SUBMIT | h::RINGBUF_QUERY => 2,
+        h::MAP_UPDATE_ELEM | h::RINGBUF_OUTPUT => 4,
         h::PROBE_READ
         | h::PROBE_READ_STR
         | h::PROBE_READ_KERNEL
@@ -398,11 +398,12 @@ struct StubMap {
     lookups: u64,
 }
 
-/// One submitted ring buffer record.
+/// One ring buffer record (submitted or output), with the flags passed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Record {
     pub map: u32,
     pub bytes: Vec<u8>,
+    pub flags: u64,
 }
 
 struct Kernel {
@@ -413,6 +414,10 @@ struct Kernel {
     records: Vec<Record>,
     comm: [u8; 16],
     errors: Vec<String>,
+    /// What `ringbuf_query(BPF_RB_AVAIL_DATA)` answers.
+    ring_avail: u64,
+    /// Whether `ringbuf_output` fails (ring full).
+    ring_full: bool,
 }
 
 impl Kernel {
@@ -593,13 +598,13 @@ fn stub_ringbuf_reserve(map: u64, size: u64, flags: u64, _: u64, _: u64) -> u64 
     })
 }
 
-fn stub_ringbuf_submit(ptr: u64, _flags: u64, _: u64, _: u64, _: u64) -> u64 {
+fn stub_ringbuf_submit(ptr: u64, flags: u64, _: u64, _: u64, _: u64) -> u64 {
     with_kernel(|k| {
         match k.pending.iter().position(|&(p, _, _)| p == ptr) {
             Some(i) => {
                 let (p, map, size) = k.pending.remove(i);
                 let bytes = unsafe { read_bytes(p, size) };
-                k.records.push(Record { map, bytes });
+                k.records.push(Record { map, bytes, flags });
             }
             None => k.errors.push(format!("ringbuf_submit of unknown pointer {ptr:#x}")),
         }
@@ -630,7 +635,6 @@ pub fn for_rbpf(insns: &[Insn]) -> Vec<Insn> {
     for (i, x) in insns.iter().enumerate() {
         let unsigned_k = [Cond::Gt, Cond::Ge, Cond::Lt, Cond::Le, Cond::Set].iter().any(|&c| is_jmp_k(x, c));
         assert!(!(unsigned_k && x.imm < 0), "insn {i}: unsigned jump with a negative immediate");
-        let is_branch = x.is_jump() && !(i > 0 && insns[i - 1].is_ld_imm64());
         if expands(x) {
             let at = out.len();
             if is_jmp_k(x, Cond::Eq) {
@@ -642,7 +646,7 @@ pub fn for_rbpf(insns: &[Insn]) -> Vec<Insn> {
                 out.push(Insn::jmp_imm(Cond::Slt, x.dst, x.imm, retarget(i, x, at)));
                 out.push(Insn::jmp_imm(Cond::Sgt, x.dst, x.imm, retarget(i, x, at + 1)));
             }
-        } else if is_branch {
+        } else if x.is_jump() {
             let at = out.len();
             let mut y = *x;
             y.off = retarget(i, x, at);
@@ -652,6 +656,32 @@ pub fn for_rbpf(insns: &[Insn]) -> Vec<Insn> {
         }
     }
     out
+}
+
+fn stub_ringbuf_output(map: u64, data: u64, size: u64, flags: u64, _: u64) -> u64 {
+    with_kernel(|k| {
+        let Some(mi) = map_of(k, map, "ringbuf_output") else { return EINVAL as u64 };
+        if k.maps[mi].layout.value != ValueKind::RingBuf || flags > 3 {
+            k.errors.push(format!("ringbuf_output on map {map} with flags {flags}"));
+            return EINVAL as u64;
+        }
+        if k.ring_full {
+            return -11i64 as u64; // EAGAIN
+        }
+        let bytes = unsafe { read_bytes(data, size as usize) };
+        k.records.push(Record { map: map as u32, bytes, flags });
+        0
+    })
+}
+
+fn stub_ringbuf_query(map: u64, flags: u64, _: u64, _: u64, _: u64) -> u64 {
+    with_kernel(|k| {
+        let Some(mi) = map_of(k, map, "ringbuf_query") else { return 0 };
+        if k.maps[mi].layout.value != ValueKind::RingBuf || flags != 0 {
+            k.errors.push(format!("ringbuf_query on map {map} with flags {flags}"));
+        }
+        k.ring_avail
+    })
 }
 
 /// Generated code loaded into rbpf against a fresh stub kernel. State (maps,
@@ -686,6 +716,8 @@ impl Harness {
             records: Vec::new(),
             comm: [0; 16],
             errors: Vec::new(),
+            ring_avail: 0,
+            ring_full: false,
         };
         kernel.comm[..COMM.len()].copy_from_slice(COMM.as_bytes());
         for layout in &prog.maps {
@@ -717,13 +749,21 @@ impl Harness {
         });
     }
 
+    /// Set what `ringbuf_query` reports as pending and whether `ringbuf_output` fails.
+    pub fn set_ring(&self, avail: u64, full: bool) {
+        with_kernel(|k| {
+            k.ring_avail = avail;
+            k.ring_full = full;
+        });
+    }
+
     /// Run the program once over `ctx`; returns r0.
     pub fn run(&self, ctx: &mut [u8]) -> u64 {
         assert!(!ctx.is_empty(), "rbpf passes r1 = 0 for an empty context");
         let mut vm = rbpf::EbpfVmRaw::new(Some(&self.bytes)).unwrap_or_else(|e| {
             panic!("rbpf rejected the program: {e}\n{}", listing(&self.gen))
         });
-        let helpers: [(u32, fn(u64, u64, u64, u64, u64) -> u64); 17] = [
+        let helpers: [(u32, fn(u64, u64, u64, u64, u64) -> u64); 19] = [
             (h::MAP_LOOKUP_ELEM, stub_lookup),
             (h::MAP_UPDATE_ELEM, stub_update),
             (h::MAP_DELETE_ELEM, stub_delete),
@@ -741,6 +781,8 @@ impl Harness {
             (h::PROBE_READ_USER_STR, stub_probe_read_str),
             (h::RINGBUF_RESERVE, stub_ringbuf_reserve),
             (h::RINGBUF_SUBMIT, stub_ringbuf_submit),
+            (h::RINGBUF_OUTPUT, stub_ringbuf_output),
+            (h::RINGBUF_QUERY, stub_ringbuf_query),
         ];
         for (id, f) in helpers {
             vm.register_helper(id, f).unwrap();

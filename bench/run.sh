@@ -1,0 +1,273 @@
+#!/usr/bin/env bash
+# rtrace vs bpftrace, side by side on this machine: start-up time, resident
+# memory while tracing, and in-kernel cost per event.  See bench/README.md.
+#
+#   sudo bench/run.sh            # full run (about 2 minutes)
+#   sudo bench/run.sh --quick    # fewer repetitions (about 1 minute)
+#   sudo bench/run.sh --strict   # exit 1 when a target is missed
+#
+# Environment (all optional):
+#   RTRACE=path        rtrace binary   (default: target/release/rtrace, built if missing)
+#   BPFTRACE=path      bpftrace binary (default: bpftrace on PATH)
+#   STARTUP_RUNS=15    timed start-up runs per tracer (plus 2 warm-up runs each)
+#   MEM_REPS=3         memory samples per tracer
+#   EVENT_CALLS=5000000  getppid() calls per load-generator run
+#   EVENT_REPS=5       repetitions of the per-event round
+#   GEN_CPU=N          CPU the load generator is pinned to (default: the last one)
+#   SETTLE=0.3         seconds to wait after "Attaching" before loading
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(dirname "$HERE")
+PROGS=$HERE/progs
+
+STRICT=0
+QUICK=0
+for a in "$@"; do
+    case $a in
+        --strict) STRICT=1 ;;
+        --quick) QUICK=1 ;;
+        -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        *) echo "run.sh: unknown argument $a" >&2; exit 2 ;;
+    esac
+done
+
+if ((QUICK)); then
+    : "${STARTUP_RUNS:=10}" "${MEM_REPS:=2}" "${EVENT_CALLS:=3000000}" "${EVENT_REPS:=3}"
+fi
+STARTUP_RUNS=${STARTUP_RUNS:-15}
+MEM_REPS=${MEM_REPS:-3}
+EVENT_CALLS=${EVENT_CALLS:-5000000}
+EVENT_REPS=${EVENT_REPS:-5}
+SETTLE=${SETTLE:-0.3}
+NCPU=$(nproc)
+GEN_CPU=${GEN_CPU:-$((NCPU - 1))}
+
+die() { echo "run.sh: $*" >&2; exit 2; }
+log() { echo "$*" >&2; }
+
+[[ $(id -u) -eq 0 ]] || die "must run as root (BPF)"
+for t in gcc taskset awk; do command -v $t >/dev/null || die "$t not found"; done
+BPFTRACE=${BPFTRACE:-$(command -v bpftrace || true)}
+[[ -n $BPFTRACE && -x $BPFTRACE ]] || die "bpftrace not found (scripts/setup.sh installs it)"
+RTRACE=${RTRACE:-$ROOT/target/release/rtrace}
+if [[ ! -x $RTRACE ]]; then
+    log "building rtrace (cargo build --release) ..."
+    (cd "$ROOT" && cargo build --release -q) || die "cargo build failed"
+fi
+
+TMP=$(mktemp -d /tmp/rtrace-bench.XXXXXX)
+TRACER_PID=
+cleanup() {
+    if [[ -n ${TRACER_PID:-} ]] && kill -0 "$TRACER_PID" 2>/dev/null; then
+        kill -KILL "$TRACER_PID" 2>/dev/null || true
+    fi
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# A private copy, so a rebuild during the run cannot swap the binary under us.
+cp "$RTRACE" "$TMP/rtrace"
+RT=$TMP/rtrace
+BT=$BPFTRACE
+
+gcc -O2 -Wall -o "$TMP/timeit" "$HERE/timeit.c"
+gcc -O2 -Wall -o "$TMP/getppid_loop" "$HERE/getppid_loop.c"
+
+NOTES=()
+note() { NOTES+=("$*"); log "NOTE: $*"; }
+
+# Other tracers running now would skew every figure (an enabled syscall
+# tracepoint slows every getppid() and hides the floor); say so.
+check_foreign() {
+    local p comm others=()
+    for p in /proc/[0-9]*; do
+        comm=$(cat "$p/comm" 2>/dev/null) || continue
+        case $comm in rtrace|bpftrace|rtrace-*) others+=("${p#/proc/}($comm)") ;; esac
+    done
+    if ((${#others[@]})); then
+        note "other tracer processes were running $1: ${others[*]}; figures may be skewed"
+    fi
+}
+check_foreign "at the start"
+LOAD_START=$(cut -d' ' -f1 /proc/loadavg)
+
+# ---------------------------------------------------------------- helpers
+# median of the numbers given as arguments
+median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END{ if(NR==0){print "nan"} else if(NR%2){print v[(NR+1)/2]} else {print (v[NR/2]+v[NR/2+1])/2} }'; }
+# field NAME from a "k=v k=v" line
+field() { awk -v k="$1" '{for(i=1;i<=NF;i++){split($i,a,"="); if(a[1]==k) print a[2]}}' <<<"$2"; }
+calc() { awk "BEGIN{ printf \"%.${2:-3}f\", $1 }"; }
+
+# start_tracer NAME OUTFILE CMD...: run CMD in the background, wait until it
+# printed "Attaching" (rtrace prints it once attached; bpftrace just before
+# attaching, hence the settle delay), then SETTLE seconds more.
+start_tracer() {
+    local name=$1 out=$2; shift 2
+    "$@" >"$out" 2>"$out.err" &
+    TRACER_PID=$!
+    local waited=0
+    while ! grep -q Attaching "$out" 2>/dev/null; do
+        if ! kill -0 "$TRACER_PID" 2>/dev/null; then
+            wait "$TRACER_PID" || true
+            TRACER_PID=
+            log "---- $name stdout:"; cat "$out" >&2; log "---- $name stderr:"; cat "$out.err" >&2
+            die "$name exited before attaching"
+        fi
+        ((waited++ < 1500)) || die "$name did not print 'Attaching' within 15 s"
+        sleep 0.01
+    done
+    sleep "$SETTLE"
+}
+
+# stop_tracer NAME: SIGINT (maps are printed), and make sure it is gone.
+stop_tracer() {
+    local name=$1 i sent=1
+    kill -INT "$TRACER_PID" 2>/dev/null || true
+    for i in $(seq 1 300); do
+        kill -0 "$TRACER_PID" 2>/dev/null || break
+        if ((i % 100 == 0)); then
+            sent=$((sent + 1))
+            kill -INT "$TRACER_PID" 2>/dev/null || true
+        fi
+        sleep 0.01
+    done
+    if kill -0 "$TRACER_PID" 2>/dev/null; then
+        note "$name ignored $sent SIGINTs; killed"
+        kill -KILL "$TRACER_PID" 2>/dev/null || true
+    elif ((sent > 1)); then
+        note "$name needed $sent SIGINTs to stop"
+    fi
+    local rc=0
+    wait "$TRACER_PID" || rc=$?
+    TRACER_PID=
+    if ((rc != 0)); then note "$name exited with status $rc after SIGINT"; fi
+}
+
+# ------------------------------------------------------------ 1. start-up
+log "== 1. start-up: launch -> probes attached -> BEGIN prints 'ready' -> exit ($STARTUP_RUNS runs each, alternating)"
+SU=$("$TMP/timeit" -n "$STARTUP_RUNS" -w 2 -m ready -- \
+    "$RT" "$PROGS/startup.rhai" :: "$BT" "$PROGS/startup.bt")
+log "$SU"
+SU_RT=$(sed -n 1p <<<"$SU"); SU_BT=$(sed -n 2p <<<"$SU")
+for pair in "rtrace:$SU_RT" "bpftrace:$SU_BT"; do
+    f=$(field fail "${pair#*:}")
+    ((f == 0)) || note "start-up: ${pair%%:*} failed $f of $STARTUP_RUNS runs (non-zero exit or no 'ready')"
+done
+SU_RT_EXIT=$(field exit_med "$SU_RT");     SU_BT_EXIT=$(field exit_med "$SU_BT")
+SU_RT_EXITMIN=$(field exit_min "$SU_RT");  SU_BT_EXITMIN=$(field exit_min "$SU_BT")
+SU_RT_READY=$(field marker_med "$SU_RT");  SU_BT_READY=$(field marker_med "$SU_BT")
+SU_RT_READYMIN=$(field marker_min "$SU_RT"); SU_BT_READYMIN=$(field marker_min "$SU_BT")
+
+# ------------------------------------------------------------ 2. memory
+log "== 2. resident memory while tracing sys_enter_read with hist() ($MEM_REPS samples each)"
+RSS_RT=(); RSS_BT=(); HWM_RT=(); HWM_BT=()
+status_kb() { awk -v k="$1:" '$1==k {print $2}' "/proc/$2/status"; }
+for rep in $(seq 1 "$MEM_REPS"); do
+    for name in rtrace bpftrace; do
+        if [[ $name == rtrace ]]; then cmd=("$RT" "$PROGS/hist.rhai"); else cmd=("$BT" "$PROGS/hist.bt"); fi
+        start_tracer "$name" "$TMP/mem.out" "${cmd[@]}"
+        # some read() traffic so the probe fires while we sample
+        dd if=/dev/zero of=/dev/null bs=64 count=100000 status=none
+        sleep 0.7
+        rss=$(status_kb VmRSS "$TRACER_PID"); hwm=$(status_kb VmHWM "$TRACER_PID")
+        stop_tracer "$name"
+        grep -q '^@h' "$TMP/mem.out" || note "memory: $name printed no @h histogram"
+        log "  $name: VmRSS ${rss} kB, VmHWM ${hwm} kB"
+        if [[ $name == rtrace ]]; then RSS_RT+=("$rss"); HWM_RT+=("$hwm"); else RSS_BT+=("$rss"); HWM_BT+=("$hwm"); fi
+    done
+done
+MEM_RT_RSS=$(median "${RSS_RT[@]}"); MEM_BT_RSS=$(median "${RSS_BT[@]}")
+MEM_RT_HWM=$(median "${HWM_RT[@]}"); MEM_BT_HWM=$(median "${HWM_BT[@]}")
+
+# ------------------------------------------------------------ 3. per event
+log "== 3. per-event cost: getppid() x $EVENT_CALLS on CPU $GEN_CPU, $EVENT_REPS rounds"
+gen() { taskset -c "$GEN_CPU" "$TMP/getppid_loop" "$EVENT_CALLS"; }
+declare -A ADD=()          # key "tracer.prog" -> space separated added ns, one per round
+BASES=()
+for rep in $(seq 1 "$EVENT_REPS"); do
+    b1=$(field ns_per_call "$(gen)")
+    declare -A NS=()
+    for prog in empty count; do
+        for name in rtrace bpftrace; do
+            if [[ $name == rtrace ]]; then cmd=("$RT" "$PROGS/$prog.rhai"); else cmd=("$BT" "$PROGS/$prog.bt"); fi
+            start_tracer "$name" "$TMP/ev.out" "${cmd[@]}"
+            line=$(gen)
+            stop_tracer "$name"
+            NS[$name.$prog]=$(field ns_per_call "$line")
+            if [[ $prog == count ]]; then
+                pid=$(field pid "$line"); calls=$(field calls "$line")
+                got=$(awk -v p="@m[$pid]:" '$1==p {print $2}' "$TMP/ev.out")
+                if [[ $got != "$calls" ]]; then
+                    note "count check: $name counted ${got:-nothing} for the generator (pid $pid), expected $calls (round $rep)"
+                fi
+            fi
+        done
+    done
+    b2=$(field ns_per_call "$(gen)")
+    base=$(calc "($b1 + $b2) / 2" 2)
+    BASES+=("$base")
+    msg="  round $rep: baseline $b1 / $b2 ns"
+    for k in rtrace.empty bpftrace.empty rtrace.count bpftrace.count; do
+        ADD[$k]+="$(calc "${NS[$k]} - $base" 2) "
+        msg+=", $k ${NS[$k]}"
+    done
+    log "$msg ns/call"
+    unset NS
+done
+# shellcheck disable=SC2086
+EV_BASE=$(median "${BASES[@]}")
+EV_RT_EMPTY=$(median ${ADD[rtrace.empty]});  EV_BT_EMPTY=$(median ${ADD[bpftrace.empty]})
+EV_RT_COUNT=$(median ${ADD[rtrace.count]});  EV_BT_COUNT=$(median ${ADD[bpftrace.count]})
+log "  added ns/event per round: rtrace.empty [${ADD[rtrace.empty]% }] bpftrace.empty [${ADD[bpftrace.empty]% }]"
+log "                            rtrace.count [${ADD[rtrace.count]% }] bpftrace.count [${ADD[bpftrace.count]% }]"
+
+check_foreign "at the end"
+
+# ------------------------------------------------------------ summary
+# verdict VALUE_RT VALUE_BT MAX_RATIO -> "ratio result"
+verdict() {
+    awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN{
+        if (b <= 0) { print "n/a", "n/a"; exit }
+        r = a / b; printf "%.3f %s\n", r, (r <= t ? "PASS" : "MISS") }'
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b <= 0) print "n/a"; else printf "%.3f\n", a / b }'; }
+
+read -r R_SU V_SU < <(verdict "$SU_RT_EXIT" "$SU_BT_EXIT" 0.0667)
+read -r R_MEM V_MEM < <(verdict "$MEM_RT_RSS" "$MEM_BT_RSS" 0.125)
+read -r R_EV V_EV < <(verdict "$EV_RT_COUNT" "$EV_BT_COUNT" 0.8)
+
+row() { printf '%-44s %10s %10s %8s %10s  %s\n' "$@"; }
+mb() { calc "$1 / 1024" 1; }
+
+echo
+echo "rtrace vs bpftrace — $(uname -r), $NCPU CPUs, $("$RT" -V 2>/dev/null), $("$BT" --version 2>/dev/null)"
+echo "load average (1 min) at start $LOAD_START, at end $(cut -d' ' -f1 /proc/loadavg)"
+echo
+row "benchmark" "rtrace" "bpftrace" "ratio" "target" "result"
+row "--------------------------------------------" "----------" "----------" "--------" "----------" "------"
+row "start-up, launch->exit, median ms" "$SU_RT_EXIT" "$SU_BT_EXIT" "$R_SU" "<= 1/15" "$V_SU"
+row "  same, min ms" "$SU_RT_EXITMIN" "$SU_BT_EXITMIN" "$(ratio "$SU_RT_EXITMIN" "$SU_BT_EXITMIN")" "" "info"
+row "  launch->'ready' printed, median ms" "$SU_RT_READY" "$SU_BT_READY" "$(ratio "$SU_RT_READY" "$SU_BT_READY")" "" "info"
+row "  launch->'ready' printed, min ms" "$SU_RT_READYMIN" "$SU_BT_READYMIN" "$(ratio "$SU_RT_READYMIN" "$SU_BT_READYMIN")" "" "info"
+row "RSS while tracing (VmRSS), MiB" "$(mb "$MEM_RT_RSS")" "$(mb "$MEM_BT_RSS")" "$R_MEM" "<= 1/8" "$V_MEM"
+row "  peak RSS (VmHWM), MiB" "$(mb "$MEM_RT_HWM")" "$(mb "$MEM_BT_HWM")" "$(ratio "$MEM_RT_HWM" "$MEM_BT_HWM")" "" "info"
+row "per event, m[pid] = count(), added ns" "$EV_RT_COUNT" "$EV_BT_COUNT" "$R_EV" "<= 0.8x" "$V_EV"
+row "  empty program floor, added ns" "$EV_RT_EMPTY" "$EV_BT_EMPTY" "$(ratio "$EV_RT_EMPTY" "$EV_BT_EMPTY")" "" "info"
+row "  count() above the floor, ns" "$(calc "$EV_RT_COUNT - $EV_RT_EMPTY" 2)" "$(calc "$EV_BT_COUNT - $EV_BT_EMPTY" 2)" "" "" "info"
+row "  getppid() untraced, ns/call" "$EV_BASE" "" "" "" "info"
+echo
+echo "start-up: $STARTUP_RUNS runs each (+2 warm-up), alternating; includes detach and exit."
+echo "memory: median of $MEM_REPS samples taken ~1 s after attach. per event: median over $EVENT_REPS rounds,"
+echo "$EVENT_CALLS getppid() calls pinned to CPU $GEN_CPU, added = traced - untraced in the same round."
+if ((${#NOTES[@]})); then
+    echo
+    echo "notes:"
+    for n in "${NOTES[@]}"; do echo "  - $n"; done
+fi
+
+if ((STRICT)) && [[ $V_SU != PASS || $V_MEM != PASS || $V_EV != PASS ]]; then
+    exit 1
+fi
+exit 0

@@ -1,0 +1,539 @@
+//! Helpers for the real-kernel tests: run the rtrace binary as a child, wait
+//! until it has attached, make known events happen from the test itself, end
+//! the run, and pick apart the bpftrace-style output.
+//!
+//! Every test takes [`setup`] first: it skips (with a printed reason) when not
+//! root, and serialises the tests of one binary so that the events one test
+//! makes (getppid calls from this process, reads, opens) never land in another
+//! test's counts.
+
+#![allow(dead_code)]
+
+use std::ffi::CString;
+use std::fmt;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Path of the binary under test.
+pub const RTRACE: &str = env!("CARGO_BIN_EXE_rtrace");
+
+/// How long rtrace may take to compile, load and attach.
+pub const ATTACH_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long rtrace may take to end once it has been told to (or was due to).
+pub const EXIT_TIMEOUT: Duration = Duration::from_secs(15);
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Start of every test: `let Some(_guard) = common::setup() else { return };`.
+/// `None` (after printing why) when the test can't run here.
+pub fn setup() -> Option<MutexGuard<'static, ()>> {
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root");
+        return None;
+    }
+    Some(SERIAL.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+// ---------------------------------------------------------------------------
+// Identity of the calling thread / process
+
+/// The calling thread's id (what the script sees as `e.tid`).
+pub fn tid() -> i64 {
+    unsafe { libc::syscall(libc::SYS_gettid) as i64 }
+}
+
+/// This process's id (what the script sees as `e.pid`).
+pub fn pid() -> i64 {
+    unsafe { libc::syscall(libc::SYS_getpid) as i64 }
+}
+
+/// A short token unique to this call: 8 hex digits.
+pub fn token() -> String {
+    static N: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    let mut x = nanos ^ (std::process::id() as u64).rotate_left(32) ^ N.fetch_add(1, Ordering::Relaxed).rotate_left(48);
+    // splitmix64 finaliser
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^= x >> 31;
+    format!("{:08x}", x as u32)
+}
+
+/// Set the calling thread's comm (at most 15 bytes are kept by the kernel).
+pub fn set_comm(name: &str) {
+    assert!(name.len() <= 15, "comm {name:?} is longer than 15 bytes");
+    let c = CString::new(name).unwrap();
+    assert_eq!(set_comm_raw(&c), 0, "prctl(PR_SET_NAME) failed");
+}
+
+/// `prctl(PR_SET_NAME)` without allocating (usable in a forked child).
+pub fn set_comm_raw(name: &std::ffi::CStr) -> i32 {
+    unsafe { libc::prctl(libc::PR_SET_NAME, name.as_ptr() as libc::c_ulong, 0, 0, 0) }
+}
+
+/// The calling thread's comm.
+pub fn comm() -> String {
+    let mut buf = [0u8; 17];
+    unsafe { libc::prctl(libc::PR_GET_NAME, buf.as_mut_ptr() as libc::c_ulong, 0, 0, 0) };
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(16);
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+/// A fresh comm for this test thread, `rtt_XXXXXXXX`; set and returned.
+pub fn unique_comm() -> String {
+    let name = format!("rtt_{}", token());
+    set_comm(&name);
+    name
+}
+
+// ---------------------------------------------------------------------------
+// Events the tests make
+
+/// `getppid()` n times, as raw syscalls (no libc caching).
+pub fn getppid_n(n: usize) {
+    for _ in 0..n {
+        unsafe { libc::syscall(libc::SYS_getppid) };
+    }
+}
+
+/// `getpid()` n times, as raw syscalls.
+pub fn getpid_n(n: usize) {
+    for _ in 0..n {
+        unsafe { libc::syscall(libc::SYS_getpid) };
+    }
+}
+
+/// A file descriptor on /dev/zero, closed on drop; `read(n)` is one read(2)
+/// asking for exactly n bytes.
+pub struct Zero {
+    pub fd: i32,
+    buf: Vec<u8>,
+}
+
+impl Zero {
+    pub fn open() -> Zero {
+        let path = CString::new("/dev/zero").unwrap();
+        let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+        assert!(fd >= 0, "cannot open /dev/zero");
+        Zero { fd, buf: vec![0; 1 << 16] }
+    }
+
+    /// One read(2) of `n` bytes (n up to 64 KiB); asserts it returned n.
+    pub fn read(&mut self, n: usize) {
+        assert!(n <= self.buf.len());
+        let got = unsafe { libc::read(self.fd, self.buf.as_mut_ptr() as *mut libc::c_void, n) };
+        assert_eq!(got, n as isize, "read({}, {n}) returned {got}", self.fd);
+    }
+
+    pub fn reads(&mut self, sizes: &[usize]) {
+        for &n in sizes {
+            self.read(n);
+        }
+    }
+}
+
+impl Drop for Zero {
+    fn drop(&mut self) {
+        unsafe { libc::close(self.fd) };
+    }
+}
+
+/// Fork a child that runs `f` (raw syscalls only: no allocation, no locks)
+/// and `_exit(0)`s; waits for it and returns its pid.
+pub fn fork_and_wait(f: impl FnOnce()) -> i64 {
+    let child = unsafe { libc::fork() };
+    assert!(child >= 0, "fork failed");
+    if child == 0 {
+        f();
+        unsafe { libc::_exit(0) };
+    }
+    let mut status = 0;
+    let r = unsafe { libc::waitpid(child, &mut status, 0) };
+    assert_eq!(r, child, "waitpid failed");
+    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "forked child failed: {status:#x}");
+    child as i64
+}
+
+/// A directory under /tmp, removed on drop.
+pub struct TempDir {
+    pub path: PathBuf,
+}
+
+impl TempDir {
+    pub fn new() -> TempDir {
+        let path = PathBuf::from(format!("/tmp/rtt_{}", token()));
+        std::fs::create_dir(&path).unwrap_or_else(|e| panic!("cannot create {}: {e}", path.display()));
+        TempDir { path }
+    }
+
+    pub fn join(&self, name: &str) -> PathBuf {
+        self.path.join(name)
+    }
+
+    /// Write `text` to `name` in this directory; returns its path.
+    pub fn write(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.join(name);
+        std::fs::write(&p, text).unwrap_or_else(|e| panic!("cannot write {}: {e}", p.display()));
+        p
+    }
+
+    /// A copy of `/bin/true` named `name` (so a process running it has that comm).
+    pub fn true_named(&self, name: &str) -> PathBuf {
+        let p = self.join(name);
+        std::fs::copy("/bin/true", &p).unwrap_or_else(|e| panic!("cannot copy /bin/true: {e}"));
+        p
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// Run `path` to completion, expecting success.
+pub fn run_ok(path: &Path) {
+    let st = Command::new(path).status().unwrap_or_else(|e| panic!("cannot run {}: {e}", path.display()));
+    assert!(st.success(), "{} failed: {st}", path.display());
+}
+
+// ---------------------------------------------------------------------------
+// Running rtrace
+
+/// A running rtrace.
+pub struct Tracer {
+    child: Child,
+    lines_rx: Receiver<String>,
+    /// Stdout lines received so far.
+    pub lines: Vec<String>,
+    stderr: Option<JoinHandle<String>>,
+    pub started: Instant,
+    /// When the `Attaching` line (or the line [`Tracer::wait_line`] waited for) arrived.
+    pub ready_at: Option<Instant>,
+    exited: bool,
+}
+
+/// A finished rtrace run.
+pub struct Outcome {
+    /// Exit status (`None` when killed by a signal).
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+    /// From start to exit.
+    pub elapsed: Duration,
+    /// When the process exit was noticed.
+    pub ended_at: Instant,
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "exit code {:?} after {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}\n--------------",
+            self.code, self.elapsed, self.stdout, self.stderr
+        )
+    }
+}
+
+impl Tracer {
+    /// Start `rtrace ARGS...` with extra environment variables.
+    pub fn start_env(args: &[&str], env: &[(&str, &str)]) -> Tracer {
+        let mut cmd = Command::new(RTRACE);
+        cmd.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let started = Instant::now();
+        let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start {RTRACE}: {e}"));
+        let stdout = child.stdout.take().unwrap();
+        let mut stderr = child.stderr.take().unwrap();
+        let (tx, lines_rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut r = BufReader::new(stdout);
+            loop {
+                let mut line = String::new();
+                match r.read_line(&mut line) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {
+                        if line.ends_with('\n') {
+                            line.pop();
+                        }
+                        if tx.send(line).is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+        });
+        let stderr = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = stderr.read_to_string(&mut s);
+            s
+        });
+        Tracer { child, lines_rx, lines: Vec::new(), stderr: Some(stderr), started, ready_at: None, exited: false }
+    }
+
+    pub fn start(args: &[&str]) -> Tracer {
+        Tracer::start_env(args, &[])
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// Wait until a stdout line satisfies `pred`; returns it. Panics (with
+    /// everything rtrace printed) on timeout or when rtrace ends first.
+    pub fn wait_line(&mut self, what: &str, timeout: Duration, pred: impl Fn(&str) -> bool) -> String {
+        if let Some(l) = self.lines.iter().find(|l| pred(l)) {
+            return l.clone();
+        }
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines_rx.recv_timeout(left) {
+                Ok(line) => {
+                    let hit = pred(&line);
+                    self.lines.push(line.clone());
+                    if hit {
+                        self.ready_at = Some(Instant::now());
+                        return line;
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    let out = self.abort();
+                    panic!("timed out after {timeout:?} waiting for {what}\n{out}");
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    let out = self.abort();
+                    panic!("rtrace ended before printing {what}\n{out}");
+                }
+            }
+        }
+    }
+
+    /// Wait until `n` stdout lines in all satisfy `pred`.
+    pub fn wait_count(&mut self, what: &str, timeout: Duration, n: usize, pred: impl Fn(&str) -> bool) {
+        let deadline = Instant::now() + timeout;
+        while self.lines.iter().filter(|l| pred(l)).count() < n {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines_rx.recv_timeout(left) {
+                Ok(line) => self.lines.push(line),
+                Err(RecvTimeoutError::Timeout) => {
+                    let out = self.abort();
+                    panic!("timed out after {timeout:?} waiting for {what}\n{out}");
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    let out = self.abort();
+                    panic!("rtrace ended before printing {what}\n{out}");
+                }
+            }
+        }
+        self.ready_at = Some(Instant::now());
+    }
+
+    /// Wait for `Attaching N probes...`; returns N.
+    pub fn wait_attached(&mut self) -> usize {
+        let line = self.wait_line("the `Attaching N probes...` line", ATTACH_TIMEOUT, |l| l.starts_with("Attaching "));
+        parse_attaching(&line).unwrap_or_else(|| panic!("malformed attach line {line:?}"))
+    }
+
+    /// Whether the process is still running.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Send SIGINT (Ctrl-C).
+    pub fn interrupt(&self) {
+        let r = unsafe { libc::kill(self.pid(), libc::SIGINT) };
+        assert_eq!(r, 0, "kill(SIGINT) failed");
+    }
+
+    /// Wait (up to `timeout`) for rtrace to end by itself; collect its output.
+    /// Panics, after killing it, if it doesn't end in time.
+    pub fn finish_within(mut self, timeout: Duration) -> Outcome {
+        let deadline = Instant::now() + timeout;
+        let status = loop {
+            match self.child.try_wait() {
+                Ok(Some(st)) => break st,
+                Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
+                Ok(None) => {
+                    let out = self.abort();
+                    panic!("rtrace did not end within {timeout:?}\n{out}");
+                }
+                Err(e) => panic!("waiting for rtrace: {e}"),
+            }
+        };
+        let ended_at = Instant::now();
+        self.exited = true;
+        self.collect(status.code(), ended_at)
+    }
+
+    pub fn finish(self) -> Outcome {
+        self.finish_within(EXIT_TIMEOUT)
+    }
+
+    /// SIGINT, then [`Tracer::finish`].
+    pub fn interrupt_and_finish(self) -> Outcome {
+        self.interrupt();
+        self.finish()
+    }
+
+    fn collect(&mut self, code: Option<i32>, ended_at: Instant) -> Outcome {
+        // The reader threads end at EOF; the child is gone, so that is soon.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines_rx.recv_timeout(left) {
+                Ok(l) => self.lines.push(l),
+                Err(_) => break,
+            }
+        }
+        let stderr = self.stderr.take().map(|h| h.join().unwrap_or_default()).unwrap_or_default();
+        let mut stdout = self.lines.join("\n");
+        if !self.lines.is_empty() {
+            stdout.push('\n');
+        }
+        Outcome { code, stdout, stderr, elapsed: ended_at - self.started, ended_at }
+    }
+
+    /// Kill the child and return what it printed (for failure messages).
+    fn abort(&mut self) -> Outcome {
+        let _ = self.child.kill();
+        let st = self.child.wait().ok();
+        self.exited = true;
+        self.collect(st.and_then(|s| s.code()), Instant::now())
+    }
+}
+
+impl Drop for Tracer {
+    fn drop(&mut self) {
+        if !self.exited {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// `Attaching 3 probes...` → 3.
+pub fn parse_attaching(line: &str) -> Option<usize> {
+    let rest = line.strip_prefix("Attaching ")?;
+    let (n, tail) = rest.split_once(' ')?;
+    if tail != "probes..." && tail != "probe..." {
+        return None;
+    }
+    n.parse().ok()
+}
+
+/// Run rtrace to its end without interacting (errors, --explain, --dry-run,
+/// runs that end themselves).
+pub fn run(args: &[&str]) -> Outcome {
+    Tracer::start(args).finish()
+}
+
+pub fn run_env(args: &[&str], env: &[(&str, &str)]) -> Outcome {
+    Tracer::start_env(args, env).finish()
+}
+
+// ---------------------------------------------------------------------------
+// Reading the output
+
+impl Outcome {
+    pub fn lines(&self) -> Vec<&str> {
+        self.stdout.lines().collect()
+    }
+
+    /// Lines of map `name` in the one-line-per-entry layout: `@name[...]: v`
+    /// or `@name: v`, in printed order.
+    pub fn map_lines(&self, name: &str) -> Vec<String> {
+        let keyed = format!("@{name}[");
+        let keyless = format!("@{name}:");
+        self.stdout
+            .lines()
+            .filter(|l| l.starts_with(&keyed) || l.starts_with(&keyless))
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// The rows of the histogram printed under the header line `header`
+    /// (e.g. `@h:` or `@h[3]:`), up to the blank line that ends it.
+    pub fn hist_rows(&self, header: &str) -> Vec<String> {
+        let lines: Vec<&str> = self.stdout.lines().collect();
+        let Some(at) = lines.iter().position(|l| l.trim_end() == header) else {
+            panic!("no histogram with header {header:?}\n{self}");
+        };
+        lines[at + 1..].iter().take_while(|l| !l.is_empty()).map(|l| l.to_string()).collect()
+    }
+
+    pub fn stderr_lines(&self) -> Vec<&str> {
+        self.stderr.lines().collect()
+    }
+
+    /// Index of the first stdout line equal to `line`.
+    pub fn line_index(&self, line: &str) -> Option<usize> {
+        self.stdout.lines().position(|l| l == line)
+    }
+
+    pub fn has_attach_line(&self) -> bool {
+        self.stdout.lines().any(|l| l.starts_with("Attaching "))
+    }
+}
+
+/// A histogram row as bpftrace prints it: label left in 16 columns, count
+/// right in 8, then a 52-column bar of `bar` `@`s.
+pub fn hist_row(label: &str, count: u64, bar: usize) -> String {
+    format!("{label:<16}{count:>8} |{:<52}|", "@".repeat(bar))
+}
+
+// ---------------------------------------------------------------------------
+// Checks shared by the error tests
+
+/// rtrace rejected its input the way every error must be reported: a
+/// non-zero exit, exactly one line on stderr, no panic, nothing attached.
+/// Returns the stderr line.
+pub fn assert_clean_error(out: &Outcome) -> String {
+    assert!(matches!(out.code, Some(c) if c != 0), "expected a non-zero exit\n{out}");
+    assert!(!out.stderr.contains("panicked"), "rtrace panicked\n{out}");
+    assert!(!out.stdout.contains("panicked"), "rtrace panicked\n{out}");
+    let lines = out.stderr_lines();
+    assert_eq!(lines.len(), 1, "expected exactly one line on stderr\n{out}");
+    assert!(!out.has_attach_line(), "an error run must not attach anything\n{out}");
+    lines[0].to_string()
+}
+
+/// A fresh run still attaches and counts exactly: nothing a previous failed
+/// run did is in the way.
+pub fn assert_tracing_still_works() {
+    let me = tid();
+    let src = format!(
+        r#"let c = map();
+probe("tracepoint:syscalls:sys_enter_getppid", |e| {{ if e.tid == {me} {{ c = count(); }} }});"#
+    );
+    let mut t = Tracer::start(&["-e", &src]);
+    assert_eq!(t.wait_attached(), 1);
+    getppid_n(4);
+    let out = t.interrupt_and_finish();
+    assert_eq!(out.code, Some(0), "{out}");
+    assert_eq!(out.map_lines("c"), vec!["@c: 4"], "{out}");
+}
+
+// ---------------------------------------------------------------------------
+// Scripts
+
+/// Replace each `__NAME__` in `src` with its value.
+pub fn fill(src: &str, vars: &[(&str, &dyn fmt::Display)]) -> String {
+    let mut s = src.to_string();
+    for (name, value) in vars {
+        s = s.replace(&format!("__{name}__"), &value.to_string());
+    }
+    assert!(!s.contains("__ME__") && !s.contains("__FD__"), "unfilled placeholder in:\n{s}");
+    s
+}

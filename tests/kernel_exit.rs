@@ -1,0 +1,322 @@
+//! How a run starts and ends on a real kernel: `exit()` from a probe, `-d`,
+//! SIGINT, `every()`, BEGIN and END, `print(m)` from userspace closures, `-q`,
+//! `--dry-run`, `--explain`, script arguments and exit statuses.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+
+/// A getppid counter for this thread, keyless map `c`.
+fn counter(me: i64) -> String {
+    fill(
+        r#"
+let me = __ME__;
+let c = map();
+probe("tracepoint:syscalls:sys_enter_getppid", |e| {
+    if e.tid == me { c = count(); }
+});
+"#,
+        &[("ME", &me)],
+    )
+}
+
+#[test]
+fn exit_from_a_probe_ends_the_run_promptly() {
+    let Some(_g) = setup() else { return };
+    let src = fill(
+        r#"
+let me = __ME__;
+let c = map();
+probe("tracepoint:syscalls:sys_enter_getppid", |e| {
+    if e.tid == me {
+        c = count();
+        exit();
+    }
+});
+"#,
+        &[("ME", &tid())],
+    );
+    let mut t = Tracer::start(&["-d", "60s", "-e", &src]);
+    t.wait_attached();
+    let fired = Instant::now();
+    getppid_n(1);
+    let out = t.finish_within(Duration::from_secs(20));
+    let took = out.ended_at - fired;
+    assert!(took < Duration::from_secs(3), "exit() took {took:?} to end the run\n{out}");
+    assert_eq!(out.code, Some(0), "{out}");
+    assert_eq!(out.map_lines("c"), vec!["@c: 1"], "maps still print after exit()\n{out}");
+}
+
+#[test]
+fn exit_code_from_a_probe() {
+    let Some(_g) = setup() else { return };
+    let src = fill(
+        r#"
+let me = __ME__;
+let c = map();
+probe("tracepoint:syscalls:sys_enter_getppid", |e| {
+    if e.tid == me {
+        c = count();
+        exit(4);
+    }
+});
+"#,
+        &[("ME", &tid())],
+    );
+    let mut t = Tracer::start(&["-d", "60s", "-e", &src]);
+    t.wait_attached();
+    getppid_n(1);
+    let out = t.finish_within(Duration::from_secs(20));
+    assert_eq!(out.code, Some(4), "{out}");
+    assert_eq!(out.map_lines("c"), vec!["@c: 1"], "{out}");
+}
+
+#[test]
+fn duration_ends_the_run() {
+    let Some(_g) = setup() else { return };
+    let src = counter(tid());
+    let mut t = Tracer::start(&["-d", "300ms", "-e", &src]);
+    t.wait_attached();
+    let ready = t.ready_at.unwrap();
+    getppid_n(2);
+    let out = t.finish_within(Duration::from_secs(10));
+    let ran = out.ended_at - ready;
+    assert!(ran >= Duration::from_millis(200), "-d 300ms ended after only {ran:?}\n{out}");
+    assert!(ran < Duration::from_secs(5), "-d 300ms took {ran:?}\n{out}");
+    assert_eq!(out.code, Some(0), "{out}");
+    assert_eq!(out.map_lines("c"), vec!["@c: 2"], "{out}");
+}
+
+#[test]
+fn sigint_ends_the_run_and_maps_print() {
+    let Some(_g) = setup() else { return };
+    let src = counter(tid());
+    let mut t = Tracer::start(&["-e", &src]);
+    t.wait_attached();
+    getppid_n(2);
+    // Without -d it runs until told to stop.
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(t.is_running(), "rtrace ended before being stopped: {:?}", t.lines);
+    let out = t.interrupt_and_finish();
+    assert_eq!(out.code, Some(0), "{out}");
+    assert_eq!(out.map_lines("c"), vec!["@c: 2"], "{out}");
+}
+
+#[test]
+fn every_prints_and_clears_repeatedly() {
+    let Some(_g) = setup() else { return };
+    let src = counter(tid()) + r#"every("200ms", || { print(c); c.clear(); });"#;
+    let mut t = Tracer::start(&["-e", &src]);
+    t.wait_attached();
+    getppid_n(3);
+    t.wait_line("a periodic `@c: 3`", Duration::from_secs(10), |l| l == "@c: 3");
+    getppid_n(2);
+    // Cleared after the first print: the second batch shows alone.
+    t.wait_line("a periodic `@c: 2`", Duration::from_secs(10), |l| l == "@c: 2");
+    let out = t.interrupt_and_finish();
+    assert_eq!(out.code, Some(0), "{out}");
+    assert!(out.stderr.is_empty(), "{out}");
+    assert_eq!(out.map_lines("c"), vec!["@c: 3", "@c: 2"], "{out}");
+}
+
+#[test]
+fn begin_runs_after_attach_and_end_before_the_map_dump() {
+    let Some(_g) = setup() else { return };
+    let tok = token();
+    let src = counter(tid())
+        + &fill(
+            r#"
+probe("BEGIN", || { print("hello __TOK__"); });
+probe("END", || { print("bye __TOK__"); });
+"#,
+            &[("TOK", &tok)],
+        );
+    let mut t = Tracer::start(&["-e", &src]);
+    assert_eq!(t.wait_attached(), 3);
+    t.wait_line("BEGIN's line", Duration::from_secs(10), |l| l.starts_with("hello"));
+    getppid_n(2);
+    let out = t.interrupt_and_finish();
+    assert_eq!(out.code, Some(0), "{out}");
+    let lines = out.lines();
+    assert_eq!(lines[0], "Attaching 3 probes...", "{out}");
+    assert_eq!(lines[1], format!("hello {tok}"), "{out}");
+    let bye = out.line_index(&format!("bye {tok}")).unwrap_or_else(|| panic!("END didn't print\n{out}"));
+    let map = out.line_index("@c: 2").unwrap_or_else(|| panic!("map not printed\n{out}"));
+    assert!(bye < map, "END must run before the maps are printed\n{out}");
+}
+
+#[test]
+fn end_runs_after_detach() {
+    let Some(_g) = setup() else { return };
+    // BEGIN and END each write one line of the same unusual length; a probe
+    // counts rtrace's writes of that length (with or without the newline). Only BEGIN's may be seen: by the
+    // time END runs, the probes are detached.
+    let tok = token();
+    let begin = format!("begin-{tok}-{}", "b".repeat(60));
+    let end = format!("end---{tok}-{}", "e".repeat(60));
+    assert_eq!(begin.len(), end.len());
+    let src = fill(
+        r#"
+let w = map();
+probe("BEGIN", || { print("__BEGIN__"); });
+probe("tracepoint:syscalls:sys_enter_write", |e| {
+    if e.comm == "rtrace" && (e.args.count == __LEN__ || e.args.count == __LEN__ - 1) { w = count(); }
+});
+probe("END", || { print("__END__"); });
+"#,
+        &[("BEGIN", &begin), ("END", &end), ("LEN", &(begin.len() + 1))],
+    );
+    let mut t = Tracer::start(&["-e", &src]);
+    t.wait_attached();
+    t.wait_line("BEGIN's line", Duration::from_secs(10), |l| l == begin);
+    let out = t.interrupt_and_finish();
+    assert_eq!(out.code, Some(0), "{out}");
+    assert!(out.line_index(&end).is_some(), "END didn't run\n{out}");
+    assert_eq!(out.map_lines("w"), vec!["@w: 1"], "{out}");
+}
+
+#[test]
+fn print_map_from_begin_and_end() {
+    let Some(_g) = setup() else { return };
+    let src = counter(tid())
+        + r#"
+probe("BEGIN", || { print(c); print("begin-done"); });
+probe("END", || { print(c); print("end-done"); });
+"#;
+    let mut t = Tracer::start(&["-e", &src]);
+    t.wait_attached();
+    t.wait_line("BEGIN's line", Duration::from_secs(10), |l| l == "begin-done");
+    getppid_n(3);
+    let out = t.interrupt_and_finish();
+    assert_eq!(out.code, Some(0), "{out}");
+    assert!(out.stderr.is_empty(), "{out}");
+    // Printed once, by END (the script printed it, so it isn't dumped again).
+    assert_eq!(out.map_lines("c"), vec!["@c: 3"], "{out}");
+    let printed = out.line_index("@c: 3").unwrap();
+    assert!(printed < out.line_index("end-done").unwrap(), "{out}");
+    assert!(out.line_index("begin-done").unwrap() < printed, "{out}");
+}
+
+#[test]
+fn quiet_has_no_attaching_line() {
+    let Some(_g) = setup() else { return };
+    let src = counter(tid()) + r#"probe("BEGIN", || { print("ready"); });"#;
+    let mut t = Tracer::start(&["-q", "-e", &src]);
+    t.wait_line("BEGIN's line", ATTACH_TIMEOUT, |l| l == "ready");
+    getppid_n(2);
+    let out = t.interrupt_and_finish();
+    assert_eq!(out.code, Some(0), "{out}");
+    assert!(!out.has_attach_line(), "-q must not print the Attaching line\n{out}");
+    assert_eq!(out.lines()[0], "ready", "{out}");
+    assert_eq!(out.map_lines("c"), vec!["@c: 2"], "{out}");
+}
+
+#[test]
+fn dry_run_loads_but_attaches_and_runs_nothing() {
+    let Some(_g) = setup() else { return };
+    let tok = token();
+    let src = counter(tid()) + &fill(r#"probe("BEGIN", || { print("begin __TOK__"); });"#, &[("TOK", &tok)]);
+    // No -d: a dry run ends by itself.
+    let out = run(&["--dry-run", "-e", &src]);
+    assert_eq!(out.code, Some(0), "{out}");
+    assert!(!out.has_attach_line(), "{out}");
+    assert!(!out.stdout.contains(&tok), "BEGIN must not run in a dry run\n{out}");
+    assert!(out.map_lines("c").is_empty(), "{out}");
+    assert!(!out.stderr.contains("error"), "{out}");
+}
+
+#[test]
+fn dry_run_still_reports_compile_errors() {
+    let Some(_g) = setup() else { return };
+    let src = r#"
+let c = map();
+probe("tracepoint:syscalls:sys_enter_read", |e| { c = sum(e.args.nope); });
+"#;
+    let out = run(&["--dry-run", "-e", src]);
+    let line = assert_clean_error(&out);
+    assert!(line.contains("3:66") && line.contains("nope"), "{out}");
+}
+
+#[test]
+fn explain_prints_disassembly_with_script_lines() {
+    let Some(_g) = setup() else { return };
+    let dir = TempDir::new();
+    let script = dir.write(
+        "explain.rhai",
+        r#"let c = map();
+probe("tracepoint:syscalls:sys_enter_read", |e| {
+    if e.args.count > 10 {
+        c[e.comm] = sum(e.args.count);
+    }
+});
+"#,
+    );
+    let out = run(&["--explain", script.to_str().unwrap()]);
+    assert_eq!(out.code, Some(0), "{out}");
+    assert!(!out.has_attach_line(), "--explain attaches nothing\n{out}");
+    let lines = out.lines();
+    let annotated = |n: u32, text: &str| {
+        lines.iter().position(|l| {
+            let l = l.trim_start();
+            l.starts_with(&format!("; {n}:")) && l.ends_with(text)
+        })
+    };
+    let l3 = annotated(3, "if e.args.count > 10 {").unwrap_or_else(|| panic!("no annotation for line 3\n{out}"));
+    let l4 = annotated(4, "c[e.comm] = sum(e.args.count);").unwrap_or_else(|| panic!("no annotation for line 4\n{out}"));
+    assert!(l3 < l4, "{out}");
+    // Numbered instructions under the annotations, ending in `exit`.
+    let insn = |l: &str| {
+        let l = l.trim_start();
+        l.split_once(": ").is_some_and(|(n, _)| n.parse::<u32>().is_ok())
+    };
+    assert!(insn(lines[l3 + 1]) && insn(lines[l4 + 1]), "{out}");
+    assert!(lines.iter().any(|l| insn(l) && l.trim_end().ends_with("exit")), "{out}");
+    assert!(out.stdout.contains("tracepoint:syscalls:sys_enter_read"), "{out}");
+}
+
+#[test]
+fn exit_code_from_top_level() {
+    let Some(_g) = setup() else { return };
+    let src = counter(tid()) + "exit(3);";
+    let out = run(&["-e", &src]);
+    assert_eq!(out.code, Some(3), "{out}");
+    assert!(!out.has_attach_line(), "exit() at the top level attaches nothing\n{out}");
+    assert!(out.stderr.is_empty(), "{out}");
+}
+
+#[test]
+fn exit_code_from_begin() {
+    let Some(_g) = setup() else { return };
+    let src = counter(tid()) + r#"probe("BEGIN", || { print("begin"); exit(3); });"#;
+    // No -d: exit() in BEGIN ends the run.
+    let out = run(&["-e", &src]);
+    assert_eq!(out.code, Some(3), "{out}");
+    assert_eq!(out.lines()[..2], ["Attaching 2 probes...", "begin"], "{out}");
+    assert!(out.stderr.is_empty(), "{out}");
+}
+
+#[test]
+fn script_file_arguments_reach_args() {
+    let Some(_g) = setup() else { return };
+    let dir = TempDir::new();
+    let script = dir.write("args.rhai", "probe(\"BEGIN\", || { print(`${ARGS.len()} ${ARGS[0]} ${ARGS[1]}`); exit(); });\n");
+    let out = run(&["-q", script.to_str().unwrap(), "foo", "42"]);
+    assert_eq!(out.code, Some(0), "{out}");
+    assert_eq!(out.lines(), vec!["2 foo 42"], "{out}");
+}
+
+#[test]
+fn duration_option_after_the_script_file() {
+    let Some(_g) = setup() else { return };
+    // The README's own usage: `rtrace examples/syscalls_by_comm.rhai -d 2s`.
+    let dir = TempDir::new();
+    let script = dir.write("after.rhai", &counter(tid()));
+    let mut t = Tracer::start(&[script.to_str().unwrap(), "-d", "300ms"]);
+    t.wait_attached();
+    getppid_n(2);
+    let out = t.finish_within(Duration::from_secs(10));
+    assert_eq!(out.code, Some(0), "{out}");
+    assert_eq!(out.map_lines("c"), vec!["@c: 2"], "{out}");
+}
