@@ -4,9 +4,11 @@
 
 pub mod load;
 pub mod perf;
+pub mod perf_event;
 pub mod rawtracepoint;
 pub mod tracefs;
 pub mod tracepoint;
+pub mod uprobe;
 
 use std::os::fd::{BorrowedFd, OwnedFd};
 
@@ -27,6 +29,11 @@ pub struct AttachPoint {
 pub enum Target {
     Tracepoint { category: String, event: String },
     RawTracepoint { event: String },
+    /// profile/interval/software/hardware: a perf event type and config,
+    /// sampled every `period` events or at `freq` Hz, on `cpus`.
+    PerfEvent { type_: u32, config: u64, period: u64, freq: Option<u64>, cpus: Vec<i32> },
+    /// uprobe/uretprobe: a file and an offset into it.
+    Uprobe { path: String, offset: u64, retprobe: bool, symbol: String },
 }
 
 /// A live attachment; dropping it detaches.
@@ -55,6 +62,12 @@ pub fn probe_type(kind: ProbeKind) -> Result<&'static dyn ProbeType> {
     Ok(match kind {
         ProbeKind::Tracepoint => &tracepoint::Tracepoint,
         ProbeKind::RawTracepoint => &rawtracepoint::RawTracepoint,
+        ProbeKind::Profile => &perf_event::PROFILE,
+        ProbeKind::Interval => &perf_event::INTERVAL,
+        ProbeKind::Software => &perf_event::SOFTWARE,
+        ProbeKind::Hardware => &perf_event::HARDWARE,
+        ProbeKind::Uprobe => &uprobe::UPROBE,
+        ProbeKind::Uretprobe => &uprobe::URETPROBE,
         other => bail!("{} probes are not supported yet", other.name()),
     })
 }

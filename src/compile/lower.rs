@@ -32,6 +32,8 @@ pub struct Target<'a> {
     pub start_ns: i64,
     /// Default maximum length of `str()`.
     pub str_max: u32,
+    /// The probed function's name (uprobes, kprobes), the value of `e.func`.
+    pub func: Option<&'a str>,
     /// Map id of the control ring buffer.
     pub control_ring: MapId,
     /// Index of this probe, reported in control messages.
@@ -163,7 +165,7 @@ pub fn needs_per_point_program(body: &ClosureBody) -> bool {
                             },
                             _ => None,
                         };
-                        if matches!(prop, Some("args") | Some("probe")) {
+                        if matches!(prop, Some("args") | Some("probe") | Some("func")) {
                             found = true;
                         }
                     }
@@ -1039,6 +1041,14 @@ impl<'a> Lowerer<'a> {
                     }
                     _ => return err(pos, format!("`{n}` isn't available for this probe type (tracepoints use e.args.NAME)")),
                 }
+            }
+            "retval" if self.target.context == ContextKind::PtRegs => {
+                // x86-64 pt_regs.ax
+                Expr::CtxInt { offset: 80, size: 8, signed: true }
+            }
+            "func" if self.target.func.is_some() => {
+                self.uses_args = true;
+                str_literal(self.target.func.unwrap_or(""))
             }
             "retval" | "func" | "kstack" | "ustack" | "curtask" => {
                 return err(pos, format!("`e.{name}` isn't available for this probe type yet"))

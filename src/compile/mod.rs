@@ -137,7 +137,12 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
                     _ => None,
                 };
                 let probe_name = if per_point { group[0].name.clone() } else { spec.full_name() };
+                let func = match &group[0].target {
+                    AttachTarget::Uprobe { symbol, .. } if per_point => Some(symbol.as_str()),
+                    _ => None,
+                };
                 let target = lower::Target {
+                    func,
                     probe_name: &probe_name,
                     context: ptype.context(),
                     format: format.as_ref(),
