@@ -105,6 +105,9 @@ calc() { awk "BEGIN{ printf \"%.${2:-3}f\", $1 }"; }
 # attaching, hence the settle delay), then SETTLE seconds more.
 start_tracer() {
     local name=$1 out=$2; shift 2
+    # The file must not exist before the tracer's shell child creates it, or a
+    # previous run's "Attaching" could be seen before this one has started.
+    rm -f "$out" "$out.err"
     "$@" >"$out" 2>"$out.err" &
     TRACER_PID=$!
     local waited=0
@@ -167,13 +170,13 @@ status_kb() { awk -v k="$1:" '$1==k {print $2}' "/proc/$2/status"; }
 for rep in $(seq 1 "$MEM_REPS"); do
     for name in rtrace bpftrace; do
         if [[ $name == rtrace ]]; then cmd=("$RT" "$PROGS/hist.rhai"); else cmd=("$BT" "$PROGS/hist.bt"); fi
-        start_tracer "$name" "$TMP/mem.out" "${cmd[@]}"
+        start_tracer "$name" "$TMP/mem.$name.$rep.out" "${cmd[@]}"
         # some read() traffic so the probe fires while we sample
         dd if=/dev/zero of=/dev/null bs=64 count=100000 status=none
         sleep 0.7
         rss=$(status_kb VmRSS "$TRACER_PID"); hwm=$(status_kb VmHWM "$TRACER_PID")
         stop_tracer "$name"
-        grep -q '^@h' "$TMP/mem.out" || note "memory: $name printed no @h histogram"
+        grep -q '^@h' "$TMP/mem.$name.$rep.out" || note "memory: $name printed no @h histogram"
         log "  $name: VmRSS ${rss} kB, VmHWM ${hwm} kB"
         if [[ $name == rtrace ]]; then RSS_RT+=("$rss"); HWM_RT+=("$hwm"); else RSS_BT+=("$rss"); HWM_BT+=("$hwm"); fi
     done
@@ -192,13 +195,13 @@ for rep in $(seq 1 "$EVENT_REPS"); do
     for prog in empty count; do
         for name in rtrace bpftrace; do
             if [[ $name == rtrace ]]; then cmd=("$RT" "$PROGS/$prog.rhai"); else cmd=("$BT" "$PROGS/$prog.bt"); fi
-            start_tracer "$name" "$TMP/ev.out" "${cmd[@]}"
+            start_tracer "$name" "$TMP/ev.$name.$prog.$rep.out" "${cmd[@]}"
             line=$(gen)
             stop_tracer "$name"
             NS[$name.$prog]=$(field ns_per_call "$line")
             if [[ $prog == count ]]; then
                 pid=$(field pid "$line"); calls=$(field calls "$line")
-                got=$(awk -v p="@m[$pid]:" '$1==p {print $2}' "$TMP/ev.out")
+                got=$(awk -v p="@m[$pid]:" '$1==p {print $2}' "$TMP/ev.$name.$prog.$rep.out")
                 if [[ $got != "$calls" ]]; then
                     note "count check: $name counted ${got:-nothing} for the generator (pid $pid), expected $calls (round $rep)"
                 fi

@@ -726,6 +726,23 @@ impl<'a> Gen<'a> {
                 }
                 Ok(r)
             }
+            Expr::ReadMem { addr, size, signed, user } => {
+                let a = self.int(addr)?;
+                let slot = self.alloc(8)?;
+                self.emit(Insn::store_imm(8, FP, slot, 0));
+                self.emit(Insn::mov_reg(R1, FP));
+                self.emit(Insn::alu_imm(Alu::Add, R1, slot as i32));
+                self.emit(Insn::mov_imm(R2, (*size).min(8) as i32));
+                self.emit(Insn::mov_reg(R3, a));
+                self.emit(Insn::call(if *user { h::PROBE_READ_USER } else { h::PROBE_READ_KERNEL }));
+                self.emit(Insn::load((*size).min(8), a, FP, slot));
+                if *signed && *size < 8 {
+                    let bits = (64 - size * 8) as i32;
+                    self.emit(Insn::alu_imm(Alu::Lsh, a, bits));
+                    self.emit(Insn::alu_imm(Alu::Arsh, a, bits));
+                }
+                Ok(a)
+            }
             Expr::Binary(op, a, b) => {
                 if let Some(c) = compare_cond(*op) {
                     if self.is_bytes(a) || self.is_bytes(b) {

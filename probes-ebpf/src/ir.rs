@@ -107,6 +107,8 @@ pub enum Expr {
     CtxCharArray { offset: u32, len: u32 },
     /// A `__data_loc char[]` string of a tracepoint record, read up to `max`.
     CtxDataLocStr { offset: u32, max: u32 },
+    /// An integer of `size` bytes read from memory at `addr` (0 if unreadable).
+    ReadMem { addr: Box<Expr>, size: u32, signed: bool, user: bool },
     /// A NUL-terminated string read from memory at `ptr`, up to `max` bytes.
     ReadStr { ptr: Box<Expr>, max: u32, user: bool },
     Binary(BinOp, Box<Expr>, Box<Expr>),

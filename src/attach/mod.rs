@@ -77,3 +77,15 @@ pub fn probe_type(kind: ProbeKind) -> Result<&'static dyn ProbeType> {
 pub fn max_probes() -> usize {
     std::env::var("RTRACE_MAX_PROBES").ok().and_then(|v| v.parse().ok()).unwrap_or(1024)
 }
+
+static TARGET_PID: std::sync::OnceLock<i32> = std::sync::OnceLock::new();
+
+/// The process given with `-p` (or started with `-c`): uprobes attach to it
+/// only and every probe filters on it.
+pub fn target_pid() -> Option<i32> {
+    TARGET_PID.get().copied()
+}
+
+pub fn set_target_pid(pid: i32) {
+    let _ = TARGET_PID.set(pid);
+}
