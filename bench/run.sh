@@ -27,7 +27,7 @@ for a in "$@"; do
     case $a in
         --strict) STRICT=1 ;;
         --quick) QUICK=1 ;;
-        -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "run.sh: unknown argument $a" >&2; exit 2 ;;
     esac
 done

@@ -11,6 +11,7 @@ mod compile;
 mod output;
 mod runtime;
 mod script;
+mod symbols;
 
 fn main() {
     std::process::exit(cli::main());

@@ -1,11 +1,13 @@
 //! `perf_event_open` for the probe types that attach through perf events
-//! (tracepoints; later profile, software and uprobe events).
+//! (tracepoints, profile/interval/software/hardware, uprobes).
 
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
 use anyhow::{anyhow, Result};
 use libbpf_rs::libbpf_sys;
 
+pub const PERF_TYPE_HARDWARE: u32 = 0;
+pub const PERF_TYPE_SOFTWARE: u32 = 1;
 pub const PERF_TYPE_TRACEPOINT: u32 = 2;
 const PERF_FLAG_FD_CLOEXEC: u64 = 8;
 const PERF_EVENT_IOC_ENABLE: u64 = 0x2400;
@@ -13,13 +15,31 @@ const PERF_EVENT_IOC_SET_BPF: u64 = 0x4004_2408;
 
 /// Open a perf event of `type_`/`config` on `cpu` for all processes (`pid` -1).
 pub fn open(type_: u32, config: u64, sample_period: u64, pid: i32, cpu: i32) -> std::io::Result<OwnedFd> {
+    let mut attr = new_attr(type_, config);
+    attr.__bindgen_anon_1.sample_period = sample_period;
+    open_attr(&attr, pid, cpu)
+}
+
+/// Like [`open`], but sampling at `sample_freq` Hz (the `freq` attribute bit):
+/// the kernel picks the period.
+pub fn open_freq(type_: u32, config: u64, sample_freq: u64, pid: i32, cpu: i32) -> std::io::Result<OwnedFd> {
+    let mut attr = new_attr(type_, config);
+    attr.set_freq(1);
+    attr.__bindgen_anon_1.sample_freq = sample_freq;
+    open_attr(&attr, pid, cpu)
+}
+
+fn new_attr(type_: u32, config: u64) -> libbpf_sys::perf_event_attr {
     let mut attr: libbpf_sys::perf_event_attr = unsafe { std::mem::zeroed() };
     attr.type_ = type_;
     attr.size = std::mem::size_of::<libbpf_sys::perf_event_attr>() as u32;
     attr.config = config;
-    attr.__bindgen_anon_1.sample_period = sample_period;
+    attr
+}
+
+fn open_attr(attr: &libbpf_sys::perf_event_attr, pid: i32, cpu: i32) -> std::io::Result<OwnedFd> {
     let fd = unsafe {
-        libc::syscall(libc::SYS_perf_event_open, &attr as *const _, pid, cpu, -1i32, PERF_FLAG_FD_CLOEXEC)
+        libc::syscall(libc::SYS_perf_event_open, attr as *const _, pid, cpu, -1i32, PERF_FLAG_FD_CLOEXEC)
     };
     if fd < 0 {
         return Err(std::io::Error::last_os_error());

@@ -1,13 +1,17 @@
 //! `uprobe:BIN:FN` / `uretprobe:BIN:FN`: programs of type BPF_PROG_TYPE_KPROBE
 //! attached to user functions through perf events of the `uprobe` PMU.
+//! `FN` may be a name with `*` wildcards, `FN+OFFSET`, or an address.
 
-use std::os::fd::BorrowedFd;
+use std::ffi::CString;
+use std::os::fd::{BorrowedFd, FromRawFd, OwnedFd};
+use std::path::Path;
 
-use anyhow::{bail, Result};
+use anyhow::{anyhow, bail, Result};
 use probes_ebpf::ir::ContextKind;
 
-use super::{AttachPoint, Attachment, ProbeType};
+use super::{perf, tracefs, AttachPoint, Attachment, ProbeType, Target};
 use crate::compile::spec::ProbeSpec;
+use crate::symbols::{self, elf::ElfFile};
 
 pub struct UprobeProbe {
     pub retprobe: bool,
@@ -16,7 +20,66 @@ pub struct UprobeProbe {
 pub static UPROBE: UprobeProbe = UprobeProbe { retprobe: false };
 pub static URETPROBE: UprobeProbe = UprobeProbe { retprobe: true };
 
-const BPF_PROG_TYPE_KPROBE: u32 = 2;
+pub const BPF_PROG_TYPE_KPROBE: u32 = 2;
+
+/// What follows `BIN:` in a uprobe spec.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Location {
+    /// A function name (maybe with wildcards) and an offset into it.
+    Function { name: String, offset: u64 },
+    /// A virtual address in the binary.
+    Address(u64),
+}
+
+fn parse_number(s: &str) -> Option<u64> {
+    let s = s.trim();
+    match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => s.parse().ok(),
+    }
+}
+
+/// `BIN:FN`, `BIN:FN+OFF`, `BIN:ADDRESS` → (BIN, location).
+fn parse_target(kind: &str, target: &str) -> Result<(String, Location)> {
+    let Some((bin, rest)) = target.split_once(':') else {
+        bail!("{kind} '{target}' needs BINARY:FUNCTION, e.g. {kind}:/bin/bash:readline or {kind}:libc:malloc");
+    };
+    if bin.is_empty() {
+        bail!("{kind} '{target}' names no binary");
+    }
+    if rest.is_empty() {
+        bail!("{kind} '{target}' names no function");
+    }
+    if rest.starts_with(|c: char| c.is_ascii_digit()) {
+        let addr = parse_number(rest).ok_or_else(|| anyhow!("{kind} '{target}': bad address '{rest}'"))?;
+        return Ok((bin.to_string(), Location::Address(addr)));
+    }
+    if let Some((name, off)) = rest.split_once('+') {
+        let offset = parse_number(off).ok_or_else(|| anyhow!("{kind} '{target}': bad offset '{off}'"))?;
+        if tracefs::has_wildcard(name) {
+            bail!("{kind} '{target}': an offset can't follow a wildcard");
+        }
+        return Ok((bin.to_string(), Location::Function { name: name.to_string(), offset }));
+    }
+    Ok((bin.to_string(), Location::Function { name: rest.to_string(), offset: 0 }))
+}
+
+impl UprobeProbe {
+    fn kind(&self) -> &'static str {
+        if self.retprobe {
+            "uretprobe"
+        } else {
+            "uprobe"
+        }
+    }
+
+    fn point(&self, path: &str, label: String, offset: u64, symbol: String) -> AttachPoint {
+        AttachPoint {
+            name: format!("{}:{path}:{label}", self.kind()),
+            target: Target::Uprobe { path: path.to_string(), offset, retprobe: self.retprobe, symbol },
+        }
+    }
+}
 
 impl ProbeType for UprobeProbe {
     fn prog_type(&self) -> u32 {
@@ -26,9 +89,145 @@ impl ProbeType for UprobeProbe {
         ContextKind::PtRegs
     }
     fn expand(&self, spec: &ProbeSpec) -> Result<Vec<AttachPoint>> {
-        bail!("{} probes are not supported yet", spec.kind.name())
+        let kind = self.kind();
+        let (bin, location) = parse_target(kind, &spec.target)?;
+        let path_buf = symbols::resolve_binary(&bin, super::target_pid())
+            .map_err(|e| anyhow!("{kind}:{}: {e}", spec.target))?;
+        let path = path_buf.to_string_lossy().into_owned();
+        let elf = ElfFile::open(&path_buf)?;
+        let functions = elf.functions()?;
+        let to_offset = |addr: u64| -> Result<u64> {
+            elf.code_addr_to_offset(addr)
+                .ok_or_else(|| anyhow!("address {addr:#x} is not in an executable segment of {path}"))
+        };
+        match location {
+            Location::Address(addr) => {
+                let offset = to_offset(addr)?;
+                let symbol = match symbols::elf::function_at(&functions, addr) {
+                    Some(f) if f.addr == addr => f.name.clone(),
+                    Some(f) => format!("{}+{}", f.name, addr - f.addr),
+                    None => format!("{addr:#x}"),
+                };
+                Ok(vec![self.point(&path, format!("{addr:#x}"), offset, symbol)])
+            }
+            Location::Function { name, offset } if tracefs::has_wildcard(&name) => {
+                let mut seen = std::collections::HashSet::new();
+                let mut points = Vec::new();
+                for f in functions.iter().filter(|f| tracefs::wildcard_match(&name, &f.name)) {
+                    let Some(off) = elf.code_addr_to_offset(f.addr + offset) else { continue };
+                    // Aliases of one function attach once.
+                    if seen.insert(off) {
+                        points.push(self.point(&path, f.name.clone(), off, f.name.clone()));
+                    }
+                }
+                if points.is_empty() {
+                    bail!("no function in {path} matches '{name}'{}", if functions.is_empty() { " (it has no symbols)" } else { "" });
+                }
+                Ok(points)
+            }
+            Location::Function { name, offset } => {
+                let Some(f) = functions.iter().find(|f| f.name == name) else {
+                    if functions.is_empty() {
+                        bail!("{path} has no function symbols (stripped?); use an address: {kind}:{path}:0xADDR");
+                    }
+                    let hint = tracefs::suggest(&name, functions.iter().map(|f| f.name.as_str()));
+                    if hint.is_empty() {
+                        bail!("no function '{name}' in {path}");
+                    }
+                    bail!("no function '{name}' in {path}; did you mean {}?", hint.join(", "));
+                };
+                if offset > 0 && f.size > 0 && offset >= f.size {
+                    bail!("offset {offset} is past the end of {name} ({} bytes) in {path}", f.size);
+                }
+                let file_offset = to_offset(f.addr + offset)?;
+                let label = if offset > 0 { format!("{name}+{offset}") } else { name.clone() };
+                Ok(vec![self.point(&path, label.clone(), file_offset, label)])
+            }
+        }
     }
-    fn attach(&self, point: &AttachPoint, _prog: BorrowedFd<'_>) -> Result<Attachment> {
-        bail!("cannot attach {}", point.name)
+    fn attach(&self, point: &AttachPoint, prog: BorrowedFd<'_>) -> Result<Attachment> {
+        let Target::Uprobe { path, offset, retprobe, .. } = &point.target else {
+            bail!("not a uprobe: {}", point.name);
+        };
+        let fd = open_uprobe(path, *offset, *retprobe, 0, super::target_pid())
+            .map_err(|e| anyhow!("cannot attach {}: {e}", point.name))?;
+        perf::attach_bpf(&fd, prog).map_err(|e| anyhow!("{}: {e}", point.name))?;
+        Ok(Attachment::new(vec![fd]))
+    }
+}
+
+const PMU_DIR: &str = "/sys/bus/event_source/devices/uprobe";
+
+/// The bit of `config` a `format/NAME` file names (`config:0`, `config:32-63`).
+fn format_shift(name: &str) -> Result<u32> {
+    let text = std::fs::read_to_string(format!("{PMU_DIR}/format/{name}"))
+        .map_err(|e| anyhow!("cannot read {PMU_DIR}/format/{name}: {e}"))?;
+    let spec = text.trim().strip_prefix("config:").ok_or_else(|| anyhow!("unexpected uprobe format {name}: {text}"))?;
+    let first = spec.split('-').next().unwrap_or("");
+    first.parse().map_err(|_| anyhow!("unexpected uprobe format {name}: {text}"))
+}
+
+/// Open a perf event of the `uprobe` PMU at `offset` in file `path`
+/// (`ref_ctr_offset`: file offset of a USDT semaphore the kernel keeps
+/// counted while attached, 0 for none), for process `pid` or every process.
+pub fn open_uprobe(path: &str, offset: u64, retprobe: bool, ref_ctr_offset: u64, pid: Option<i32>) -> Result<OwnedFd> {
+    let type_: u32 = std::fs::read_to_string(format!("{PMU_DIR}/type"))
+        .map_err(|e| anyhow!("this kernel has no uprobe support ({PMU_DIR}/type: {e})"))?
+        .trim()
+        .parse()
+        .map_err(|_| anyhow!("bad {PMU_DIR}/type"))?;
+    let mut config = 0u64;
+    if retprobe {
+        config |= 1u64 << format_shift("retprobe")?;
+    }
+    if ref_ctr_offset != 0 {
+        let shift = format_shift("ref_ctr_offset").map_err(|e| anyhow!("USDT semaphores need kernel support: {e}"))?;
+        config |= ref_ctr_offset << shift;
+    }
+    if !Path::new(path).exists() {
+        bail!("{path} does not exist");
+    }
+    let cpath = CString::new(path).map_err(|_| anyhow!("bad path {path:?}"))?;
+    let mut attr: libbpf_rs::libbpf_sys::perf_event_attr = unsafe { std::mem::zeroed() };
+    attr.type_ = type_;
+    attr.size = std::mem::size_of::<libbpf_rs::libbpf_sys::perf_event_attr>() as u32;
+    attr.config = config;
+    attr.__bindgen_anon_3.config1 = cpath.as_ptr() as u64;
+    attr.__bindgen_anon_4.config2 = offset;
+    // One process on any CPU, or (pid -1) every process: the kernel wants a CPU then.
+    let (pid, cpu) = match pid {
+        Some(p) => (p, -1),
+        None => (-1, 0),
+    };
+    const PERF_FLAG_FD_CLOEXEC: u64 = 8;
+    let fd = unsafe {
+        libc::syscall(libc::SYS_perf_event_open, &attr as *const _, pid, cpu, -1i32, PERF_FLAG_FD_CLOEXEC)
+    };
+    if fd < 0 {
+        let err = std::io::Error::last_os_error();
+        bail!("perf_event_open(uprobe {path} offset {offset:#x}): {err}");
+    }
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets() {
+        assert_eq!(
+            parse_target("uprobe", "/bin/bash:readline").unwrap(),
+            ("/bin/bash".into(), Location::Function { name: "readline".into(), offset: 0 })
+        );
+        assert_eq!(
+            parse_target("uprobe", "libc:malloc+0x10").unwrap(),
+            ("libc".into(), Location::Function { name: "malloc".into(), offset: 16 })
+        );
+        assert_eq!(parse_target("uprobe", "/bin/x:0x1234").unwrap(), ("/bin/x".into(), Location::Address(0x1234)));
+        assert_eq!(parse_target("uprobe", "/bin/x:4660").unwrap(), ("/bin/x".into(), Location::Address(4660)));
+        assert!(parse_target("uprobe", "/bin/x").unwrap_err().to_string().contains("BINARY:FUNCTION"));
+        assert!(parse_target("uprobe", "/bin/x:").is_err());
+        assert!(parse_target("uprobe", "/bin/x:a*+4").is_err());
     }
 }

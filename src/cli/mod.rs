@@ -12,6 +12,7 @@ use clap::Parser;
 
 use crate::compile::{self, Options};
 use crate::output::sink;
+use crate::runtime::target::TracedProcess;
 use crate::runtime::{self, RunOptions};
 use crate::script::{parse_duration, Session};
 
@@ -56,6 +57,12 @@ pub struct Cli {
     /// Size of the event ring buffer, e.g. 4M (env RTRACE_RING_SIZE; default 1M).
     #[arg(long = "ring-size", value_name = "BYTES")]
     pub ring_size: Option<String>,
+    /// Trace only this process.
+    #[arg(short = 'p', value_name = "PID")]
+    pub pid: Option<i32>,
+    /// Run CMD (held until probes are attached), trace it, stop when it exits.
+    #[arg(short = 'c', value_name = "CMD")]
+    pub command: Option<String>,
     /// List probes matching PATTERN.
     #[arg(short = 'l')]
     pub list: bool,
@@ -122,6 +129,17 @@ fn run(cli: Cli) -> Result<i32> {
         }
     }
     let ring_size = ring_size(cli.ring_size.as_deref())?;
+    if cli.pid.is_some() && cli.command.is_some() {
+        bail!("-p and -c can't be used together");
+    }
+    let mut traced = match (&cli.pid, &cli.command) {
+        (Some(pid), _) => Some(TracedProcess::existing(*pid)?),
+        (_, Some(cmd)) if !cli.explain && !cli.dry_run => Some(TracedProcess::spawn_held(cmd)?),
+        _ => None,
+    };
+    if let Some(t) = &traced {
+        crate::attach::set_target_pid(t.pid);
+    }
     let opts = Options { str_max: str_max()?, start_ns: monotonic_ns(), ring_size };
     let plan = compile::compile(&session, &opts)?;
     if cli.explain {
@@ -130,7 +148,11 @@ fn run(cli: Cli) -> Result<i32> {
     }
     check_privileges()?;
     let run_opts = RunOptions { duration, quiet: cli.quiet, dry_run: cli.dry_run, keep_going: cli.keep_going, ring_size };
-    let code = runtime::run(&session, &plan, &run_opts)?;
+    let result = runtime::run(&session, &plan, &run_opts, traced.as_mut());
+    if let Some(t) = traced.as_mut() {
+        t.stop();
+    }
+    let code = result?;
     Ok(code)
 }
 

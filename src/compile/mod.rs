@@ -186,12 +186,23 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
     layouts.push(MapLayout { key: vec![], value: ValueKind::Agg(ir::AggKind::Sum) });
 
     for (lowered, name, ptype, points, probe) in pending {
+        let mut body = lowered.body;
+        if let Some(pid) = attach::target_pid() {
+            // -p / -c: every probe only sees the traced process.
+            let not_target = ir::Expr::Binary(
+                ir::BinOp::Ne,
+                Box::new(ir::Expr::Builtin(ir::Builtin::Pid)),
+                Box::new(ir::Expr::Int(pid as i64)),
+            );
+            let leave = ir::Stmt { kind: ir::StmtKind::Return, span: ir::Span::default() };
+            body.insert(0, ir::Stmt { kind: ir::StmtKind::If { cond: not_target, then: vec![leave], otherwise: vec![] }, span: ir::Span::default() });
+        }
         let program = ir::Program {
             name: name.clone(),
             context: ptype.context(),
             locals: lowered.locals,
             maps: layouts.clone(),
-            body: lowered.body,
+            body,
         };
         let code = probes_ebpf::generate(&program)
             .map_err(|e| anyhow!("{file}:{}:{}: error: {}", e.span.line, e.span.col, e.message))?;

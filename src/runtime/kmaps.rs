@@ -46,8 +46,13 @@ pub fn create(handle: &MapHandle, shape: &MapShape) -> Result<Arc<KernelMap>> {
         let default = if layout.value == ValueKind::Agg(AggKind::Hist) { DEFAULT_MAX_ENTRIES * 4 } else { DEFAULT_MAX_ENTRIES };
         opts.max_entries.unwrap_or(default)
     };
+    // Hash maps allocate entries on demand (as bpftrace's do): preallocating
+    // thousands of per-CPU slots costs milliseconds at start-up. LRU maps
+    // must be preallocated.
+    let no_prealloc = matches!(map_type, MapType::Hash | MapType::PercpuHash);
     let create_opts = libbpf_sys::bpf_map_create_opts {
         sz: std::mem::size_of::<libbpf_sys::bpf_map_create_opts>() as _,
+        map_flags: if no_prealloc { libbpf_sys::BPF_F_NO_PREALLOC } else { 0 },
         ..Default::default()
     };
     let map = libbpf_rs::MapHandle::create(

@@ -7,6 +7,7 @@ pub mod continuation;
 pub mod kmaps;
 pub mod reader;
 pub mod signals;
+pub mod target;
 
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::Arc;
@@ -109,7 +110,8 @@ fn verifier_error(session: &Session, plan: &Plan, prog: &CompiledProgram, e: &lo
 }
 
 /// Run the plan until it ends; returns the exit status.
-pub fn run(session: &Session, plan: &Plan, opts: &RunOptions) -> Result<i32> {
+pub fn run(session: &Session, plan: &Plan, opts: &RunOptions, traced: Option<&mut target::TracedProcess>) -> Result<i32> {
+    let mut traced = traced;
     let loaded = load_all(session, plan, opts.ring_size)?;
     if opts.dry_run {
         if !opts.quiet {
@@ -138,7 +140,13 @@ pub fn run(session: &Session, plan: &Plan, opts: &RunOptions) -> Result<i32> {
     }
 
     let mut conts = continuation::Continuations::new(plan, opts.keep_going);
-    let result = event_loop(session, plan, &loaded, &reader, &mut conts, opts);
+    if let Some(t) = traced.as_deref_mut() {
+        t.release();
+    }
+    let result = event_loop(session, plan, &loaded, &reader, &mut conts, opts, traced.as_deref_mut());
+    if let Some(t) = traced.as_deref_mut() {
+        t.stop();
+    }
 
     // Detach first so nothing changes while END runs and maps print.
     drop(attachments);
@@ -167,7 +175,9 @@ pub fn run(session: &Session, plan: &Plan, opts: &RunOptions) -> Result<i32> {
     if let Some(msg) = &reg.failure {
         eprintln!("rtrace: fail: {msg}");
     }
-    Ok(reg.exit_code.unwrap_or(0))
+    // The script's own decision wins; with -c, the command's status otherwise.
+    let command_status = traced.filter(|t| t.is_command()).and_then(|t| t.status);
+    Ok(reg.exit_code.or(command_status).unwrap_or(0))
 }
 
 fn exit_requested(session: &Session) -> bool {
@@ -181,6 +191,7 @@ fn event_loop(
     reader: &reader::Reader,
     conts: &mut continuation::Continuations,
     opts: &RunOptions,
+    mut traced: Option<&mut target::TracedProcess>,
 ) -> Result<()> {
     let start = Instant::now();
     let deadline = opts.duration.map(|d| start + d);
@@ -194,6 +205,9 @@ fn event_loop(
     let mut next_due: Vec<Option<Instant>> = timers.iter().map(|t| Some(start + t.period)).collect();
     loop {
         if exit_requested(session) || signals::interrupted() {
+            return Ok(());
+        }
+        if traced.as_deref_mut().is_some_and(|t| t.ended()) {
             return Ok(());
         }
         let now = Instant::now();

@@ -537,3 +537,59 @@ pub fn fill(src: &str, vars: &[(&str, &dyn fmt::Display)]) -> String {
     assert!(!s.contains("__ME__") && !s.contains("__FD__"), "unfilled placeholder in:\n{s}");
     s
 }
+
+// ---------------------------------------------------------------------------
+// Positions, NDJSON, loss reports, files written with -o
+
+/// 1-based line and column of the first occurrence of `needle` in `src`
+/// (how rtrace names script positions: `LINE:COL`).
+pub fn position_of(src: &str, needle: &str) -> (usize, usize) {
+    for (i, line) in src.lines().enumerate() {
+        if let Some(c) = line.find(needle) {
+            return (i + 1, line[..c].chars().count() + 1);
+        }
+    }
+    panic!("{needle:?} is not in the script:\n{src}");
+}
+
+/// Every non-empty line of `text` parsed as one JSON value; panics naming
+/// the first line that isn't JSON.
+pub fn json_records(text: &str) -> Vec<serde_json::Value> {
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON line ({e}): {l:?}\n--- all ---\n{text}")))
+        .collect()
+}
+
+/// The records of one `"type"`.
+pub fn json_of_type<'a>(records: &'a [serde_json::Value], ty: &str) -> Vec<&'a serde_json::Value> {
+    records.iter().filter(|r| r["type"] == ty).collect()
+}
+
+/// `Lost N events on probe P` lines on stderr, as (N, P).
+pub fn lost_reports(stderr: &str) -> Vec<(u64, String)> {
+    stderr
+        .lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix("Lost ")?;
+            let (n, probe) = rest.split_once(" events on probe ")?;
+            Some((n.parse().ok()?, probe.to_string()))
+        })
+        .collect()
+}
+
+/// Poll the file at `path` until one of its lines satisfies `pred`; returns
+/// the whole text. Panics after `timeout` with what the file held.
+pub fn wait_file_line(path: &Path, what: &str, timeout: Duration, pred: impl Fn(&str) -> bool) -> String {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if text.lines().any(|l| pred(l)) {
+            return text;
+        }
+        if Instant::now() >= deadline {
+            panic!("timed out after {timeout:?} waiting for {what} in {}\n--- file ---\n{text}", path.display());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}

@@ -1,0 +1,131 @@
+//! The traced process of `-p PID` or `-c CMD`. A `-c` command is started
+//! before anything is attached but held (blocked on a pipe before `exec`)
+//! until every probe is in place, so none of its early events are missed.
+
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+use anyhow::{anyhow, bail, Result};
+
+pub struct TracedProcess {
+    pub pid: i32,
+    /// Pid of a `-c` child to reap.
+    child: Option<i32>,
+    /// Write end of the pipe the held child waits on.
+    release: Option<OwnedFd>,
+    /// Exit status of the command, once it ended.
+    pub status: Option<i32>,
+}
+
+impl TracedProcess {
+    /// `-p PID`: an existing process.
+    pub fn existing(pid: i32) -> Result<TracedProcess> {
+        if pid <= 0 || unsafe { libc::kill(pid, 0) } != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH) {
+            bail!("-p {pid}: no such process");
+        }
+        Ok(TracedProcess { pid, child: None, release: None, status: None })
+    }
+
+    /// `-c CMD`: start CMD, held before exec until [`release`](Self::release).
+    /// (A plain fork: `std::process::Command::spawn` waits for the exec.)
+    pub fn spawn_held(cmd: &str) -> Result<TracedProcess> {
+        let words: Vec<CString> = cmd
+            .split_whitespace()
+            .map(|w| CString::new(w).map_err(|_| anyhow!("-c: the command contains a NUL byte")))
+            .collect::<Result<_>>()?;
+        if words.is_empty() {
+            bail!("-c needs a command");
+        }
+        let mut argv: Vec<*const libc::c_char> = words.iter().map(|w| w.as_ptr()).collect();
+        argv.push(std::ptr::null());
+        let mut fds = [0i32; 2];
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            bail!("-c: cannot create a pipe: {}", std::io::Error::last_os_error());
+        }
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            bail!("-c: cannot fork: {}", std::io::Error::last_os_error());
+        }
+        if pid == 0 {
+            // Child: wait for the go-ahead, then become CMD.
+            unsafe {
+                libc::close(fds[1]);
+                let mut byte = 0u8;
+                libc::read(fds[0], &mut byte as *mut u8 as *mut _, 1);
+                libc::execvp(argv[0], argv.as_ptr());
+                let msg = b"rtrace: -c: cannot run the command\n";
+                libc::write(2, msg.as_ptr() as *const _, msg.len());
+                libc::_exit(127);
+            }
+        }
+        unsafe { libc::close(fds[0]) };
+        let release = unsafe { OwnedFd::from_raw_fd(fds[1]) };
+        Ok(TracedProcess { pid, child: Some(pid), release: Some(release), status: None })
+    }
+
+    /// Let a held `-c` command run.
+    pub fn release(&mut self) {
+        if let Some(fd) = self.release.take() {
+            unsafe { libc::write(fd.as_raw_fd(), b"g".as_ptr() as *const _, 1) };
+        }
+    }
+
+    /// Whether the process has ended (reaping a `-c` child).
+    pub fn ended(&mut self) -> bool {
+        if self.status.is_some() {
+            return true;
+        }
+        match self.child {
+            Some(pid) => {
+                let mut st = 0i32;
+                match unsafe { libc::waitpid(pid, &mut st, libc::WNOHANG) } {
+                    0 => false,
+                    r if r == pid => {
+                        self.status = Some(exit_code(st));
+                        true
+                    }
+                    _ => true,
+                }
+            }
+            None => {
+                let gone = unsafe { libc::kill(self.pid, 0) } != 0
+                    && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+                if gone {
+                    self.status = Some(0);
+                }
+                gone
+            }
+        }
+    }
+
+    /// End a `-c` command that is still running when tracing stops.
+    pub fn stop(&mut self) {
+        if self.child.is_some() && self.status.is_none() {
+            self.release();
+        }
+        if let Some(pid) = self.child {
+            if self.status.is_none() {
+                let mut st = 0i32;
+                unsafe {
+                    libc::kill(pid, libc::SIGTERM);
+                    if libc::waitpid(pid, &mut st, 0) == pid {
+                        self.status = Some(exit_code(st));
+                    }
+                }
+            }
+        }
+    }
+
+    pub fn is_command(&self) -> bool {
+        self.child.is_some()
+    }
+}
+
+/// A wait status as a shell would report it.
+fn exit_code(status: i32) -> i32 {
+    if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        128 + libc::WTERMSIG(status)
+    }
+}

@@ -1,0 +1,225 @@
+//! Output on a real kernel (design §2.6): `-f json` writes NDJSON records in
+//! bpftrace's shapes, `-o FILE` sends everything there, and events the data
+//! ring could not take are counted per probe and reported.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use common::*;
+
+/// Reads of sizes 1, 5, 5, 100 on one /dev/zero fd by this thread, counted,
+/// histogrammed, summarised and printed.
+fn reads_script(fd: i32) -> String {
+    fill(
+        r#"
+let c = map();
+let h = map();
+let s = map();
+probe("tracepoint:syscalls:sys_enter_read", |e| {
+    if e.tid == __ME__ && e.args.fd == __FD__ {
+        c[e.comm] = count();
+        h = hist(e.args.count);
+        s = stats(e.args.count);
+        print(`ev ${e.args.count}`);
+        printf("%s|%5d\n", e.comm, e.args.count);
+    }
+});
+"#,
+        &[("ME", &tid()), ("FD", &fd)],
+    )
+}
+
+const SIZES: [usize; 4] = [1, 5, 5, 100];
+
+/// The records the reads script must write, in order.
+fn expected_records(comm: &str) -> Vec<Value> {
+    let mut v = vec![json!({"type": "attached_probes", "data": {"probes": 1}})];
+    for n in SIZES {
+        v.push(json!({"type": "printf", "data": format!("ev {n}\n")}));
+        v.push(json!({"type": "printf", "data": format!("{comm}|{n:>5}\n")}));
+    }
+    v.push(json!({"type": "map", "data": {"@c": {comm: 4}}}));
+    v.push(json!({"type": "hist", "data": {"@h": [
+        {"min": 1, "max": 1, "count": 1},
+        {"min": 2, "max": 3, "count": 0},
+        {"min": 4, "max": 7, "count": 2},
+        {"min": 8, "max": 15, "count": 0},
+        {"min": 16, "max": 31, "count": 0},
+        {"min": 32, "max": 63, "count": 0},
+        {"min": 64, "max": 127, "count": 1},
+    ]}}));
+    v.push(json!({"type": "stats", "data": {"@s": {"count": 4, "average": 27, "total": 111}}}));
+    v
+}
+
+#[test]
+fn json_output_is_ndjson_in_bpftrace_shapes() {
+    let Some(_g) = setup() else { return };
+    let comm = unique_comm();
+    let mut z = Zero::open();
+    let src = reads_script(z.fd);
+    let mut t = Tracer::start(&["-f", "json", "-e", &src]);
+    let first = t.wait_line("the attached_probes record", ATTACH_TIMEOUT, |l| l.contains("attached_probes"));
+    z.reads(&SIZES);
+    t.wait_line("the last printf record", Duration::from_secs(10), |l| l.contains("|  100"));
+    let out = t.interrupt_and_finish();
+    assert_eq!(out.code, Some(0), "{out}");
+    assert!(!out.stdout.contains("Attaching "), "no text line in JSON output\n{out}");
+    let records = json_records(&out.stdout);
+    assert_eq!(records[0], serde_json::from_str::<Value>(&first).unwrap());
+    assert_eq!(records, expected_records(&comm), "{out}");
+}
+
+#[test]
+fn output_file_gets_everything_and_stdout_nothing() {
+    let Some(_g) = setup() else { return };
+    let comm = unique_comm();
+    let mut z = Zero::open();
+    let dir = TempDir::new();
+    let path = dir.join("out.ndjson");
+    let src = reads_script(z.fd);
+    let t = Tracer::start(&["-f", "json", "-o", path.to_str().unwrap(), "-e", &src]);
+    wait_file_line(&path, "the attached_probes record", ATTACH_TIMEOUT, |l| l.contains("attached_probes"));
+    z.reads(&SIZES);
+    wait_file_line(&path, "the last printf record", Duration::from_secs(10), |l| l.contains("|  100"));
+    let out = t.interrupt_and_finish();
+    assert_eq!(out.code, Some(0), "{out}");
+    assert_eq!(out.stdout, "", "with -o nothing goes to stdout\n{out}");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(json_records(&text), expected_records(&comm), "--- file ---\n{text}");
+}
+
+#[test]
+fn output_file_in_text_format() {
+    let Some(_g) = setup() else { return };
+    let comm = unique_comm();
+    let mut z = Zero::open();
+    let dir = TempDir::new();
+    let path = dir.join("out.txt");
+    let src = reads_script(z.fd);
+    let t = Tracer::start(&["-o", path.to_str().unwrap(), "-e", &src]);
+    wait_file_line(&path, "the Attaching line", ATTACH_TIMEOUT, |l| l.starts_with("Attaching "));
+    z.reads(&SIZES);
+    wait_file_line(&path, "the last printf line", Duration::from_secs(10), |l| l.ends_with("|  100"));
+    let out = t.interrupt_and_finish();
+    assert_eq!(out.code, Some(0), "{out}");
+    assert_eq!(out.stdout, "", "with -o nothing goes to stdout\n{out}");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "Attaching 1 probe...", "--- file ---\n{text}");
+    let mut want = Vec::new();
+    for n in SIZES {
+        want.push(format!("ev {n}"));
+        want.push(format!("{comm}|{n:>5}"));
+    }
+    assert_eq!(lines[1..=want.len()], want[..], "--- file ---\n{text}");
+    assert!(lines.contains(&format!("@c[{comm}]: 4").as_str()), "--- file ---\n{text}");
+    assert!(lines.contains(&"@s: count 4, average 27, total 111"), "--- file ---\n{text}");
+}
+
+// ---------------------------------------------------------------------------
+// Lost events
+
+/// Events made by the flood.
+const FLOOD: u64 = 200_000;
+
+fn flood_script() -> String {
+    fill(
+        r#"
+let n = 0;
+probe("tracepoint:syscalls:sys_enter_getppid", |e| {
+    if e.tid == __ME__ {
+        n += 1;
+    }
+});
+probe("END", || { print(`delivered=${n}`); });
+"#,
+        &[("ME", &tid())],
+    )
+}
+
+/// Start rtrace with a 4 KiB data ring, make FLOOD getppid events, let the
+/// run end by -d (which processes every queued record), return the outcome.
+fn flood(args: &[&str], env: &[(&str, &str)], attached: impl Fn(&str) -> bool) -> Outcome {
+    let src = flood_script();
+    let mut all: Vec<&str> = vec!["-d", "5s"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["-e", &src]);
+    let mut t = Tracer::start_env(&all, env);
+    t.wait_line("the attach report", ATTACH_TIMEOUT, attached);
+    let began = Instant::now();
+    getppid_n(FLOOD as usize);
+    let took = began.elapsed();
+    println!("{FLOOD} getppid calls took {took:?}");
+    assert!(took < Duration::from_secs(4), "the flood must end well inside -d 5s (took {took:?})");
+    t.finish()
+}
+
+fn delivered(out: &Outcome, prefix: &str) -> u64 {
+    let line = out.lines().into_iter().find(|l| l.starts_with(prefix)).unwrap_or_else(|| panic!("no {prefix:?} line\n{out}"));
+    line[prefix.len()..].parse().unwrap_or_else(|_| panic!("bad count in {line:?}\n{out}"))
+}
+
+fn check_text_losses(out: &Outcome) {
+    assert_eq!(out.code, Some(0), "{out}");
+    assert!(!out.stderr.contains("queued event"), "-d must process every queued record\n{out}");
+    let got = delivered(out, "delivered=");
+    let lost = lost_reports(&out.stderr);
+    assert_eq!(lost.len(), 1, "one `Lost N events on probe ...` line for the flooded probe\n{out}");
+    assert_eq!(lost[0].1, "tracepoint:syscalls:sys_enter_getppid", "{out}");
+    let lost_n = lost[0].0;
+    println!("delivered {got}, lost {lost_n}, made {FLOOD}");
+    assert!(lost_n > 0, "{out}");
+    assert_eq!(got + lost_n, FLOOD, "delivered ({got}) + lost ({lost_n}) must be the events made\n{out}");
+}
+
+#[test]
+fn lost_events_are_counted_exactly_with_ring_size_option() {
+    let Some(_g) = setup() else { return };
+    let out = flood(&["--ring-size", "4K"], &[], |l| l.starts_with("Attaching "));
+    check_text_losses(&out);
+}
+
+#[test]
+fn lost_events_are_counted_exactly_with_ring_size_env() {
+    let Some(_g) = setup() else { return };
+    let out = flood(&[], &[("RTRACE_RING_SIZE", "4096")], |l| l.starts_with("Attaching "));
+    check_text_losses(&out);
+}
+
+#[test]
+fn lost_events_record_in_json() {
+    let Some(_g) = setup() else { return };
+    let out = flood(&["--ring-size", "4K", "-f", "json"], &[], |l| l.contains("attached_probes"));
+    assert_eq!(out.code, Some(0), "{out}");
+    assert!(!out.stderr.contains("queued event"), "{out}");
+    let records = json_records(&out.stdout);
+    let prints = json_of_type(&records, "printf");
+    let last = prints.last().unwrap_or_else(|| panic!("no printf record\n{out}"));
+    let text = last["data"].as_str().unwrap();
+    let got: u64 = text.strip_prefix("delivered=").and_then(|s| s.strip_suffix('\n')).and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("bad END record {last}\n{out}"));
+    let lost = json_of_type(&records, "lost_events");
+    assert_eq!(lost.len(), 1, "one lost_events record\n{out}");
+    let lost_n = lost[0]["data"]["events"].as_u64().unwrap_or_else(|| panic!("lost_events without a count: {}", lost[0]));
+    println!("json: delivered {got}, lost {lost_n}, made {FLOOD}");
+    assert!(lost_n > 0);
+    assert_eq!(got + lost_n, FLOOD, "delivered ({got}) + lost ({lost_n}) must be the events made\n{out}");
+    assert!(lost_reports(&out.stderr).is_empty(), "in JSON mode the loss is a record, not a text line\n{out}");
+}
+
+#[test]
+fn no_loss_report_when_nothing_is_lost() {
+    let Some(_g) = setup() else { return };
+    let src = flood_script();
+    let mut t = Tracer::start(&["-d", "1s", "-e", &src]);
+    t.wait_attached();
+    getppid_n(100);
+    let out = t.finish();
+    assert_eq!(out.code, Some(0), "{out}");
+    assert_eq!(delivered(&out, "delivered="), 100, "{out}");
+    assert!(lost_reports(&out.stderr).is_empty(), "{out}");
+}

@@ -1,0 +1,363 @@
+//! Perf-event probes on a real kernel: `profile` samples on every CPU at a
+//! rate or period, `interval` ticks on one CPU, `software` events count
+//! page faults and context switches of a known process, and `hardware`
+//! events either count or fail with one clear line where there is no PMU.
+
+mod common;
+
+use std::ffi::CString;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use common::*;
+
+/// `@NAME[KEY]: VALUE` lines of map `name` as (KEY, VALUE).
+fn entries(out: &Outcome, name: &str) -> Vec<(String, u64)> {
+    out.map_lines(name)
+        .iter()
+        .filter_map(|l| {
+            let rest = l.strip_prefix(&format!("@{name}["))?;
+            let (key, value) = rest.rsplit_once("]: ")?;
+            Some((key.to_string(), value.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+/// The value of the keyless map `name` (`@name: V`), or 0 when not printed.
+fn scalar(out: &Outcome, name: &str) -> u64 {
+    let prefix = format!("@{name}: ");
+    out.stdout
+        .lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .map(|v| v.trim().parse().unwrap_or_else(|_| panic!("bad value for @{name}\n{out}")))
+        .unwrap_or(0)
+}
+
+fn online_cpus() -> Vec<i64> {
+    let text = std::fs::read_to_string("/sys/devices/system/cpu/online").expect("read cpu/online");
+    let mut cpus = Vec::new();
+    for part in text.trim().split(',') {
+        match part.split_once('-') {
+            Some((lo, hi)) => cpus.extend(lo.parse::<i64>().unwrap()..=hi.parse::<i64>().unwrap()),
+            None => cpus.push(part.parse().unwrap()),
+        }
+    }
+    cpus
+}
+
+fn thread_cpu_time() -> Duration {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// A thread named `comm` (pinned to `cpu` when given) that spins for `dur`;
+/// it returns the CPU time it got.
+fn burn(comm: &str, cpu: Option<i64>, dur: Duration) -> JoinHandle<Duration> {
+    let comm = comm.to_string();
+    std::thread::spawn(move || {
+        set_comm(&comm);
+        if let Some(cpu) = cpu {
+            unsafe {
+                let mut set: libc::cpu_set_t = std::mem::zeroed();
+                libc::CPU_SET(cpu as usize, &mut set);
+                assert_eq!(libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set), 0);
+            }
+        }
+        let start = Instant::now();
+        let cpu0 = thread_cpu_time();
+        let mut x: u64 = 1;
+        while start.elapsed() < dur {
+            for _ in 0..10_000 {
+                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+            }
+        }
+        thread_cpu_time() - cpu0
+    })
+}
+
+/// Whether this machine has a hardware PMU: a counting cpu-cycles event
+/// opens on CPU 0.
+fn has_pmu() -> bool {
+    // perf_event_attr, PERF_ATTR_SIZE_VER7 (128 bytes), all zero but
+    // type (HARDWARE = 0), size and config (CPU_CYCLES = 0).
+    let mut attr = [0u8; 128];
+    attr[4..8].copy_from_slice(&128u32.to_ne_bytes());
+    let fd = unsafe { libc::syscall(libc::SYS_perf_event_open, attr.as_ptr(), -1i32, 0i32, -1i32, 0u64) };
+    if fd >= 0 {
+        unsafe { libc::close(fd as i32) };
+        return true;
+    }
+    false
+}
+
+#[test]
+fn profile_samples_a_busy_thread_at_the_rate_and_period() {
+    let Some(_g) = setup() else { return };
+    let comm = format!("rtp_{}", token());
+    let src = fill(
+        r#"
+let hz = map();
+let ms = map();
+let names = map();
+probe("profile:hz:99", |e| {
+    if e.comm == "__COMM__" { hz = count(); names[e.probe] = count(); }
+});
+probe("p:ms:20", |e| {
+    if e.comm == "__COMM__" { ms = count(); names[e.probe] = count(); }
+});
+"#,
+        &[("COMM", &comm)],
+    );
+    let mut t = Tracer::start(&["-e", &src]);
+    assert_eq!(t.wait_attached(), 2);
+    let wall = Instant::now();
+    let cpu = burn(&comm, None, Duration::from_secs(1)).join().unwrap();
+    let wall = wall.elapsed();
+    let out = t.interrupt_and_finish();
+    assert_eq!(out.code, Some(0), "{out}");
+    let hz = scalar(&out, "hz");
+    let ms = scalar(&out, "ms");
+    // One sample per tick while the thread runs: 99/s and 50/s of its CPU time.
+    let cpu_s = cpu.as_secs_f64();
+    let wall_s = wall.as_secs_f64();
+    assert!(cpu_s > 0.3, "the busy thread got only {cpu:?} of CPU in {wall:?}; the machine is too loaded");
+    let within = |n: u64, rate: f64| (n as f64) >= 0.6 * rate * cpu_s - 3.0 && (n as f64) <= 1.3 * rate * wall_s + 3.0;
+    assert!(within(hz, 99.0), "profile:hz:99 took {hz} samples of a thread that ran {cpu:?} in {wall:?}\n{out}");
+    assert!((30..=200).contains(&hz), "profile:hz:99: {hz} samples in ~1 s\n{out}");
+    assert!(within(ms, 50.0), "profile:ms:20 took {ms} samples of a thread that ran {cpu:?} in {wall:?}\n{out}");
+    let names: Vec<String> = entries(&out, "names").into_iter().map(|(k, _)| k).collect();
+    assert_eq!(names.len(), 2, "{out}");
+    assert!(names.contains(&"profile:hz:99".to_string()), "{out}");
+    assert!(names.contains(&"profile:ms:20".to_string()), "the p: alias is named in full\n{out}");
+}
+
+#[test]
+fn profile_runs_on_every_cpu() {
+    let Some(_g) = setup() else { return };
+    let cpus = online_cpus();
+    let comm = format!("rtc_{}", token());
+    let src = fill(
+        r#"
+let cpus = map();
+probe("profile:hz:99", |e| {
+    if e.comm == "__COMM__" { cpus[e.cpu] = count(); }
+});
+"#,
+        &[("COMM", &comm)],
+    );
+    let mut t = Tracer::start(&["-e", &src]);
+    assert_eq!(t.wait_attached(), 1, "one probe, however many CPUs");
+    let threads: Vec<_> =
+        cpus.iter().map(|&c| burn(&comm, Some(c), Duration::from_millis(1000))).collect();
+    for th in threads {
+        th.join().unwrap();
+    }
+    let out = t.interrupt_and_finish();
+    assert_eq!(out.code, Some(0), "{out}");
+    let seen = entries(&out, "cpus");
+    let mut seen_cpus: Vec<i64> = seen.iter().map(|(k, _)| k.parse().unwrap()).collect();
+    seen_cpus.sort();
+    assert_eq!(seen_cpus, cpus, "samples from every online CPU\n{out}");
+    for (cpu, n) in &seen {
+        assert!(*n >= 20, "CPU {cpu} took only {n} samples of a thread pinned there for 1 s\n{out}");
+    }
+}
+
+#[test]
+fn interval_ticks_on_one_cpu() {
+    let Some(_g) = setup() else { return };
+    let src = r#"
+let ticks = map();
+let cpus = map();
+probe("i:ms:100", |e| {
+    ticks = count();
+    cpus[e.cpu] = count();
+});
+"#;
+    let mut t = Tracer::start(&["-d", "1050ms", "-e", src]);
+    assert_eq!(t.wait_attached(), 1);
+    let out = t.finish();
+    assert_eq!(out.code, Some(0), "{out}");
+    let ticks = scalar(&out, "ticks");
+    assert!((9..=11).contains(&ticks), "interval:ms:100 ticked {ticks} times in 1.05 s\n{out}");
+    let cpus = entries(&out, "cpus");
+    assert_eq!(cpus.len(), 1, "interval fires on one CPU only\n{out}");
+    assert_eq!(cpus[0].1, ticks, "{out}");
+}
+
+#[test]
+fn interval_exit_after_the_fifth_tick() {
+    let Some(_g) = setup() else { return };
+    let src = r#"
+let n = map();
+let names = map();
+probe("interval:ms:100", |e| {
+    if n[0] < 5 {
+        n[0] += 1;
+        names[e.probe] = count();
+        if n[0] == 5 { exit(); }
+    }
+});
+"#;
+    let mut t = Tracer::start(&["-d", "30s", "-e", src]);
+    assert_eq!(t.wait_attached(), 1);
+    let attached = Instant::now();
+    let out = t.finish_within(Duration::from_secs(20));
+    let took = out.ended_at - attached;
+    assert_eq!(out.code, Some(0), "{out}");
+    assert_eq!(out.map_lines("n"), vec!["@n[0]: 5"], "{out}");
+    assert_eq!(out.map_lines("names"), vec!["@names[interval:ms:100]: 5"], "{out}");
+    assert!(
+        took >= Duration::from_millis(400) && took < Duration::from_millis(2500),
+        "five ticks of 100 ms took {took:?}\n{out}"
+    );
+}
+
+#[test]
+fn software_page_faults_of_a_child() {
+    let Some(_g) = setup() else { return };
+    const PAGES: usize = 256;
+    let comm = format!("rtf_{}", token());
+    let src = fill(
+        r#"
+let faults = map();
+probe("software:page-faults:1", |e| {
+    if e.comm == "__COMM__" { faults = count(); }
+});
+"#,
+        &[("COMM", &comm)],
+    );
+    let mut t = Tracer::start(&["-e", &src]);
+    assert_eq!(t.wait_attached(), 1);
+    let name = CString::new(comm.clone()).unwrap();
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+    fork_and_wait(|| unsafe {
+        set_comm_raw(&name);
+        let len = PAGES * page;
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        );
+        if p == libc::MAP_FAILED {
+            libc::_exit(1);
+        }
+        // One fault per page: no huge pages.
+        libc::madvise(p, len, libc::MADV_NOHUGEPAGE);
+        for i in 0..PAGES {
+            std::ptr::write_volatile((p as *mut u8).add(i * page), 1);
+        }
+        libc::munmap(p, len);
+    });
+    let out = t.interrupt_and_finish();
+    assert_eq!(out.code, Some(0), "{out}");
+    let faults = scalar(&out, "faults");
+    assert!(
+        faults >= PAGES as u64 && faults <= 4 * PAGES as u64 + 200,
+        "a child touching {PAGES} fresh pages took {faults} page faults\n{out}"
+    );
+}
+
+#[test]
+fn software_context_switches_and_the_cs_alias() {
+    let Some(_g) = setup() else { return };
+    let comm = format!("rts_{}", token());
+    let src = fill(
+        r#"
+let mine = map();
+let all = map();
+probe("s:cs:1", |e| {
+    if e.comm == "__COMM__" { mine = count(); }
+});
+probe("software:context-switches", |e| { all = count(); });
+"#,
+        &[("COMM", &comm)],
+    );
+    let mut t = Tracer::start(&["-e", &src]);
+    assert_eq!(t.wait_attached(), 2);
+    let th = std::thread::spawn(move || {
+        set_comm(&comm);
+        for _ in 0..20 {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    });
+    th.join().unwrap();
+    let out = t.interrupt_and_finish();
+    assert_eq!(out.code, Some(0), "{out}");
+    let mine = scalar(&out, "mine");
+    assert!((20..=200).contains(&mine), "20 sleeps made {mine} context switches\n{out}");
+}
+
+#[test]
+fn hardware_counts_or_says_there_is_no_pmu() {
+    let Some(_g) = setup() else { return };
+    let src = r#"
+let c = map();
+let calls = map();
+probe("BEGIN", || { print("begun"); });
+probe("t:syscalls:sys_enter_getppid", |e| { calls = count(); });
+probe("hardware:cycles", |e| { c[e.comm] = count(); });
+"#;
+    if has_pmu() {
+        let mut t = Tracer::start(&["-d", "500ms", "-e", src]);
+        assert_eq!(t.wait_attached(), 3);
+        let th = burn("rth_busy", None, Duration::from_millis(300));
+        th.join().unwrap();
+        let out = t.finish();
+        assert_eq!(out.code, Some(0), "{out}");
+        assert!(!entries(&out, "c").is_empty(), "hardware:cycles sampled nothing\n{out}");
+        return;
+    }
+    eprintln!("no hardware PMU here: checking the error");
+    let out = run(&["-d", "2s", "-e", src]);
+    let line = assert_clean_error(&out);
+    assert!(!out.stdout.contains("begun"), "BEGIN must not run when attaching fails\n{out}");
+    assert!(
+        line.contains("hardware:cycles: this machine has no hardware performance counters (perf_event_open: ")
+            && line.contains("use software:cpu-clock or profile:hz:N instead"),
+        "{line}"
+    );
+    assert_tracing_still_works();
+}
+
+#[test]
+fn hardware_probe_passes_the_verifier_in_dry_run() {
+    let Some(_g) = setup() else { return };
+    let src = r#"
+let c = map();
+probe("h:instructions:1e6", |e| { if e.pid > 1 { c[[e.comm, e.cpu]] = count(); } });
+probe("hardware:cache-misses", |e| { c[[e.comm, e.cpu]] = count(); });
+"#;
+    let out = run(&["--dry-run", "-e", src]);
+    assert_eq!(out.code, Some(0), "{out}");
+    assert!(out.stderr.contains("passed the verifier"), "{out}");
+    assert!(!out.has_attach_line(), "{out}");
+}
+
+#[test]
+fn bad_specs_are_clear_errors() {
+    let Some(_g) = setup() else { return };
+    let cases = [
+        ("profile:hz:0", "profile:hz:0: the rate must be at least 1"),
+        ("profile:xx:5", "profile:xx:5: unknown unit 'xx'; write profile:hz:RATE, profile:s:N, profile:ms:N or profile:us:N"),
+        ("interval:s", "interval:s: missing the count; e.g. interval:s:1"),
+        ("interval:ms:ten", "interval:ms:ten: 'ten' is not a whole number"),
+        ("profile:99", "profile:99: expected UNIT:N"),
+        ("software:page-fault", "unknown software event 'page-fault'; did you mean page-faults?"),
+        ("s:bogus", "unknown software event 'bogus' (known: alignment-faults, bpf-output, context-switches/cs, cpu-clock/cpu,"),
+        ("h:cpu-clock", "unknown hardware event 'cpu-clock'"),
+        ("software:cs:0", "software:cs:0: the count must be at least 1"),
+        ("software:cs:x", "software:cs:x: the count 'x' is not a whole number"),
+    ];
+    for (spec, want) in cases {
+        let src = format!("let m = map();\nprobe(\"{spec}\", |e| {{ m = count(); }});\n");
+        let out = run(&["-e", &src]);
+        let line = assert_clean_error(&out);
+        assert!(line.starts_with("-e:2:"), "the error points at the probe() call: {line}");
+        assert!(line.contains(want), "{spec}: expected {want:?} in\n{line}");
+    }
+}
