@@ -9,6 +9,7 @@ pub mod rawtracepoint;
 pub mod tracefs;
 pub mod tracepoint;
 pub mod uprobe;
+pub mod usdt;
 
 use std::os::fd::{BorrowedFd, OwnedFd};
 
@@ -34,6 +35,9 @@ pub enum Target {
     PerfEvent { type_: u32, config: u64, period: u64, freq: Option<u64>, cpus: Vec<i32> },
     /// uprobe/uretprobe: a file and an offset into it.
     Uprobe { path: String, offset: u64, retprobe: bool, symbol: String },
+    /// usdt: a probe site at `offset` in `path`, its argument specs, and the
+    /// file offset of its semaphore (0: none).
+    Usdt { path: String, offset: u64, provider: String, name: String, args: Vec<usdt::UsdtArg>, semaphore: u64 },
 }
 
 /// A live attachment; dropping it detaches.
@@ -68,6 +72,7 @@ pub fn probe_type(kind: ProbeKind) -> Result<&'static dyn ProbeType> {
         ProbeKind::Hardware => &perf_event::HARDWARE,
         ProbeKind::Uprobe => &uprobe::UPROBE,
         ProbeKind::Uretprobe => &uprobe::URETPROBE,
+        ProbeKind::Usdt => &usdt::Usdt,
         other => bail!("{} probes are not supported yet", other.name()),
     })
 }

@@ -4,6 +4,7 @@
 use probes_ebpf::disasm;
 use probes_ebpf::ir::{AggKind, Ty, ValueKind};
 
+use crate::compile::lower::Capture;
 use crate::compile::Plan;
 use crate::script::Session;
 
@@ -35,13 +36,38 @@ pub fn print(session: &Session, plan: &Plan, source: &str) {
         let _ = p;
     }
     for prog in &plan.programs {
+        let sites: Vec<_> = plan.sites.iter().filter(|s| prog.site_ids.contains(&s.site.id)).collect();
         println!(
-            "\nprobe {} — {} attach point(s), kernel only, {} instructions, {} bytes of stack",
+            "\nprobe {} — {} attach point(s), {}, {} instructions, {} bytes of stack",
             prog.name,
             prog.points.len(),
+            if sites.is_empty() { "kernel only" } else { "kernel + userspace" },
             prog.code.insns.len(),
             prog.code.stack_size
         );
+        for sp in &sites {
+            let site = &sp.site;
+            let layout: Vec<String> = site
+                .fields
+                .iter()
+                .map(|(cap, ty)| {
+                    let name = match cap {
+                        Capture::Event(path) => format!("e.{}", path.join(".")),
+                        Capture::Local { name, .. } => name.clone(),
+                    };
+                    format!("{name}: {}", ty_text(ty))
+                })
+                .collect();
+            println!("  userspace statements from {} (record #{}: u32 site, u32 pad, {})", site.at, site.id, if layout.is_empty() { "no fields".to_string() } else { layout.join(", ") });
+            let mut shown = std::collections::BTreeSet::new();
+            for st in &site.stmts {
+                if let Some(line) = st.position().line() {
+                    if shown.insert(line) {
+                        println!("    user {line}: {}", lines.get(line - 1).map(|s| s.trim()).unwrap_or(""));
+                    }
+                }
+            }
+        }
         let mut last_line = u32::MAX;
         for (i, text) in disasm::disassemble(&prog.code.insns) {
             let span = prog.code.spans[i];

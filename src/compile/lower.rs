@@ -329,30 +329,35 @@ impl<'a> Lowerer<'a> {
         self.scopes.push(Vec::new());
         let mut out = Vec::new();
         let mut run: Vec<RStmt> = Vec::new();
+        let mut run_id = 0u32;
         for s in stmts {
             let snap = self.snapshot();
             let mut lowered = Vec::new();
             match self.stmt(s, &mut lowered) {
                 Ok(()) => {
-                    self.flush_site(&mut run, &mut out)?;
+                    self.flush_site(&mut run, run_id, &mut out)?;
                     out.extend(lowered);
                 }
                 Err(e) if e.userspace => {
                     self.restore(snap);
-                    self.check_userspace_stmt(s)?;
+                    if run.is_empty() {
+                        run_id = self.next_site;
+                        self.next_site += 1;
+                    }
+                    self.check_userspace_stmt(s, run_id)?;
                     run.push(s.clone());
                 }
                 Err(e) => return Err(e),
             }
         }
-        self.flush_site(&mut run, &mut out)?;
+        self.flush_site(&mut run, run_id, &mut out)?;
         self.scopes.pop();
         Ok(out)
     }
 
     /// A statement classified userspace must not hold kernel-only work, and
     /// the variables it declares are userspace values from now on.
-    fn check_userspace_stmt(&mut self, s: &RStmt) -> Result<()> {
+    fn check_userspace_stmt(&mut self, s: &RStmt, run_id: u32) -> Result<()> {
         let mut bad: Option<(String, Position)> = None;
         s.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
             if let Some(ASTNode::Expr(RExpr::FnCall(call, pos))) = path.last() {
@@ -372,20 +377,18 @@ impl<'a> Lowerer<'a> {
             );
         }
         if let RStmt::Var(x, _, pos) = s {
-            self.userspace_vars.insert(x.0.name.to_string(), (*pos, Some(self.next_site)));
+            self.userspace_vars.insert(x.0.name.to_string(), (*pos, Some(run_id)));
             self.scopes.last_mut().unwrap().push((x.0.name.to_string(), None));
         }
         Ok(())
     }
 
     /// Emit the record for a run of userspace statements.
-    fn flush_site(&mut self, run: &mut Vec<RStmt>, out: &mut Vec<Stmt>) -> Result<()> {
+    fn flush_site(&mut self, run: &mut Vec<RStmt>, id: u32, out: &mut Vec<Stmt>) -> Result<()> {
         if run.is_empty() {
             return Ok(());
         }
         let stmts = std::mem::take(run);
-        let id = self.next_site;
-        self.next_site += 1;
         let first_pos = stmts[0].position();
         let event = self.event.clone();
         // What the statements read: event fields and kernel locals.
@@ -428,7 +431,11 @@ impl<'a> Lowerer<'a> {
         if let Some(p) = problem {
             return Err(p);
         }
-        let visible: Vec<(String, Option<LocalId>)> = self.scopes.iter().flatten().cloned().collect();
+        // Locals visible before the run: the run's own `let`s (the last entries
+        // of the innermost scope) are created when it runs.
+        let mut visible: Vec<(String, Option<LocalId>)> = self.scopes.iter().flatten().cloned().collect();
+        let own = stmts.iter().filter(|s| matches!(s, RStmt::Var(..))).count();
+        visible.truncate(visible.len().saturating_sub(own));
         let mut fields: Vec<(Capture, Ty)> = Vec::new();
         let mut exprs = Vec::new();
         for (mut cap, pos) in wanted {
@@ -1002,7 +1009,11 @@ impl<'a> Lowerer<'a> {
                     self.tracepoint_arg(f.2.as_str(), *fpos)
                 }
                 (RExpr::Property(a, apos), _) => {
-                    err(*apos, format!("`{}.{}` has no fields to access here", self.event.as_deref().unwrap_or("e"), a.2))
+                    if a.2.as_str() == "args" {
+                        return err(*apos, "`e.args` needs a field name, e.g. `e.args.filename`");
+                    }
+                    // e.g. `e.comm.len()`: string work on a captured field.
+                    Err(userspace_only(&format!("`{}.{}...`", self.event.as_deref().unwrap_or("e"), a.2), pos))
                 }
                 _ => err(pos, "unsupported field access"),
             },

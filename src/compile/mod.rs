@@ -49,6 +49,8 @@ pub struct CompiledProgram {
     pub points: Vec<AttachPoint>,
     /// Index into `Plan::probes`.
     pub probe: usize,
+    /// Ids of the userspace sites this program emits records for.
+    pub site_ids: Vec<u32>,
 }
 
 /// Everything to load and run.
@@ -186,6 +188,7 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
     layouts.push(MapLayout { key: vec![], value: ValueKind::Agg(ir::AggKind::Sum) });
 
     for (lowered, name, ptype, points, probe) in pending {
+        let site_ids = lowered.sites.iter().map(|s| s.id).collect();
         let mut body = lowered.body;
         if let Some(pid) = attach::target_pid() {
             // -p / -c: every probe only sees the traced process.
@@ -206,7 +209,7 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
         };
         let code = probes_ebpf::generate(&program)
             .map_err(|e| anyhow!("{file}:{}:{}: error: {}", e.span.line, e.span.col, e.message))?;
-        plan.programs.push(CompiledProgram { name, probe_type: ptype, ir: program, code, points, probe });
+        plan.programs.push(CompiledProgram { name, probe_type: ptype, ir: program, code, points, probe, site_ids });
     }
     Ok(plan)
 }

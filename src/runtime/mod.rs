@@ -170,6 +170,7 @@ pub fn run(session: &Session, plan: &Plan, opts: &RunOptions, traced: Option<&mu
     if conts.errors > 0 && conts.keep_going {
         eprintln!("rtrace: {} userspace error(s) in probe statements (the first is shown above)", conts.errors);
     }
+    crate::script::userlib::finish_system_commands();
     result?;
     let reg = session.registry.lock().unwrap();
     if let Some(msg) = &reg.failure {
@@ -177,7 +178,8 @@ pub fn run(session: &Session, plan: &Plan, opts: &RunOptions, traced: Option<&mu
     }
     // The script's own decision wins; with -c, the command's status otherwise.
     let command_status = traced.filter(|t| t.is_command()).and_then(|t| t.status);
-    Ok(reg.exit_code.or(command_status).unwrap_or(0))
+    let errors = (conts.errors > 0).then_some(1);
+    Ok(reg.exit_code.or(errors).or(command_status).unwrap_or(0))
 }
 
 fn exit_requested(session: &Session) -> bool {
@@ -263,7 +265,10 @@ fn drain(
         while let Ok(msg) = reader.control.try_recv() {
             control(session, loaded, msg);
         }
-        if result.is_err() || exit_requested(session) || signals::interrupted() {
+        // After exit() from a probe, records queued before it still run
+        // (e.g. a print just before the exit); other stops skip them.
+        let stopped = exit_requested(session) && !session.registry.lock().unwrap().exit_from_kernel;
+        if result.is_err() || stopped || signals::interrupted() {
             skipped += count_records(&batch);
             continue;
         }
@@ -300,7 +305,11 @@ fn run_batch(session: &Session, plan: &Plan, conts: &mut continuation::Continuat
 fn control(session: &Session, loaded: &Loaded, (kind, _probe, arg): reader::Control) {
     match kind {
         CONTROL_EXIT => {
-            session.registry.lock().unwrap().exit_code.get_or_insert(arg as i32);
+            let mut reg = session.registry.lock().unwrap();
+            if reg.exit_code.is_none() {
+                reg.exit_code = Some(arg as i32);
+                reg.exit_from_kernel = true;
+            }
         }
         CONTROL_PRINT | CONTROL_CLEAR | CONTROL_ZERO => {
             let Some(m) = loaded.maps.get(arg as usize) else { return };

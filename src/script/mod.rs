@@ -45,6 +45,8 @@ pub struct Registry {
     pub exit_code: Option<i32>,
     /// Set by `fail(msg)`.
     pub failure: Option<String>,
+    /// The exit came from a probe's kernel side (queued records still run).
+    pub exit_from_kernel: bool,
 }
 
 pub type SharedRegistry = Arc<Mutex<Registry>>;

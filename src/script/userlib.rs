@@ -38,13 +38,18 @@ pub fn local_time(fmt: &str) -> String {
     }
 }
 
+struct SystemWorker {
+    commands: Option<mpsc::Sender<String>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
 /// Commands from `system()` run one at a time on a worker thread, in the
 /// order the script asked, so event processing never waits for them.
-fn system_worker() -> &'static Mutex<mpsc::Sender<String>> {
-    static WORKER: OnceLock<Mutex<mpsc::Sender<String>>> = OnceLock::new();
+fn system_worker() -> &'static Mutex<SystemWorker> {
+    static WORKER: OnceLock<Mutex<SystemWorker>> = OnceLock::new();
     WORKER.get_or_init(|| {
         let (tx, rx) = mpsc::channel::<String>();
-        std::thread::spawn(move || {
+        let thread = std::thread::spawn(move || {
             for cmd in rx {
                 match std::process::Command::new("/bin/sh").arg("-c").arg(&cmd).output() {
                     Ok(out) => {
@@ -57,8 +62,17 @@ fn system_worker() -> &'static Mutex<mpsc::Sender<String>> {
                 }
             }
         });
-        Mutex::new(tx)
+        Mutex::new(SystemWorker { commands: Some(tx), thread: Some(thread) })
     })
+}
+
+/// Wait for every `system()` command already requested (at exit).
+pub fn finish_system_commands() {
+    let mut w = system_worker().lock().unwrap();
+    w.commands = None;
+    if let Some(t) = w.thread.take() {
+        let _ = t.join();
+    }
 }
 
 pub fn register(engine: &mut Engine, registry: &SharedRegistry) {
@@ -99,8 +113,10 @@ pub fn register(engine: &mut Engine, registry: &SharedRegistry) {
         fail_at("str(address) reads kernel or user memory, so it must run in a probe", ctx.call_position())
     });
     engine.register_fn("system", |cmd: &str| {
-        if let Ok(tx) = system_worker().lock() {
-            let _ = tx.send(cmd.to_string());
+        if let Ok(w) = system_worker().lock() {
+            if let Some(tx) = &w.commands {
+                let _ = tx.send(cmd.to_string());
+            }
         }
     });
     let r = registry.clone();
