@@ -2,9 +2,10 @@
 # Installs the system packages rtrace needs to build and test on Debian.
 # libelf-dev + zlib1g-dev: libbpf (built from source by libbpf-sys) links them.
 # bpftrace: the reference tracer the benchmarks compare against.
+# gcc + systemtap-sdt-dev (<sys/sdt.h>): the uprobe/USDT tests build their target program.
 set -euo pipefail
 need=()
-for p in libelf-dev zlib1g-dev pkg-config bpftrace; do
+for p in libelf-dev zlib1g-dev pkg-config bpftrace gcc systemtap-sdt-dev; do
     dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -726,6 +726,25 @@ impl<'a> Gen<'a> {
                 }
                 Ok(r)
             }
+            Expr::StackId { map, user } => {
+                const BPF_F_USER_STACK: i32 = 1 << 8;
+                let r = self.reg()?;
+                self.emit(Insn::load(8, R1, FP, CTX_SLOT));
+                self.load_map(R2, *map);
+                self.emit(Insn::mov_imm(R3, if *user { BPF_F_USER_STACK } else { 0 }));
+                self.emit(Insn::call(h::GET_STACKID));
+                self.emit(Insn::mov_reg(r, R0));
+                if *user {
+                    // pid << 32 | (u32)id
+                    self.emit(Insn::alu_imm(Alu::Lsh, r, 32));
+                    self.emit(Insn::alu_imm(Alu::Rsh, r, 32));
+                    self.emit(Insn::call(h::GET_CURRENT_PID_TGID));
+                    self.emit(Insn::alu_imm(Alu::Rsh, R0, 32));
+                    self.emit(Insn::alu_imm(Alu::Lsh, R0, 32));
+                    self.emit(Insn::alu_reg(Alu::Or, r, R0));
+                }
+                Ok(r)
+            }
             Expr::ReadMem { addr, size, signed, user } => {
                 let a = self.int(addr)?;
                 let slot = self.alloc(8)?;

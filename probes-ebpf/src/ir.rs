@@ -107,6 +107,9 @@ pub enum Expr {
     CtxCharArray { offset: u32, len: u32 },
     /// A `__data_loc char[]` string of a tracepoint record, read up to `max`.
     CtxDataLocStr { offset: u32, max: u32 },
+    /// `bpf_get_stackid` into the stack map `map`: the stack id (negative on
+    /// failure). For user stacks the pid is packed above it: `pid << 32 | id`.
+    StackId { map: MapId, user: bool },
     /// An integer of `size` bytes read from memory at `addr` (0 if unreadable).
     ReadMem { addr: Box<Expr>, size: u32, signed: bool, user: bool },
     /// A NUL-terminated string read from memory at `ptr`, up to `max` bytes.
@@ -187,6 +190,8 @@ pub enum ValueKind {
     Agg(AggKind),
     /// A BPF ring buffer (records and control messages).
     RingBuf,
+    /// A stack trace map holding up to `depth` frames per stack.
+    StackTrace { depth: u32 },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -209,6 +214,7 @@ impl MapLayout {
         match self.value {
             ValueKind::Agg(AggKind::Hist) => parts + 8,
             ValueKind::RingBuf => 0,
+            ValueKind::StackTrace { .. } => 4,
             _ if self.key.is_empty() => 4,
             _ => parts,
         }
@@ -219,6 +225,7 @@ impl MapLayout {
             ValueKind::Agg(AggKind::Sum) | ValueKind::Agg(AggKind::Hist) => 8,
             ValueKind::Agg(_) => 16,
             ValueKind::RingBuf => 0,
+            ValueKind::StackTrace { depth } => depth * 8,
         }
     }
     /// Keyless aggregations (other than histograms) are single-slot per-CPU

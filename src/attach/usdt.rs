@@ -237,7 +237,7 @@ fn read_probes(elf: &ElfFile) -> Result<Vec<UsdtProbe>> {
     let notes = elf.notes(".note.stapsdt")?;
     // Link-time address of .stapsdt.base; notes record the one they were
     // written with, prelinking may have moved it since.
-    let base_now = elf.section(".stapsdt.base").map(|s| s.addr);
+    let base_now = elf.section_addr(".stapsdt.base");
     let mut out = Vec::new();
     for note in notes {
         if note.name != b"stapsdt" || note.n_type != 3 || note.desc.len() < 24 {
@@ -332,12 +332,14 @@ impl ProbeType for Usdt {
         Ok(points)
     }
     fn attach(&self, point: &AttachPoint, prog: BorrowedFd<'_>) -> Result<Attachment> {
-        let Target::Usdt { path, offset, semaphore, .. } = &point.target else {
+        let Target::Usdt { path, offset, semaphore, provider, name, .. } = &point.target else {
             bail!("not a USDT probe: {}", point.name);
         };
+        // One name may have several sites; say which one failed.
+        let site = format!("USDT probe {provider}:{name} at offset {offset:#x} of {path}");
         let fd = uprobe::open_uprobe(path, *offset, false, *semaphore, super::target_pid())
-            .map_err(|e| anyhow!("cannot attach {}: {e}", point.name))?;
-        perf::attach_bpf(&fd, prog).map_err(|e| anyhow!("{}: {e}", point.name))?;
+            .map_err(|e| anyhow!("cannot attach {site}: {e}"))?;
+        perf::attach_bpf(&fd, prog).map_err(|e| anyhow!("{site}: {e}"))?;
         Ok(Attachment::new(vec![fd]))
     }
 }

@@ -140,7 +140,8 @@ fn run(cli: Cli) -> Result<i32> {
     if let Some(t) = &traced {
         crate::attach::set_target_pid(t.pid);
     }
-    let opts = Options { str_max: str_max()?, start_ns: monotonic_ns(), ring_size };
+    let stack_depth = env_number("RTRACE_STACK_DEPTH", 127, 1, 127)?;
+    let opts = Options { str_max: str_max()?, start_ns: monotonic_ns(), ring_size, stack_depth };
     let plan = compile::compile(&session, &opts)?;
     if cli.explain {
         explain::print(&session, &plan, &source);
@@ -176,6 +177,17 @@ fn ring_size(flag: Option<&str>) -> Result<u32> {
     match bytes {
         Some(b) => Ok(b.next_power_of_two() as u32),
         None => bail!("ring size '{text}': give a size from 4K to 1G, e.g. 4M"),
+    }
+}
+
+/// A numeric setting from the environment, within [lo, hi].
+pub fn env_number(name: &str, default: u32, lo: u32, hi: u32) -> Result<u32> {
+    match std::env::var(name) {
+        Err(_) => Ok(default),
+        Ok(v) => match v.parse::<u32>() {
+            Ok(n) if (lo..=hi).contains(&n) => Ok(n),
+            _ => bail!("{name}={v}: must be a number from {lo} to {hi}"),
+        },
     }
 }
 

@@ -11,7 +11,8 @@ use std::collections::HashMap;
 use probes_ebpf::ir::{AggOp, BinOp, Builtin, ContextKind, Expr, LocalId, MapId, Span, Stmt, StmtKind, Ty, UnOp};
 use rhai::{ASTNode, Dynamic, Expr as RExpr, Position, Stmt as RStmt, AST};
 
-use super::maps::{MapUse, UseKind};
+use super::maps::{MapUse, Sem, UseKind};
+use crate::symbols::stacks::StackMode;
 use crate::attach::tracefs::{FieldKind, TracepointFormat};
 use crate::script::MapHandle;
 
@@ -45,6 +46,31 @@ pub struct Target<'a> {
     pub first_site: u32,
     /// Pending bytes in the data ring that trigger a wake-up of the reader.
     pub wake_bytes: u32,
+    /// Stack maps requested so far, shared by all probes: (depth, user, mode);
+    /// the map id of entry i is `stack_base + i`.
+    pub stack_maps: &'a std::cell::RefCell<Vec<(u32, bool, StackMode)>>,
+    pub stack_base: MapId,
+    /// Frames kept per stack unless the script gives a limit.
+    pub stack_depth: u32,
+}
+
+impl Target<'_> {
+    /// The stack map for stacks of this shape.
+    fn stack_map(&self, depth: u32, user: bool, mode: StackMode) -> MapId {
+        let mut maps = self.stack_maps.borrow_mut();
+        let i = match maps.iter().position(|m| *m == (depth, user, mode)) {
+            Some(i) => i,
+            None => {
+                maps.push((depth, user, mode));
+                maps.len() - 1
+            }
+        };
+        self.stack_base + i as MapId
+    }
+
+    fn stack_info(&self, map: MapId) -> Option<(u32, bool, StackMode)> {
+        self.stack_maps.borrow().get(map.checked_sub(self.stack_base)? as usize).copied()
+    }
 }
 
 /// A compile error at a script position.
@@ -87,6 +113,8 @@ pub struct Site {
     pub id: u32,
     pub stmts: Vec<RStmt>,
     pub fields: Vec<(Capture, Ty)>,
+    /// How each field prints, parallel to `fields`.
+    pub sems: Vec<Sem>,
     /// Names of the closure's local variables visible at the site, in the
     /// order Rhai's scope holds them (after the parameters); compiled Rhai
     /// code finds variables by position, so the runtime rebuilds this order.
@@ -222,6 +250,7 @@ pub fn lower(body: &ClosureBody, curry: &[Dynamic], target: &Target) -> Result<L
         sites: Vec::new(),
         next_site: target.first_site,
         userspace_vars,
+        local_sems: HashMap::new(),
     };
     let stmts = l.block(&body.body)?;
     Ok(Lowered { locals: l.locals, body: stmts, uses: l.uses, sites: l.sites, uses_args: l.uses_args })
@@ -242,6 +271,8 @@ struct Lowerer<'a> {
     /// Variables computed in userspace: where, and by which site (None: a
     /// top-level variable the closure assigns).
     userspace_vars: HashMap<String, (Position, Option<u32>)>,
+    /// Locals holding stacks or symbols.
+    local_sems: HashMap<LocalId, Sem>,
 }
 
 /// Lowering state to roll back when a statement turns out to be userspace.
@@ -276,6 +307,10 @@ fn kernel_needs(e: LowerError) -> LowerError {
         userspace: false,
     }
 }
+
+/// `ksym(x)` lowers to `x | KSYM_TAG` (a no-op) so the value is known to
+/// print as a kernel symbol.
+const KSYM_TAG: i64 = 0;
 
 /// Aggregations exist only in the kernel.
 const AGGREGATIONS: &[&str] = &["count", "sum", "min", "max", "avg", "stats", "hist", "lhist"];
@@ -437,6 +472,7 @@ impl<'a> Lowerer<'a> {
         let own = stmts.iter().filter(|s| matches!(s, RStmt::Var(..))).count();
         visible.truncate(visible.len().saturating_sub(own));
         let mut fields: Vec<(Capture, Ty)> = Vec::new();
+        let mut sems = Vec::new();
         let mut exprs = Vec::new();
         for (mut cap, pos) in wanted {
             if let Capture::Local { name, slot } = &mut cap {
@@ -451,6 +487,7 @@ impl<'a> Lowerer<'a> {
                 Capture::Event(path) => self.event_capture(path, pos)?,
             };
             fields.push((cap, self.ty(&expr)));
+            sems.push(self.sem(&expr));
             exprs.push(expr);
         }
         out.push(Stmt {
@@ -465,13 +502,16 @@ impl<'a> Lowerer<'a> {
             span: span(first_pos),
         });
         let scope = visible.into_iter().map(|(n, _)| n).collect();
-        self.sites.push(Site { id, stmts, fields, scope, at: at(first_pos) });
+        self.sites.push(Site { id, stmts, fields, sems, scope, at: at(first_pos) });
         Ok(())
     }
 
     /// The kernel value shipped for `e.PATH` in a record. Character pointers
     /// are shipped as the strings they point to.
     fn event_capture(&mut self, path: &[String], pos: Position) -> Result<Expr> {
+        if matches!(path[0].as_str(), "kstack" | "ustack") {
+            return self.stack_expr(path, pos);
+        }
         match path {
             [field] => self.event_field(field, pos),
             [args, field] if args == "args" => {
@@ -500,7 +540,11 @@ impl<'a> Lowerer<'a> {
                 }
                 let value = self.expr(init)?;
                 let ty = self.ty(&value);
+                let sem = self.sem(&value);
                 let id = self.new_local(ident.name.as_str(), ty);
+                if sem != Sem::Plain {
+                    self.local_sems.insert(id, sem);
+                }
                 push(StmtKind::SetLocal(id, value));
             }
             RStmt::Assignment(x) => {
@@ -622,8 +666,25 @@ impl<'a> Lowerer<'a> {
     }
 
     fn record_use(&mut self, map: &MapHandle, key: &[Expr], kind: UseKind, pos: Position) {
+        let key_sems = key.iter().map(|k| self.sem(k)).collect();
         let key = key.iter().map(|k| self.ty(k)).collect();
-        self.uses.push(MapUse { map: map.id(), key, kind, at: at(pos) });
+        self.uses.push(MapUse { map: map.id(), key, key_sems, kind, at: at(pos) });
+    }
+
+    /// How a value prints: stacks and `ksym()` are integers shown as symbols.
+    fn sem(&self, e: &Expr) -> Sem {
+        match e {
+            Expr::StackId { map, user } => match self.target.stack_info(*map) {
+                Some((_, _, mode)) => Sem::Stack { map: *map, user: *user, mode },
+                None => Sem::Plain,
+            },
+            Expr::Local(id) => self.local_sems.get(id).copied().unwrap_or(Sem::Plain),
+            Expr::Binary(BinOp::Or, a, b) if **b == Expr::Int(KSYM_TAG) => {
+                let _ = a;
+                Sem::Ksym
+            }
+            _ => Sem::Plain,
+        }
     }
 
     fn assignment(&mut self, lhs: &RExpr, rhs: &RExpr, compound: Option<&str>, pos: Position) -> Result<Vec<StmtKind>> {
@@ -972,6 +1033,10 @@ impl<'a> Lowerer<'a> {
                     }
                 }
             }
+            ("ksym", 1) => {
+                let v = self.int_expr(&args[0])?;
+                Ok(Expr::Binary(BinOp::Or, Box::new(v), Box::new(Expr::Int(KSYM_TAG))))
+            }
             ("count" | "sum" | "min" | "max" | "avg" | "stats" | "hist" | "lhist", _) => {
                 err(pos, format!("{name}() is an aggregation: assign it to a map, e.g. `m[e.comm] = {name}(...)`"))
             }
@@ -1017,11 +1082,49 @@ impl<'a> Lowerer<'a> {
                 }
                 _ => err(pos, "unsupported field access"),
             },
+            RExpr::MethodCall(call, mpos) if matches!(call.name.as_str(), "kstack" | "ustack") => {
+                let mut words = Vec::new();
+                for a in call.args.iter() {
+                    match a {
+                        RExpr::IntegerConstant(n, _) => words.push(n.to_string()),
+                        RExpr::StringConstant(m, _) => words.push(m.to_string()),
+                        _ => return err(a.position(), "stack arguments are a constant limit and/or a mode: \"bpftrace\", \"perf\", \"raw\""),
+                    }
+                }
+                let mut path = vec![call.name.to_string()];
+                path.extend(words);
+                self.stack_expr(&path, *mpos)
+            }
             RExpr::MethodCall(call, mpos) => {
                 err(*mpos, format!("`{}.{}()` isn't available on this kernel side yet", self.event.as_deref().unwrap_or("e"), call.name))
             }
             _ => err(pos, "unsupported field access"),
         }
+    }
+
+    /// `e.kstack`, `e.ustack(8)`, `e.kstack("perf", 3)`: `path` is the name
+    /// followed by the arguments as text.
+    fn stack_expr(&mut self, path: &[String], pos: Position) -> Result<Expr> {
+        let user = path[0] == "ustack";
+        let mut depth = self.target.stack_depth;
+        let mut mode = StackMode::Bpftrace;
+        for arg in &path[1..] {
+            if let Ok(n) = arg.parse::<u32>() {
+                if n == 0 || n > 127 {
+                    return err(pos, "a stack limit must be from 1 to 127 frames");
+                }
+                depth = n;
+            } else if let Some(m) = StackMode::parse(arg) {
+                mode = m;
+            } else {
+                return err(pos, format!("unknown stack mode \"{arg}\" (bpftrace, perf, raw)"));
+            }
+        }
+        if self.target.context == ContextKind::RawTracepoint && !user {
+            // Raw tracepoints have no pt_regs for the kernel walker to start from.
+        }
+        let map = self.target.stack_map(depth, user, mode);
+        Ok(Expr::StackId { map, user })
     }
 
     fn event_field(&mut self, name: &str, pos: Position) -> Result<Expr> {
@@ -1061,7 +1164,8 @@ impl<'a> Lowerer<'a> {
                 self.uses_args = true;
                 str_literal(self.target.func.unwrap_or(""))
             }
-            "retval" | "func" | "kstack" | "ustack" | "curtask" => {
+            "kstack" | "ustack" => return self.stack_expr(&[name.to_string()], pos),
+            "retval" | "func" | "curtask" => {
                 return err(pos, format!("`e.{name}` isn't available for this probe type yet"))
             }
             other => {
@@ -1100,6 +1204,17 @@ impl<'a> Lowerer<'a> {
 fn event_path(rhs: &RExpr) -> Option<Vec<String>> {
     match rhs {
         RExpr::Property(p, _) => Some(vec![p.2.to_string()]),
+        RExpr::MethodCall(call, _) if matches!(call.name.as_str(), "kstack" | "ustack") => {
+            let mut path = vec![call.name.to_string()];
+            for a in call.args.iter() {
+                match a {
+                    RExpr::IntegerConstant(n, _) => path.push(n.to_string()),
+                    RExpr::StringConstant(m, _) => path.push(m.to_string()),
+                    _ => return None,
+                }
+            }
+            Some(path)
+        }
         RExpr::Dot(inner, _, _) => match (&inner.lhs, &inner.rhs) {
             (RExpr::Property(a, _), RExpr::Property(f, _)) if a.2.as_str() == "args" => {
                 Some(vec!["args".into(), f.2.to_string()])

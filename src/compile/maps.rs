@@ -7,12 +7,24 @@ use std::collections::BTreeMap;
 use anyhow::{anyhow, Result};
 use probes_ebpf::ir::{AggKind, AggOp, MapId, MapLayout, Ty, ValueKind};
 
+/// What an integer value means beyond its bits, for printing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sem {
+    Plain,
+    /// A stack id in stack map `map` (user stacks carry the pid too).
+    Stack { map: MapId, user: bool, mode: crate::symbols::stacks::StackMode },
+    /// A kernel address shown as its function name.
+    Ksym,
+}
+
 /// How one statement uses a map.
 #[derive(Clone, Debug)]
 pub struct MapUse {
     pub map: MapId,
     /// Key part types; empty for `m = ...` without a key.
     pub key: Vec<Ty>,
+    /// Key part meanings, parallel to `key`.
+    pub key_sems: Vec<Sem>,
     pub kind: UseKind,
     /// `line:col` of the use, for errors.
     pub at: String,
@@ -31,6 +43,8 @@ pub enum UseKind {
 #[derive(Clone, Debug, PartialEq)]
 pub struct MapShape {
     pub layout: MapLayout,
+    /// How each key part prints.
+    pub key_sems: Vec<Sem>,
     /// The aggregation stored, if any (decides how values print).
     pub agg: Option<AggOp>,
 }
@@ -38,7 +52,7 @@ pub struct MapShape {
 impl MapShape {
     /// The shape of a map no probe touches.
     pub fn unused() -> MapShape {
-        MapShape { layout: MapLayout { key: vec![Ty::Int], value: ValueKind::Value(Ty::Int) }, agg: None }
+        MapShape { layout: MapLayout { key: vec![Ty::Int], value: ValueKind::Value(Ty::Int) }, key_sems: vec![Sem::Plain], agg: None }
     }
 }
 
@@ -77,6 +91,14 @@ pub fn unify(uses: &[MapUse], names: &dyn Fn(MapId) -> String) -> Result<BTreeMa
         // Keys: same number of parts, same kinds; strings take the longest size.
         let first = uses[0];
         let mut key = first.key.clone();
+        let mut key_sems = first.key_sems.clone();
+        for u in &uses[1..] {
+            for (s, t) in key_sems.iter_mut().zip(&u.key_sems) {
+                if *s == Sem::Plain {
+                    *s = *t;
+                }
+            }
+        }
         for u in &uses[1..] {
             if u.key.len() != key.len() {
                 return Err(anyhow!(
@@ -147,9 +169,9 @@ pub fn unify(uses: &[MapUse], names: &dyn Fn(MapId) -> String) -> Result<BTreeMa
                     "{b}: error: map '{name}' is assigned plain values here but is an aggregation at {a}; use two maps"
                 ))
             }
-            (Some((op, _)), None) => MapShape { layout: MapLayout { key, value: ValueKind::Agg(agg_kind(op)) }, agg: Some(op) },
-            (None, Some((ty, _))) => MapShape { layout: MapLayout { key, value: ValueKind::Value(ty) }, agg: None },
-            (None, None) => MapShape { layout: MapLayout { key, value: ValueKind::Value(Ty::Int) }, agg: None },
+            (Some((op, _)), None) => MapShape { layout: MapLayout { key, value: ValueKind::Agg(agg_kind(op)) }, key_sems, agg: Some(op) },
+            (None, Some((ty, _))) => MapShape { layout: MapLayout { key, value: ValueKind::Value(ty) }, key_sems, agg: None },
+            (None, None) => MapShape { layout: MapLayout { key, value: ValueKind::Value(Ty::Int) }, key_sems, agg: None },
         };
         shapes.insert(id, shape);
     }
@@ -161,7 +183,8 @@ mod tests {
     use super::*;
 
     fn u(map: MapId, key: Vec<Ty>, kind: UseKind) -> MapUse {
-        MapUse { map, key, kind, at: "1:1".into() }
+        let key_sems = vec![Sem::Plain; key.len()];
+        MapUse { map, key, key_sems, kind, at: "1:1".into() }
     }
 
     #[test]

@@ -25,6 +25,8 @@ pub struct Options {
     pub start_ns: i64,
     /// Size of the data ring buffer in bytes (a power of two, ≥ 4096).
     pub ring_size: u32,
+    /// Frames kept per stack when the script gives no limit (env RTRACE_STACK_DEPTH).
+    pub stack_depth: u32,
 }
 
 /// A run of userspace statements of one probe, ready for the runtime.
@@ -66,6 +68,8 @@ pub struct Plan {
     pub lost_map: MapId,
     /// Userspace statement runs, indexed by site id.
     pub sites: Vec<SitePlan>,
+    /// Stack maps: (map id, depth, user).
+    pub stack_maps: Vec<(MapId, u32, bool)>,
     /// Kernel probes' spec text, indexed by probe number (as in control messages).
     pub probes: Vec<String>,
 }
@@ -92,8 +96,11 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
         data_ring,
         lost_map,
         sites: vec![],
+        stack_maps: vec![],
         probes: vec![],
     };
+    let stack_maps = std::cell::RefCell::new(Vec::new());
+    let stack_base = lost_map + 1;
     let mut pending: Vec<(lower::Lowered, String, &'static dyn ProbeType, Vec<AttachPoint>, usize)> = Vec::new();
     let mut total_points = 0usize;
     let here = |def: &ProbeDef, msg: String| anyhow!("{file}:{}: error: {msg}", position_text(def.pos));
@@ -156,13 +163,20 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
                     lost_map,
                     first_site: plan.sites.len() as u32,
                     wake_bytes: (opts.ring_size / 8).max(64),
+                    stack_maps: &stack_maps,
+                    stack_base,
+                    stack_depth: opts.stack_depth,
                 };
                 let lowered = lower::lower(&body, def.closure.curry(), &target)
                     .map_err(|e| anyhow!("{file}:{}: error: {}", position_text(e.pos), e.message))?;
                 let captured: Vec<(String, rhai::Dynamic)> =
                     body.params.iter().cloned().zip(def.closure.curry().iter().cloned()).collect();
                 let event = (body.params.len() > def.closure.curry().len()).then(|| body.params.last().cloned()).flatten();
-                for site in &lowered.sites {
+                let mut sites: Vec<&lower::Site> = lowered.sites.iter().collect();
+                sites.sort_by_key(|s| s.id);
+                for site in sites {
+                    // Records name their site by id: ids index `plan.sites`.
+                    debug_assert_eq!(site.id as usize, plan.sites.len());
                     plan.sites.push(SitePlan {
                         site: site.clone(),
                         probe: probe_index,
@@ -186,6 +200,10 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
     layouts.push(MapLayout { key: vec![], value: ValueKind::RingBuf });
     layouts.push(MapLayout { key: vec![], value: ValueKind::RingBuf });
     layouts.push(MapLayout { key: vec![], value: ValueKind::Agg(ir::AggKind::Sum) });
+    for (i, (depth, user, _)) in stack_maps.borrow().iter().enumerate() {
+        layouts.push(MapLayout { key: vec![], value: ValueKind::StackTrace { depth: *depth } });
+        plan.stack_maps.push((stack_base + i as MapId, *depth, *user));
+    }
 
     for (lowered, name, ptype, points, probe) in pending {
         let site_ids = lowered.sites.iter().map(|s| s.id).collect();

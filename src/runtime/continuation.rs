@@ -6,11 +6,14 @@ use probes_ebpf::ir::Ty;
 use rhai::{Dynamic, Scope, AST};
 
 use crate::compile::lower::Capture;
+use crate::compile::maps::Sem;
+use crate::runtime::stacks;
 use crate::compile::Plan;
 use crate::script::Session;
 
 struct Site {
     ast: AST,
+    sems: Vec<Sem>,
     scope: Vec<String>,
     fields: Vec<(Capture, Ty, usize)>,
     captured: Vec<(String, Dynamic)>,
@@ -48,6 +51,7 @@ impl Continuations {
                     ast: AST::new(sp.site.stmts.clone(), sp.ast.shared_lib().clone()),
                     fields,
                     scope: sp.site.scope.clone(),
+                    sems: sp.site.sems.clone(),
                     captured: sp.captured.clone(),
                     event: sp.event.clone(),
                     probe: sp.probe,
@@ -74,8 +78,16 @@ impl Continuations {
         let mut event = rhai::Map::new();
         let mut args = rhai::Map::new();
         let mut locals: Vec<Dynamic> = vec![Dynamic::UNIT; site.scope.len()];
-        for (cap, ty, off) in &site.fields {
-            let value = decode(rec, *off, *ty);
+        for (i, (cap, ty, off)) in site.fields.iter().enumerate() {
+            let mut value = decode(rec, *off, *ty);
+            match site.sems.get(i) {
+                Some(Sem::Stack { map, user, mode }) => {
+                    let v = value.as_int().unwrap_or(-1);
+                    value = Dynamic::from(stacks::render(*map, v, *user, *mode));
+                }
+                Some(Sem::Ksym) => value = Dynamic::from(crate::runtime::kmaps::ksym_name(value.as_int().unwrap_or(0) as u64)),
+                _ => {}
+            }
             match cap {
                 Capture::Local { slot, .. } => {
                     if let Some(l) = locals.get_mut(*slot) {
@@ -83,6 +95,9 @@ impl Continuations {
                     }
                 }
                 Capture::Event(path) => match path.as_slice() {
+                    [f, ..] if f == "kstack" || f == "ustack" => {
+                        event.insert(f.as_str().into(), value);
+                    }
                     [f] => {
                         event.insert(f.as_str().into(), value);
                     }

@@ -10,7 +10,8 @@ use libbpf_rs::{libbpf_sys, MapCore, MapFlags, MapType};
 use probes_ebpf::ir::{AggKind, AggOp, Ty, ValueKind};
 use rhai::Dynamic;
 
-use crate::compile::maps::MapShape;
+use crate::compile::maps::{MapShape, Sem};
+use crate::runtime::stacks;
 use crate::output::{self, KeyPart, MapDump, MapValue};
 use crate::script::api::MapBackend;
 use crate::script::MapHandle;
@@ -91,16 +92,54 @@ impl KernelMap {
     fn key_parts(&self, key: &[u8]) -> Vec<KeyPart> {
         let mut parts = Vec::new();
         let mut off = 0usize;
-        for ty in &self.shape.layout.key {
+        for (i, ty) in self.shape.layout.key.iter().enumerate() {
             let size = ty.slot_size() as usize;
             let slot = key.get(off..off + size).unwrap_or(&[]);
-            parts.push(match ty {
-                Ty::Int => KeyPart::Int(i64_at(slot, 0)),
-                Ty::Bytes(_) => KeyPart::Str(str_at(slot)),
+            let sem = self.shape.key_sems.get(i).copied().unwrap_or(Sem::Plain);
+            parts.push(match (ty, sem) {
+                (Ty::Int, Sem::Stack { map, user, mode }) => KeyPart::Str(stacks::render(map, i64_at(slot, 0), user, mode)),
+                (Ty::Int, Sem::Ksym) => KeyPart::Str(ksym_name(i64_at(slot, 0) as u64)),
+                (Ty::Int, Sem::Plain) => KeyPart::Int(i64_at(slot, 0)),
+                (Ty::Bytes(_), _) => KeyPart::Str(str_at(slot)),
             });
             off += size;
         }
         parts
+    }
+
+    /// Folded stacks for flame graphs: `comm;root;...;leaf count` per entry,
+    /// from maps keyed by stacks (and optionally strings) with counts.
+    pub fn folded_lines(&self) -> Result<Vec<String>, String> {
+        let mut lines = Vec::new();
+        for key in self.all_keys() {
+            let Some(value) = self.combine(&self.slots(&key)?) else { continue };
+            let count = match value {
+                MapValue::Int(n) => n,
+                MapValue::Avg { count, .. } | MapValue::Stats { count, .. } => count as i64,
+                _ => continue,
+            };
+            let mut names: Vec<String> = Vec::new();
+            let mut off = 0usize;
+            for (i, ty) in self.shape.layout.key.iter().enumerate() {
+                let size = ty.slot_size() as usize;
+                let slot = key.get(off..off + size).unwrap_or(&[]);
+                off += size;
+                match (ty, self.shape.key_sems.get(i).copied().unwrap_or(Sem::Plain)) {
+                    (Ty::Bytes(_), _) => names.push(str_at(slot)),
+                    (Ty::Int, Sem::Stack { map, user, .. }) => match stacks::frames(map, i64_at(slot, 0), user) {
+                        Ok((_, frames)) => {
+                            names.extend(frames.iter().rev().map(|f| crate::symbols::stacks::frame_function(f).to_string()))
+                        }
+                        Err(why) => names.push(format!("[{why}]")),
+                    },
+                    (Ty::Int, Sem::Ksym) => names.push(ksym_name(i64_at(slot, 0) as u64)),
+                    (Ty::Int, Sem::Plain) => names.push(i64_at(slot, 0).to_string()),
+                }
+            }
+            lines.push(format!("{} {count}", names.join(";")));
+        }
+        lines.sort();
+        Ok(lines)
     }
 
     /// Per-CPU slots of one key (a single slot for non-per-CPU maps).
@@ -148,7 +187,7 @@ impl KernelMap {
                     _ => MapValue::Avg { count, total },
                 }
             }
-            ValueKind::Agg(AggKind::Hist) | ValueKind::RingBuf => return None,
+            ValueKind::Agg(AggKind::Hist) | ValueKind::RingBuf | ValueKind::StackTrace { .. } => return None,
         })
     }
 
@@ -271,6 +310,9 @@ impl MapBackend for KernelMap {
     fn len(&self) -> Result<usize, String> {
         Ok(self.dump()?.entries.len())
     }
+    fn folded(&self) -> Result<Vec<String>, String> {
+        self.folded_lines()
+    }
     fn keys(&self) -> Result<rhai::Array, String> {
         if self.shape.layout.value == ValueKind::Agg(AggKind::Hist) {
             let dump = self.dump()?;
@@ -317,4 +359,20 @@ pub fn create_lost_counters(probes: u32) -> Result<libbpf_rs::MapHandle> {
     };
     libbpf_rs::MapHandle::create(MapType::PercpuArray, Some("rtrace_lost"), 4, 8, probes, &create_opts)
         .map_err(|e| anyhow!("cannot create the lost-event counters: {e}"))
+}
+
+/// A stack trace map of `depth` frames per stack.
+pub fn create_stack_map(depth: u32, entries: u32) -> Result<libbpf_rs::MapHandle> {
+    let create_opts = libbpf_sys::bpf_map_create_opts {
+        sz: std::mem::size_of::<libbpf_sys::bpf_map_create_opts>() as _,
+        ..Default::default()
+    };
+    libbpf_rs::MapHandle::create(MapType::StackTrace, Some("rtrace_stacks"), 4, depth * 8, entries, &create_opts)
+        .map_err(|e| anyhow!("cannot create a stack map: {e}"))
+}
+
+/// A kernel address as its function name (bpftrace's `ksym()`), hex if unknown.
+pub fn ksym_name(addr: u64) -> String {
+    let frames = crate::symbols::stacks::kernel_frames(&[addr]);
+    frames.first().map(|f| crate::symbols::stacks::frame_function(f).to_string()).unwrap_or_else(|| format!("0x{addr:x}"))
 }

@@ -7,6 +7,7 @@ pub mod continuation;
 pub mod kmaps;
 pub mod reader;
 pub mod signals;
+pub mod stacks;
 pub mod target;
 
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
@@ -60,6 +61,12 @@ pub fn load_all(session: &Session, plan: &Plan, ring_size: u32) -> Result<Loaded
     fds.push(control.as_fd().as_raw_fd());
     fds.push(data.as_fd().as_raw_fd());
     fds.push(lost.as_fd().as_raw_fd());
+    let entries = crate::cli::env_number("RTRACE_STACK_ENTRIES", 4096, 16, 1 << 20)?;
+    for (id, depth, _) in &plan.stack_maps {
+        let m = kmaps::create_stack_map(*depth, entries)?;
+        fds.push(m.as_fd().as_raw_fd());
+        stacks::register(*id, m);
+    }
     let mut programs = Vec::new();
     for prog in &plan.programs {
         let insns = patch_maps(prog, &fds);
@@ -167,6 +174,7 @@ pub fn run(session: &Session, plan: &Plan, opts: &RunOptions, traced: Option<&mu
     }
     print_remaining_maps(session, &loaded);
     report_lost(plan, &loaded);
+    stacks::report();
     if conts.errors > 0 && conts.keep_going {
         eprintln!("rtrace: {} userspace error(s) in probe statements (the first is shown above)", conts.errors);
     }

@@ -27,6 +27,8 @@ pub trait MapBackend: Send + Sync {
     fn zero(&self) -> Result<(), String>;
     fn len(&self) -> Result<usize, String>;
     fn keys(&self) -> Result<rhai::Array, String>;
+    /// Folded stack lines (`comm;root;...;leaf count`) for flame graphs.
+    fn folded(&self) -> Result<Vec<String>, String>;
     fn get(&self, key: &Dynamic) -> Result<Dynamic, String>;
 }
 
@@ -230,6 +232,19 @@ pub fn register(engine: &mut Engine, registry: &SharedRegistry) {
         m.with_backend(ctx.call_position(), |b| b.get(&key))
     });
     engine.register_fn("to_string", |m: &mut MapHandle| format!("@{}", m.name()));
+    engine.register_fn("folded", |ctx: NativeCallContext, m: &mut MapHandle| -> RhaiResult<String> {
+        m.with_backend(ctx.call_position(), |b| b.folded()).map(|lines| lines.join("\n"))
+    });
+    engine.register_fn("print_folded", |ctx: NativeCallContext, m: &mut MapHandle| -> RhaiResult<()> {
+        m.mark_handled();
+        let lines = m.with_backend(ctx.call_position(), |b| b.folded())?;
+        let mut text = lines.join("\n");
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        crate::output::sink::raw(&text);
+        Ok(())
+    });
 
     for agg in ["count", "sum", "avg", "min", "max", "stats", "hist", "lhist"] {
         let msg = format!(

@@ -119,6 +119,20 @@ pub fn register(engine: &mut Engine, registry: &SharedRegistry) {
             }
         }
     });
+    // Symbols: kernel addresses, user addresses of a process.
+    engine.register_fn("ksym", |addr: i64| crate::runtime::kmaps::ksym_name(addr as u64));
+    engine.register_fn("usym", |addr: i64, pid: i64| {
+        let frames = crate::symbols::stacks::user_frames(pid as u32, &[addr as u64]);
+        frames.first().map(|f| crate::symbols::stacks::frame_function(f).to_string()).unwrap_or_default()
+    });
+    // `e.kstack(...)` / `e.ustack(...)` in userspace statements: the kernel
+    // captured the stack; these return its text.
+    for name in ["kstack", "ustack"] {
+        engine.register_fn(name, move |e: &mut rhai::Map| stack_text(e, name));
+        engine.register_fn(name, move |e: &mut rhai::Map, _limit: i64| stack_text(e, name));
+        engine.register_fn(name, move |e: &mut rhai::Map, _mode: &str| stack_text(e, name));
+        engine.register_fn(name, move |e: &mut rhai::Map, _mode: &str, _limit: i64| stack_text(e, name));
+    }
     let r = registry.clone();
     engine.register_fn("assert", move |cond: bool, msg: &str| -> RhaiResult<()> {
         if cond {
@@ -147,4 +161,8 @@ pub fn find_system_call(ast: &rhai::AST) -> Option<Position> {
         true
     });
     found
+}
+
+fn stack_text(e: &mut rhai::Map, name: &str) -> String {
+    e.get(name).map(|v| v.to_string()).unwrap_or_default()
 }

@@ -28,14 +28,6 @@ struct Segment {
     exec: bool,
 }
 
-/// A section header's essentials.
-#[derive(Clone, Copy, Debug)]
-pub struct SectionInfo {
-    pub addr: u64,
-    pub offset: u64,
-    pub size: u64,
-}
-
 /// One ELF note.
 #[derive(Clone, Debug)]
 pub struct Note {
@@ -143,11 +135,11 @@ impl ElfFile {
         Ok(out)
     }
 
-    /// The section named `name`.
-    pub fn section(&self, name: &str) -> Option<SectionInfo> {
+    /// The link-time address of the section named `name`.
+    pub fn section_addr(&self, name: &str) -> Option<u64> {
         let sections = self.header().sections(self.endian, &*self.data).ok()?;
         let (_, sh) = sections.section_by_name(self.endian, name.as_bytes())?;
-        Some(SectionInfo { addr: sh.sh_addr(self.endian), offset: sh.sh_offset(self.endian), size: sh.sh_size(self.endian) })
+        Some(sh.sh_addr(self.endian))
     }
 
     /// The notes of section `name` (empty when there is none).

@@ -2,6 +2,7 @@
 //! reading their symbols (`elf`).
 
 pub mod elf;
+pub mod stacks;
 
 use std::path::{Path, PathBuf};
 
