@@ -2,6 +2,7 @@
 //! one small module implementing [`ProbeType`]: how its spec expands to
 //! attach points, what its programs' context is, and how to attach.
 
+pub mod kprobe;
 pub mod load;
 pub mod perf;
 pub mod perf_event;
@@ -35,6 +36,8 @@ pub enum Target {
     PerfEvent { type_: u32, config: u64, period: u64, freq: Option<u64>, cpus: Vec<i32> },
     /// uprobe/uretprobe: a file and an offset into it.
     Uprobe { path: String, offset: u64, retprobe: bool, symbol: String },
+    /// kprobe/kretprobe/fentry/fexit on a kernel function.
+    KernelFunction { function: String, ret: bool },
     /// usdt: a probe site at `offset` in `path`, its argument specs, and the
     /// file offset of its semaphore (0: none).
     Usdt { path: String, offset: u64, provider: String, name: String, args: Vec<usdt::UsdtArg>, semaphore: u64 },
@@ -73,6 +76,10 @@ pub fn probe_type(kind: ProbeKind) -> Result<&'static dyn ProbeType> {
         ProbeKind::Uprobe => &uprobe::UPROBE,
         ProbeKind::Uretprobe => &uprobe::URETPROBE,
         ProbeKind::Usdt => &usdt::Usdt,
+        ProbeKind::Kprobe => &kprobe::KPROBE,
+        ProbeKind::Kretprobe => &kprobe::KRETPROBE,
+        ProbeKind::Fentry => &kprobe::FENTRY,
+        ProbeKind::Fexit => &kprobe::FEXIT,
         other => bail!("{} probes are not supported yet", other.name()),
     })
 }

@@ -35,6 +35,10 @@ pub struct Target<'a> {
     pub str_max: u32,
     /// The probed function's name (uprobes, kprobes), the value of `e.func`.
     pub func: Option<&'a str>,
+    /// USDT probes: the probe site's argument specs, for `e.argN`.
+    pub usdt_args: Option<&'a [crate::attach::usdt::UsdtArg]>,
+    /// Probes on user code (uprobe/uretprobe/usdt): pointers are user memory.
+    pub user_space: bool,
     /// Map id of the control ring buffer.
     pub control_ring: MapId,
     /// Index of this probe, reported in control messages.
@@ -1047,6 +1051,9 @@ impl<'a> Lowerer<'a> {
 
     /// `e.args.X` where X is a `__user` pointer field.
     fn is_user_pointer(&self, e: &RExpr) -> bool {
+        if self.target.user_space {
+            return true;
+        }
         let (Some(format), RExpr::Dot(x, _, _)) = (self.target.format, e) else { return false };
         if let RExpr::Dot(inner, _, _) = &x.rhs {
             if let (RExpr::Property(a, _), RExpr::Property(f, _)) = (&inner.lhs, &inner.rhs) {
@@ -1144,6 +1151,17 @@ impl<'a> Lowerer<'a> {
                 str_literal(self.target.probe_name)
             }
             "args" => return err(pos, "`e.args` needs a field name, e.g. `e.args.filename`"),
+            n if self.target.usdt_args.is_some() && n.starts_with("arg") && n[3..].parse::<usize>().is_ok() => {
+                let args = self.target.usdt_args.unwrap_or(&[]);
+                let i: usize = n[3..].parse().unwrap_or(0);
+                match args.get(i) {
+                    Some(a) => match crate::attach::usdt::arg_expr(a) {
+                        Ok(x) => x,
+                        Err(m) => return err(pos, m),
+                    },
+                    None => return err(pos, format!("`{n}`: {} has {} argument(s)", self.target.probe_name, args.len())),
+                }
+            }
             n if n.starts_with("arg") && n[3..].parse::<u32>().is_ok() => {
                 let i: u32 = n[3..].parse().unwrap_or(0);
                 match self.target.context {

@@ -136,6 +136,9 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
                     ),
                 ));
             }
+            // One USDT name can have sites with different argument specs.
+            let per_point = per_point
+                || points.iter().any(|p| attach::usdt::args_of(p) != attach::usdt::args_of(&points[0]));
             let groups: Vec<Vec<AttachPoint>> =
                 if per_point { points.into_iter().map(|p| vec![p]).collect() } else { vec![points] };
             for group in groups {
@@ -148,10 +151,13 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
                 let probe_name = if per_point { group[0].name.clone() } else { spec.full_name() };
                 let func = match &group[0].target {
                     AttachTarget::Uprobe { symbol, .. } if per_point => Some(symbol.as_str()),
+                    AttachTarget::KernelFunction { function, .. } if per_point => Some(function.as_str()),
                     _ => None,
                 };
                 let target = lower::Target {
                     func,
+                    usdt_args: attach::usdt::args_of(&group[0]),
+                    user_space: matches!(group[0].target, AttachTarget::Uprobe { .. } | AttachTarget::Usdt { .. }),
                     probe_name: &probe_name,
                     context: ptype.context(),
                     format: format.as_ref(),

@@ -1,0 +1,168 @@
+//! `kprobe:FN` / `kretprobe:FN` (`k:`/`kr:`) and `fentry:FN` / `fexit:FN`
+//! (`f:`/`fr:`). Kernel functions come from /proc/kallsyms. A kprobe prefers
+//! an fentry/fexit trampoline when the kernel allows one (cheaper), else uses
+//! the kprobe PMU. When neither is possible the error says why and names the
+//! tracepoint that covers the same event, where one exists.
+
+use std::ffi::CString;
+use std::os::fd::BorrowedFd;
+use std::sync::OnceLock;
+
+use anyhow::{anyhow, bail, Result};
+use probes_ebpf::ir::ContextKind;
+
+use super::{perf, tracefs, AttachPoint, Attachment, ProbeType, Target};
+use crate::compile::spec::ProbeSpec;
+
+pub struct KernelFunctionProbe {
+    pub ret: bool,
+    /// Spelled fentry/fexit: only trampolines will do.
+    pub trampoline_only: bool,
+}
+
+pub static KPROBE: KernelFunctionProbe = KernelFunctionProbe { ret: false, trampoline_only: false };
+pub static KRETPROBE: KernelFunctionProbe = KernelFunctionProbe { ret: true, trampoline_only: false };
+pub static FENTRY: KernelFunctionProbe = KernelFunctionProbe { ret: false, trampoline_only: true };
+pub static FEXIT: KernelFunctionProbe = KernelFunctionProbe { ret: true, trampoline_only: true };
+
+const BPF_PROG_TYPE_KPROBE: u32 = 2;
+const KPROBE_PMU: &str = "/sys/bus/event_source/devices/kprobe/type";
+
+/// Function names from /proc/kallsyms (text symbols), read once.
+fn kernel_functions() -> &'static Vec<String> {
+    static FUNCS: OnceLock<Vec<String>> = OnceLock::new();
+    FUNCS.get_or_init(|| {
+        let text = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
+        let mut v: Vec<String> = text
+            .lines()
+            .filter_map(|l| {
+                let mut it = l.split_whitespace();
+                let (_, kind, name) = (it.next()?, it.next()?, it.next()?);
+                (matches!(kind, "t" | "T") && it.next().is_none()).then(|| name.to_string())
+            })
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    })
+}
+
+/// Whether this kernel can attach BPF to kernel functions, and if not, why.
+fn availability(function: &str, trampoline_only: bool) -> Result<(), String> {
+    let kprobes = std::path::Path::new(KPROBE_PMU).exists();
+    if kprobes && !trampoline_only {
+        return Ok(());
+    }
+    // fentry/fexit need BPF trampolines: BPF_PROG_TYPE_TRACING programs
+    // attached by BTF id. Try loading a minimal one to find out.
+    let why_fentry = match probe_trampoline(function) {
+        Ok(()) => "fentry/fexit programs load, but attaching BTF-typed probes is not supported by rtrace yet".to_string(),
+        Err(e) => format!("fentry/fexit programs are refused by this kernel ({e})"),
+    };
+    if trampoline_only {
+        return Err(why_fentry);
+    }
+    Err(format!("this kernel has no kprobes (CONFIG_KPROBES is off: no {KPROBE_PMU}) and {why_fentry}"))
+}
+
+/// Load (and drop) a minimal fentry program on `function`: Ok when the
+/// kernel accepts trampoline programs, else the reason.
+fn probe_trampoline(function: &str) -> Result<(), String> {
+    use libbpf_rs::libbpf_sys;
+    const BPF_PROG_TYPE_TRACING: u32 = 26;
+    const BPF_TRACE_FENTRY: u32 = 24;
+    const BTF_KIND_FUNC: u32 = 12;
+    let name = CString::new(function).map_err(|e| e.to_string())?;
+    unsafe {
+        let btf = libbpf_sys::btf__load_vmlinux_btf();
+        if btf.is_null() {
+            return Err("no kernel BTF".into());
+        }
+        let id = libbpf_sys::btf__find_by_name_kind(btf, name.as_ptr(), BTF_KIND_FUNC);
+        libbpf_sys::btf__free(btf);
+        if id < 0 {
+            return Err(format!("{function} has no BTF entry"));
+        }
+        let insns = probes_ebpf::insn::to_bytes(&[probes_ebpf::insn::Insn::mov_imm(0, 0), probes_ebpf::insn::Insn::exit()]);
+        let mut opts = libbpf_sys::bpf_prog_load_opts {
+            sz: std::mem::size_of::<libbpf_sys::bpf_prog_load_opts>() as _,
+            expected_attach_type: BPF_TRACE_FENTRY,
+            attach_btf_id: id as u32,
+            ..Default::default()
+        };
+        let fd = libbpf_sys::bpf_prog_load(
+            BPF_PROG_TYPE_TRACING,
+            c"rtrace_probe".as_ptr(),
+            c"GPL".as_ptr(),
+            insns.as_ptr() as *const libbpf_sys::bpf_insn,
+            2,
+            &mut opts,
+        );
+        if fd < 0 {
+            return Err(format!("{} on load", std::io::Error::from_raw_os_error(-fd)));
+        }
+        libc::close(fd);
+    }
+    Ok(())
+}
+
+/// A tracepoint covering the same event as kernel function `func`, if any.
+pub fn alternative(func: &str) -> Option<String> {
+    let base = ["__x64_sys_", "__ia32_sys_", "__se_sys_", "__do_sys_", "ksys_", "do_sys_", "vfs_", "do_"]
+        .iter()
+        .find_map(|p| func.strip_prefix(p))
+        .unwrap_or(func);
+    let base = match base {
+        "openat2" | "open" => "openat",
+        other => other,
+    };
+    let wanted = format!("syscalls:sys_enter_{base}");
+    tracefs::expand_tracepoints(&wanted).ok().filter(|v| !v.is_empty()).map(|_| format!("tracepoint:{wanted}"))
+}
+
+impl ProbeType for KernelFunctionProbe {
+    fn prog_type(&self) -> u32 {
+        BPF_PROG_TYPE_KPROBE
+    }
+    fn context(&self) -> ContextKind {
+        ContextKind::PtRegs
+    }
+    fn expand(&self, spec: &ProbeSpec) -> Result<Vec<AttachPoint>> {
+        let pattern = spec.target.rsplit(':').next().unwrap_or(&spec.target);
+        let funcs = kernel_functions();
+        let found: Vec<&String> = if tracefs::has_wildcard(pattern) {
+            funcs.iter().filter(|f| tracefs::wildcard_match(pattern, f)).collect()
+        } else {
+            funcs.binary_search_by(|f| f.as_str().cmp(pattern)).map(|i| vec![&funcs[i]]).unwrap_or_default()
+        };
+        if found.is_empty() {
+            let hint = tracefs::suggest(pattern, funcs.iter().map(String::as_str));
+            if hint.is_empty() || tracefs::has_wildcard(pattern) {
+                bail!("no kernel function matches '{pattern}'");
+            }
+            bail!("unknown kernel function '{pattern}'; did you mean {}?", hint.join(", "));
+        }
+        Ok(found
+            .into_iter()
+            .map(|f| AttachPoint {
+                name: format!("{}:{f}", spec.kind.name()),
+                target: Target::KernelFunction { function: f.clone(), ret: self.ret },
+            })
+            .collect())
+    }
+    fn attach(&self, point: &AttachPoint, prog: BorrowedFd<'_>) -> Result<Attachment> {
+        let Target::KernelFunction { function, ret } = &point.target else {
+            bail!("not a kernel function probe: {}", point.name);
+        };
+        if let Err(why) = availability(function, self.trampoline_only) {
+            let hint = alternative(function).map(|t| format!("; use {t} instead")).unwrap_or_default();
+            bail!("cannot attach {}: {why}{hint}", point.name);
+        }
+        let pmu: u32 = std::fs::read_to_string(KPROBE_PMU)?.trim().parse()?;
+        let name = CString::new(function.as_str())?;
+        let fd = perf::open_probe(pmu, name.as_ptr() as u64, 0, *ret, -1, 0)
+            .map_err(|e| anyhow!("cannot attach {}: {e}", point.name))?;
+        perf::attach_bpf(&fd, prog)?;
+        Ok(Attachment::new(vec![fd]))
+    }
+}
