@@ -54,6 +54,7 @@ pub fn print(session: &Session, plan: &Plan, source: &str) {
                     let name = match cap {
                         Capture::Event(path) => format!("e.{}", path.join(".")),
                         Capture::Local { name, .. } => name.clone(),
+                        Capture::Emitted => "emitted".into(),
                     };
                     format!("{name}: {}", ty_text(ty))
                 })

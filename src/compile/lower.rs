@@ -108,6 +108,8 @@ pub enum Capture {
     Event(Vec<String>),
     /// A kernel `let` value: its name and its position in `Site::scope`.
     Local { name: String, slot: usize },
+    /// One value given to `emit()`.
+    Emitted,
 }
 
 /// A run of consecutive userspace statements, and the values the kernel
@@ -125,6 +127,11 @@ pub struct Site {
     pub scope: Vec<String>,
     /// `line:col` of the first statement.
     pub at: String,
+    /// An `emit()`: the fields go to the probe's `.on_event` callback instead
+    /// of running `stmts`.
+    pub emit: bool,
+    /// `emit([a, b])`: the callback gets an array.
+    pub emit_array: bool,
 }
 
 /// A closure's parameters and body statements, found in `ast` by function name.
@@ -489,6 +496,7 @@ impl<'a> Lowerer<'a> {
             let expr = match &cap {
                 Capture::Local { slot, .. } => Expr::Local(visible[*slot].1.unwrap_or(0)),
                 Capture::Event(path) => self.event_capture(path, pos)?,
+                Capture::Emitted => continue,
             };
             fields.push((cap, self.ty(&expr)));
             sems.push(self.sem(&expr));
@@ -506,7 +514,7 @@ impl<'a> Lowerer<'a> {
             span: span(first_pos),
         });
         let scope = visible.into_iter().map(|(n, _)| n).collect();
-        self.sites.push(Site { id, stmts, fields, sems, scope, at: at(first_pos) });
+        self.sites.push(Site { id, stmts, fields, sems, scope, at: at(first_pos), emit: false, emit_array: false });
         Ok(())
     }
 
@@ -826,6 +834,47 @@ impl<'a> Lowerer<'a> {
             ("exit", 1) => {
                 let code = self.int_expr(&args[0])?;
                 Ok(control(self, CONTROL_EXIT, code))
+            }
+            ("emit", 1) => {
+                let parts: Vec<&RExpr> = match &args[0] {
+                    RExpr::Array(items, _) => items.iter().collect(),
+                    one => vec![one],
+                };
+                let mut fields = Vec::new();
+                let mut exprs = Vec::new();
+                let mut sems = Vec::new();
+                for p in parts {
+                    let v = self.expr(p).map_err(|mut e| {
+                        if e.userspace {
+                            e.userspace = false;
+                            e.message = format!("emit() sends kernel values: {}", e.message);
+                        }
+                        e
+                    })?;
+                    fields.push((Capture::Emitted, self.ty(&v)));
+                    sems.push(self.sem(&v));
+                    exprs.push(v);
+                }
+                let id = self.next_site;
+                self.next_site += 1;
+                self.sites.push(Site {
+                    id,
+                    stmts: Vec::new(),
+                    fields,
+                    sems,
+                    scope: Vec::new(),
+                    at: at(pos),
+                    emit: true,
+                    emit_array: matches!(args[0], RExpr::Array(..)),
+                });
+                Ok(StmtKind::Emit {
+                    ring: self.target.data_ring,
+                    lost: self.target.lost_map,
+                    site: id,
+                    probe: self.target.probe_index,
+                    fields: exprs,
+                    wake_bytes: self.target.wake_bytes,
+                })
             }
             ("print", 1) | ("clear", 1) | ("zero", 1) if self.map_of(&args[0]).is_some() => {
                 let m = self.map_of(&args[0]).unwrap();

@@ -40,6 +40,8 @@ pub struct SitePlan {
     pub captured: Vec<(String, rhai::Dynamic)>,
     /// The closure's event parameter name.
     pub event: Option<String>,
+    /// The probe's `.on_event` callback (for `emit()` sites).
+    pub on_event: Option<rhai::FnPtr>,
 }
 
 /// One BPF program and where it attaches.
@@ -180,6 +182,9 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
                 let event = (body.params.len() > def.closure.curry().len()).then(|| body.params.last().cloned()).flatten();
                 let mut sites: Vec<&lower::Site> = lowered.sites.iter().collect();
                 sites.sort_by_key(|s| s.id);
+                if sites.iter().any(|s| s.emit) && def.on_event.is_none() {
+                    return Err(here(def, "this probe calls emit(): give it a callback with .on_event(|rec| ...)".into()));
+                }
                 for site in sites {
                     // Records name their site by id: ids index `plan.sites`.
                     debug_assert_eq!(site.id as usize, plan.sites.len());
@@ -189,6 +194,7 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
                         ast: def.ast.clone(),
                         captured: captured.clone(),
                         event: event.clone(),
+                        on_event: def.on_event.clone(),
                     });
                 }
                 pending.push((lowered, probe_name, ptype, group, probe_index));

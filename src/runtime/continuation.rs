@@ -13,6 +13,8 @@ use crate::script::Session;
 
 struct Site {
     ast: AST,
+    /// For `emit()` sites: the callback, the AST it lives in, array or not.
+    on_event: Option<(rhai::FnPtr, std::sync::Arc<AST>, bool)>,
     sems: Vec<Sem>,
     scope: Vec<String>,
     fields: Vec<(Capture, Ty, usize)>,
@@ -52,6 +54,11 @@ impl Continuations {
                     fields,
                     scope: sp.site.scope.clone(),
                     sems: sp.site.sems.clone(),
+                    on_event: if sp.site.emit {
+                        sp.on_event.clone().map(|f| (f, sp.ast.clone(), sp.site.emit_array))
+                    } else {
+                        None
+                    },
                     captured: sp.captured.clone(),
                     event: sp.event.clone(),
                     probe: sp.probe,
@@ -70,6 +77,29 @@ impl Continuations {
             return Ok(());
         };
         let Some(site) = self.sites.get(id as usize) else { return Ok(()) };
+        if let Some((f, ast, array)) = &site.on_event {
+            let values: Vec<Dynamic> = site
+                .fields
+                .iter()
+                .enumerate()
+                .map(|(i, (_, ty, off))| match site.sems.get(i) {
+                    Some(Sem::Stack { map, user, mode }) => {
+                        Dynamic::from(stacks::render(*map, decode(rec, *off, *ty).as_int().unwrap_or(-1), *user, *mode))
+                    }
+                    _ => decode(rec, *off, *ty),
+                })
+                .collect();
+            let arg = if *array { Dynamic::from(values) } else { values.into_iter().next().unwrap_or(Dynamic::UNIT) };
+            return match f.call::<Dynamic>(&session.engine, ast, (arg,)) {
+                Ok(_) => Ok(()),
+                Err(e) if matches!(*e, rhai::EvalAltResult::ErrorTerminated(..)) => Ok(()),
+                Err(e) => {
+                    self.errors += 1;
+                    let msg = format!("{} (in the on_event callback of probe {})", session.runtime_error(&e), plan.probes[site.probe]);
+                    if self.keep_going { Ok(()) } else { Err(anyhow::anyhow!(msg)) }
+                }
+            };
+        }
         let mut scope = Scope::new();
         for (name, v) in &site.captured {
             scope.push_dynamic(name.as_str(), v.clone());
@@ -94,6 +124,7 @@ impl Continuations {
                         *l = value;
                     }
                 }
+                Capture::Emitted => {}
                 Capture::Event(path) => match path.as_slice() {
                     [f, ..] if f == "kstack" || f == "ustack" => {
                         event.insert(f.as_str().into(), value);

@@ -32,6 +32,10 @@ pub trait MapBackend: Send + Sync {
     fn get(&self, key: &Dynamic) -> Result<Dynamic, String>;
 }
 
+/// What `probe()` returns: lets a script attach `.on_event(...)`.
+#[derive(Clone)]
+pub struct ProbeHandle(usize);
+
 /// Options given to `map(name, #{...})`.
 #[derive(Clone, Debug, Default)]
 pub struct MapOptions {
@@ -162,24 +166,43 @@ pub fn register(engine: &mut Engine, registry: &SharedRegistry) {
         Ok(new_map(&r, Some(name.to_string()), options))
     });
 
+    engine.register_type_with_name::<ProbeHandle>("Probe");
     let r = registry.clone();
-    engine.register_fn("probe", move |ctx: NativeCallContext, spec: &str, f: FnPtr| -> RhaiResult<()> {
+    engine.register_fn("probe", move |ctx: NativeCallContext, spec: &str, f: FnPtr| -> RhaiResult<ProbeHandle> {
         let ast = current_ast(&ctx)?;
-        r.lock().unwrap().probes.push(ProbeDef { spec: spec.to_string(), closure: f, ast, pos: ctx.call_position(), source: None });
-        Ok(())
+        let mut reg = r.lock().unwrap();
+        reg.probes.push(ProbeDef {
+            spec: spec.to_string(),
+            closure: f,
+            ast,
+            pos: ctx.call_position(),
+            source: None,
+            on_event: None,
+        });
+        Ok(ProbeHandle(reg.probes.len() - 1))
     });
     let r = registry.clone();
-    engine.register_fn("probe", move |ctx: NativeCallContext, spec: &str, source: &str| -> RhaiResult<()> {
+    engine.register_fn("probe", move |ctx: NativeCallContext, spec: &str, source: &str| -> RhaiResult<ProbeHandle> {
         // Compiled once the top level has finished, with its variables in scope.
         let ast = current_ast(&ctx)?;
-        r.lock().unwrap().probes.push(ProbeDef {
+        let mut reg = r.lock().unwrap();
+        reg.probes.push(ProbeDef {
             spec: spec.to_string(),
             closure: FnPtr::new("pending_probe_source")?,
             ast,
             pos: ctx.call_position(),
             source: Some(source.to_string()),
+            on_event: None,
         });
-        Ok(())
+        Ok(ProbeHandle(reg.probes.len() - 1))
+    });
+    // `probe(...).on_event(|rec| ...)`: receives what the probe `emit()`s.
+    let r = registry.clone();
+    engine.register_fn("on_event", move |p: &mut ProbeHandle, f: FnPtr| -> ProbeHandle {
+        if let Some(def) = r.lock().unwrap().probes.get_mut(p.0) {
+            def.on_event = Some(f);
+        }
+        p.clone()
     });
 
     for (name, repeat) in [("every", true), ("after", false)] {

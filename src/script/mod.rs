@@ -25,6 +25,8 @@ pub struct ProbeDef {
     pub pos: Position,
     /// For `probe(spec, "source")`: the closure's source, compiled after the top level ran.
     pub source: Option<String>,
+    /// `.on_event(|rec| ...)`: called with each value the probe `emit()`s.
+    pub on_event: Option<FnPtr>,
 }
 
 /// A periodic or one-shot userspace callback.

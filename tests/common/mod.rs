@@ -593,3 +593,108 @@ pub fn wait_file_line(path: &Path, what: &str, timeout: Duration, pred: impl Fn(
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+// ---------------------------------------------------------------------------
+// Stacks and symbols (kernel_stacks.rs)
+
+/// The stacks printed right after each stdout line equal to `marker`
+/// (`print(`MARK${e.ustack}`)` prints `MARK`, then one indented line per
+/// frame: 8 spaces in the bpftrace and raw modes, a tab in perf mode).
+/// Each frame is returned trimmed, leaf first.
+pub fn printed_stacks(stdout: &str, marker: &str) -> Vec<Vec<String>> {
+    let lines: Vec<&str> = stdout.lines().collect();
+    let mut stacks = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        if *l == marker {
+            let frames = lines[i + 1..]
+                .iter()
+                .take_while(|f| f.starts_with("        ") || f.starts_with('\t'))
+                .map(|f| f.trim().to_string())
+                .collect();
+            stacks.push(frames);
+        }
+    }
+    stacks
+}
+
+/// Entries of map `name` whose key is one stack, as printed at exit or by
+/// `print(m)`: `@name[`, one frame per line, `]: VALUE`. Frames trimmed.
+pub fn stack_map_entries(stdout: &str, name: &str) -> Vec<(Vec<String>, i64)> {
+    let open = format!("@{name}[");
+    let lines: Vec<&str> = stdout.lines().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        if lines[i] == open {
+            let mut frames = Vec::new();
+            i += 1;
+            while i < lines.len() && !lines[i].starts_with("]: ") {
+                if !lines[i].trim().is_empty() {
+                    frames.push(lines[i].trim().to_string());
+                }
+                i += 1;
+            }
+            let value = lines.get(i).and_then(|l| l.strip_prefix("]: ")).and_then(|v| v.trim().parse().ok());
+            let value = value.unwrap_or_else(|| panic!("map @{name}: stack key without a `]: N` line\n{stdout}"));
+            out.push((frames, value));
+        }
+        i += 1;
+    }
+    out
+}
+
+/// `func` of a `func+off` frame (the frame itself when it has no offset).
+pub fn frame_func(frame: &str) -> &str {
+    match frame.rsplit_once('+') {
+        Some((name, off)) if !off.is_empty() && off.bytes().all(|b| b.is_ascii_digit()) => name,
+        _ => frame,
+    }
+}
+
+/// The kernel's symbols from /proc/kallsyms (needs root for real addresses).
+pub struct Kallsyms {
+    /// (address, name) of text symbols, sorted by address; modules included.
+    pub syms: Vec<(u64, String)>,
+}
+
+impl Kallsyms {
+    pub fn load() -> Kallsyms {
+        let text = std::fs::read_to_string("/proc/kallsyms").expect("read /proc/kallsyms");
+        let mut syms: Vec<(u64, String)> = text
+            .lines()
+            .filter_map(|l| {
+                let mut w = l.split_whitespace();
+                let addr = u64::from_str_radix(w.next()?, 16).ok()?;
+                let kind = w.next()?;
+                let name = w.next()?;
+                (addr != 0 && matches!(kind, "t" | "T" | "w" | "W")).then(|| (addr, name.to_string()))
+            })
+            .collect();
+        syms.sort();
+        assert!(!syms.is_empty(), "/proc/kallsyms shows no addresses (not root, or kptr_restrict)");
+        Kallsyms { syms }
+    }
+
+    /// Names of the text symbols at exactly `addr`.
+    pub fn names_at(&self, addr: u64) -> Vec<&str> {
+        let i = self.syms.partition_point(|(a, _)| *a < addr);
+        self.syms[i..].iter().take_while(|(a, _)| *a == addr).map(|(_, n)| n.as_str()).collect()
+    }
+
+    /// The text symbols at the greatest symbol address <= `addr`, and the offset.
+    pub fn containing(&self, addr: u64) -> Option<(Vec<&str>, u64)> {
+        let i = self.syms.partition_point(|(a, _)| *a <= addr);
+        let (start, _) = self.syms.get(i.checked_sub(1)?)?;
+        Some((self.names_at(*start), addr - start))
+    }
+
+    /// Address of `name` when exactly one text symbol has that name and no
+    /// other symbol shares its address.
+    pub fn unique_addr(&self, name: &str) -> Option<u64> {
+        let hits: Vec<u64> = self.syms.iter().filter(|(_, n)| n == name).map(|(a, _)| *a).collect();
+        match hits.as_slice() {
+            [a] if self.names_at(*a).len() == 1 => Some(*a),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,370 @@
+#!/usr/bin/env bash
+# Events delivered to userspace: rtrace's ring buffer -> reader thread -> Rhai
+# callback path, with bpftrace's printf path beside it.  See bench/README.md.
+#
+#   sudo bench/userspace.sh            # full run (about 3 minutes)
+#   sudo bench/userspace.sh --quick    # fewer rate steps (about 1.5 minutes)
+#   sudo bench/userspace.sh --strict   # exit 1 when a target is missed
+#   bench/userspace.sh --rows FILE     # (used by run.sh) also write the summary rows to FILE
+#
+# Environment (all optional):
+#   RTRACE=path        rtrace binary   (default: target/release/rtrace, built if missing)
+#   BPFTRACE=path      bpftrace binary (default: bpftrace on PATH)
+#   RATES="..."        generator rate steps in calls/s, 0 = as fast as it can
+#   STEP_SECS=3        seconds per rate step (calls = rate x STEP_SECS)
+#   MAX_CALLS=3000000  calls made by the unthrottled (rate 0) generator
+#   BIG_RING=16M       --ring-size of the extra unthrottled rtrace run
+#   LAT_SAMPLES=20     lone events for the latency figure
+#   LAT_GAP_MS=100     gap between them
+#   GEN_CPU=N          CPU the generator is pinned to (default: the last one)
+#   SETTLE=0.3         seconds to wait after "Attaching" before starting the generator
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(dirname "$HERE")
+
+STRICT=0
+QUICK=0
+ROWS_FILE=
+while (($#)); do
+    case $1 in
+        --strict) STRICT=1 ;;
+        --quick) QUICK=1 ;;
+        --rows) ROWS_FILE=${2:?--rows needs a file}; shift ;;
+        -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        *) echo "userspace.sh: unknown argument $1" >&2; exit 2 ;;
+    esac
+    shift
+done
+
+if ((QUICK)); then
+    : "${RATES:=250000 500000 750000 1000000 0}" "${STEP_SECS:=2}" "${LAT_SAMPLES:=15}"
+fi
+RATES=${RATES:-100000 250000 400000 500000 600000 750000 1000000 1500000 0}
+STEP_SECS=${STEP_SECS:-3}
+MAX_CALLS=${MAX_CALLS:-3000000}
+BIG_RING=${BIG_RING:-16M}
+LAT_SAMPLES=${LAT_SAMPLES:-20}
+LAT_GAP_MS=${LAT_GAP_MS:-100}
+SETTLE=${SETTLE:-0.3}
+NCPU=$(nproc)
+GEN_CPU=${GEN_CPU:-$((NCPU - 1))}
+# How long a tracer may take, after the generator finished, to deliver the
+# rest and exit on its own before it is stopped with SIGINT.
+DRAIN_LIMIT=${DRAIN_LIMIT:-30}
+
+die() { echo "userspace.sh: $*" >&2; exit 2; }
+log() { echo "$*" >&2; }
+
+[[ $(id -u) -eq 0 ]] || die "must run as root (BPF)"
+for t in gcc taskset awk mkfifo; do command -v $t >/dev/null || die "$t not found"; done
+BPFTRACE=${BPFTRACE:-$(command -v bpftrace || true)}
+[[ -n $BPFTRACE && -x $BPFTRACE ]] || die "bpftrace not found (scripts/setup.sh installs it)"
+RTRACE=${RTRACE:-$ROOT/target/release/rtrace}
+if [[ ! -x $RTRACE ]]; then
+    log "building rtrace (cargo build --release) ..."
+    (cd "$ROOT" && cargo build --release -q) || die "cargo build failed"
+fi
+
+TMP=$(mktemp -d /tmp/rtrace-ubench.XXXXXX)
+TRACER_PID=
+GEN_BG=
+STAMP_PID=
+cleanup() {
+    local p
+    for p in ${TRACER_PID:-} ${GEN_BG:-} ${STAMP_PID:-}; do
+        kill -0 "$p" 2>/dev/null && kill -KILL "$p" 2>/dev/null || true
+    done
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+cp "$RTRACE" "$TMP/rtrace"
+RT=$TMP/rtrace
+BT=$BPFTRACE
+gcc -O2 -Wall -o "$TMP/ubench" "$HERE/ubench.c"
+UB=$TMP/ubench
+
+NOTES=()
+note() { NOTES+=("$*"); log "NOTE: $*"; }
+
+check_foreign() {
+    local p comm others=()
+    for p in /proc/[0-9]*; do
+        comm=$(cat "$p/comm" 2>/dev/null) || continue
+        case $comm in rtrace|bpftrace|rtrace-*) others+=("${p#/proc/}($comm)") ;; esac
+    done
+    if ((${#others[@]})); then
+        note "other tracer processes were running $1: ${others[*]}; figures may be skewed"
+    fi
+}
+check_foreign "at the start"
+LOAD_START=$(cut -d' ' -f1 /proc/loadavg)
+
+median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END{ if(NR==0){print "nan"} else if(NR%2){print v[(NR+1)/2]} else {print (v[NR/2]+v[NR/2+1])/2} }'; }
+field() { awk -v k="$1" '{for(i=1;i<=NF;i++){split($i,a,"="); if(a[1]==k) print a[2]}}' <<<"$2"; }
+calc() { awk "BEGIN{ printf \"%.${2:-3}f\", $1 }"; }
+# rate in events/s -> "1.234" M/s
+mps() { awk -v r="$1" 'BEGIN{ if (r == "" || r == "n/a") print "n/a"; else printf "%.3f", r / 1e6 }'; }
+
+# ------------------------------------------------------------ programs
+# prog KIND PID -> program text.  Every program ends on the generator's
+# getpgid() end marker: a record that follows all the generator's events on
+# the same ring (the generator is pinned to one CPU), then exit(); the
+# tracer handles what is queued before it, so timing the arrival of "done"
+# gives the moment the last event reached userspace.
+prog() {
+    local kind=$1 pid=$2
+    case $kind in
+        rt-count) cat <<EOF
+let n = 0;
+probe("tracepoint:syscalls:sys_enter_getppid", |e| { if e.pid == $pid { n += 1; } });
+probe("tracepoint:syscalls:sys_enter_getpgid", |e| { if e.pid == $pid { print(\`done n=\${n}\`); exit(); } });
+probe("END", || { print(\`n=\${n}\`); });
+EOF
+        ;;
+        rt-print) cat <<EOF
+probe("tracepoint:syscalls:sys_enter_getppid", |e| { if e.pid == $pid { print("x"); } });
+probe("tracepoint:syscalls:sys_enter_getpgid", |e| { if e.pid == $pid { print("done"); exit(); } });
+EOF
+        ;;
+        bt-print) cat <<EOF
+tracepoint:syscalls:sys_enter_getppid /pid == $pid/ { printf("x\n"); }
+tracepoint:syscalls:sys_enter_getpgid /pid == $pid/ { printf("done\n"); exit(); }
+EOF
+        ;;
+        rt-lat) cat <<EOF
+probe("tracepoint:syscalls:sys_enter_getppid", |e| { if e.pid == $pid { print(\`t=\${e.nsecs}\`); } });
+probe("tracepoint:syscalls:sys_enter_getpgid", |e| { if e.pid == $pid { print("done"); exit(); } });
+EOF
+        ;;
+        bt-lat) cat <<EOF
+tracepoint:syscalls:sys_enter_getppid /pid == $pid/ { printf("t=%llu\n", nsecs); }
+tracepoint:syscalls:sys_enter_getpgid /pid == $pid/ { printf("done\n"); exit(); }
+EOF
+        ;;
+    esac
+}
+
+# run_one TAG KIND GENMODE GENARG1 GENARG2 [TRACER OPTIONS...]
+# Starts the generator (pinned, waiting), the tracer with the generator's pid
+# in its filter (stdout through `ubench stamp`, which counts "x" lines and
+# timestamps the others), waits for "Attaching" + SETTLE, lets the generator
+# go, then waits for the tracer to exit after the end marker.
+# Leaves $TMP/TAG.gen (generator output), TAG.st (stamped tracer stdout),
+# TAG.err (tracer stderr).
+run_one() {
+    local tag=$1 kind=$2 mode=$3 a1=$4 a2=$5; shift 5
+    local go=$TMP/$tag.go gen=$TMP/$tag.gen st=$TMP/$tag.st err=$TMP/$tag.err fifo=$TMP/$tag.fifo
+    rm -f "$go" "$gen" "$st" "$err" "$fifo"
+    taskset -c "$GEN_CPU" "$UB" "$mode" "$a1" "$a2" "$go" >"$gen" &
+    GEN_BG=$!
+    local i
+    for i in $(seq 1 500); do grep -q '^pid=' "$gen" 2>/dev/null && break; sleep 0.01; done
+    local pid
+    pid=$(sed -n 's/^pid=//p' "$gen")
+    [[ -n $pid ]] || die "$tag: generator did not start"
+    local src=$TMP/$tag.src
+    prog "$kind" "$pid" >"$src"
+    mkfifo "$fifo"
+    "$UB" stamp <"$fifo" >"$st" &
+    STAMP_PID=$!
+    case $kind in
+        rt-*) "$RT" "$@" "$src" >"$fifo" 2>"$err" & ;;
+        bt-*) "$BT" "$@" "$src" >"$fifo" 2>"$err" & ;;
+    esac
+    TRACER_PID=$!
+    local waited=0
+    while ! grep -q Attaching "$st" 2>/dev/null; do
+        if ! kill -0 "$TRACER_PID" 2>/dev/null; then
+            wait "$TRACER_PID" || true
+            log "---- $tag stdout:"; cat "$st" >&2; log "---- $tag stderr:"; cat "$err" >&2
+            die "$tag: tracer exited before attaching"
+        fi
+        ((waited++ < 1500)) || die "$tag: tracer did not print 'Attaching' within 15 s"
+        sleep 0.01
+    done
+    sleep "$SETTLE"
+    touch "$go"
+    wait "$GEN_BG" || note "$tag: generator exited with status $?"
+    GEN_BG=
+    # The tracer exits by itself once it has handled the end marker.
+    local t
+    for t in $(seq 1 $((DRAIN_LIMIT * 20))); do
+        kill -0 "$TRACER_PID" 2>/dev/null || break
+        sleep 0.05
+    done
+    if kill -0 "$TRACER_PID" 2>/dev/null; then
+        note "$tag: tracer still running ${DRAIN_LIMIT} s after the generator ended (end marker lost?); sent SIGINT"
+        kill -INT "$TRACER_PID" 2>/dev/null || true
+        for t in $(seq 1 200); do kill -0 "$TRACER_PID" 2>/dev/null || break; sleep 0.05; done
+        kill -0 "$TRACER_PID" 2>/dev/null && { note "$tag: tracer ignored SIGINT; killed"; kill -KILL "$TRACER_PID" 2>/dev/null || true; }
+    fi
+    local rc=0
+    wait "$TRACER_PID" || rc=$?
+    TRACER_PID=
+    wait "$STAMP_PID" || true
+    STAMP_PID=
+    ((rc == 0)) || note "$tag: tracer exited with status $rc"
+}
+
+# Lost-event reports of either tracer, summed ("Lost N events ..." on stdout or stderr).
+lost_of() { cat "$TMP/$1.st" "$TMP/$1.err" 2>/dev/null | grep -o 'Lost [0-9]* events' | awk '{s+=$2} END{print s+0}'; }
+# Stamp (arrival ns) of the first stamped line whose text starts with $2.
+stamp_of() { awk -v p="$2" 'index($2, p) == 1 {print $1; exit}' "$TMP/$1.st"; }
+
+# throughput TAG KIND RATE CALLS [TRACER OPTIONS...] -> one "k=v ..." line on stdout
+throughput() {
+    local tag=$1 kind=$2 rate=$3 calls=$4; shift 4
+    run_one "$tag" "$kind" gen "$rate" "$calls" "$@"
+    local g; g=$(grep '^calls=' "$TMP/$tag.gen" || true)
+    local start end; start=$(field start "$g"); end=$(field end "$g")
+    local done_at; done_at=$(stamp_of "$tag" done)
+    local got
+    if [[ $kind == rt-count ]]; then
+        got=$(awk '$2 ~ /^n=/ {sub(/^n=/, "", $2); print $2}' "$TMP/$tag.st" | tail -1)
+    else
+        got=$(sed -n 's/^xlines=//p' "$TMP/$tag.st")
+    fi
+    got=${got:-0}
+    local lost; lost=$(lost_of "$tag")
+    local skipped; skipped=$(grep -o '[0-9]* queued event(s) were not processed' "$TMP/$tag.err" | awk '{s+=$1} END{print s+0}')
+    local genrate; genrate=$(field rate "$g")
+    local delivered=n/a lag=n/a
+    if [[ -n $done_at && -n $start ]]; then
+        delivered=$(calc "$got / (($done_at - $start) / 1e9)" 0)
+        lag=$(calc "($done_at - $end) / 1e6" 1)
+    else
+        note "$tag: no 'done' line (end marker lost); delivered/s not measured"
+    fi
+    local unreported=$((calls - got - lost - skipped))
+    echo "gen_rate=$genrate calls=$calls got=$got lost=$lost skipped=$skipped unreported=$unreported delivered=$delivered lag_ms=$lag"
+}
+
+# step_table KIND LABEL [TRACER OPTIONS...]: the rate ladder; prints a line
+# per step on stderr; sets BEST (highest delivered/s with no loss at all),
+# MAXRUN (the unthrottled step's line), UNREPORTED (sum of unreported losses).
+step_table() {
+    local kind=$1 label=$2; shift 2
+    log "   target/s   achieved/s     calls  delivered  lost(rep) unreported   delivered/s  drain-lag ms"
+    BEST=0; MAXRUN=; UNREPORTED=0
+    local rate calls line
+    for rate in $RATES; do
+        if ((rate == 0)); then calls=$MAX_CALLS; else calls=$((rate * STEP_SECS)); fi
+        line=$(throughput "$label.$rate" "$kind" "$rate" "$calls" "$@")
+        local got lost skip unrep del
+        got=$(field got "$line"); lost=$(field lost "$line"); skip=$(field skipped "$line")
+        unrep=$(field unreported "$line"); del=$(field delivered "$line")
+        log "$(printf '%11s %12s %9s %10s %10s %10s %13s %12s' \
+            "$( ((rate)) && echo "$rate" || echo max)" "$(field gen_rate "$line")" "$calls" "$got" "$lost" "$unrep" "$del" "$(field lag_ms "$line")")"
+        ((skip == 0)) || note "$label at rate $rate: rtrace reported $skip queued events not processed"
+        if ((unrep != 0)); then
+            UNREPORTED=$((UNREPORTED + (unrep < 0 ? -unrep : unrep)))
+            note "$label at rate $rate: $unrep events neither delivered nor reported lost (calls $calls, delivered $got, reported lost $lost)"
+        fi
+        if ((lost == 0 && unrep == 0 && skip == 0)) && [[ $del != n/a ]]; then
+            if awk -v a="$del" -v b="$BEST" 'BEGIN{exit !(a > b)}'; then BEST=$del; fi
+        fi
+        ((rate)) || MAXRUN=$line
+    done
+}
+
+# --------------------------------------------- 1. no-op Rhai callback
+log "== 1. events into a Rhai callback (n += 1), generator pinned to CPU $GEN_CPU, ${STEP_SECS} s per rate step"
+log "   default ring (1M):"
+step_table rt-count cb
+CB_BEST=$BEST; CB_MAX=$MAXRUN; CB_UNREP=$UNREPORTED
+log "   unthrottled with --ring-size $BIG_RING:"
+CB_BIG=$(throughput cb.big rt-count 0 "$MAX_CALLS" --ring-size "$BIG_RING")
+log "   $CB_BIG"
+[[ $(field unreported "$CB_BIG") == 0 ]] || { CB_UNREP=$((CB_UNREP + 1)); note "cb.big: unreported loss: $CB_BIG"; }
+
+# --------------------------------------------- 2. printf throughput
+log "== 2. print one line per event, rtrace print(\"x\") vs bpftrace printf(\"x\\n\")"
+log "   rtrace:"
+step_table rt-print prt
+PR_RT_BEST=$BEST; PR_RT_MAX=$MAXRUN
+log "   bpftrace:"
+step_table bt-print prb
+PR_BT_BEST=$BEST; PR_BT_MAX=$MAXRUN
+
+# --------------------------------------------- 3. lone-event latency
+# latency TAG KIND: LAT_SAMPLES lone getppid() calls LAT_GAP_MS apart; for each,
+# arrival of the tracer's "t=NSECS" line at the harness minus NSECS (the
+# event's bpf_ktime_get_ns, CLOCK_MONOTONIC) and minus the generator's own
+# timestamp taken just before the call.  Prints "ev=..;.. call=..;.." in µs.
+latency() {
+    local tag=$1 kind=$2
+    run_one "$tag" "$kind" once "$LAT_SAMPLES" "$LAT_GAP_MS"
+    paste -d' ' <(sed -n 's/^call=//p' "$TMP/$tag.gen") \
+                <(awk '$2 ~ /^t=/ {sub(/^t=/, "", $2); print $1, $2}' "$TMP/$tag.st") |
+        awk 'NF == 3 { printf "%.1f %.1f\n", ($2 - $3) / 1e3, ($2 - $1) / 1e3 }'
+}
+log "== 3. lone-event latency: $LAT_SAMPLES single getppid() calls ${LAT_GAP_MS} ms apart; event -> line read by the harness"
+declare -A LAT=()
+for kind in rt-lat bt-lat; do
+    pairs=$(latency "$kind" "$kind")
+    n=$(grep -c . <<<"$pairs" || true)
+    ((n == LAT_SAMPLES)) || note "latency $kind: $n of $LAT_SAMPLES events arrived"
+    ev=$(awk '{print $1}' <<<"$pairs"); call=$(awk '{print $2}' <<<"$pairs")
+    # shellcheck disable=SC2086
+    LAT[$kind.med]=$(median $ev); LAT[$kind.max]=$(sort -g <<<"$ev" | tail -1)
+    # shellcheck disable=SC2086
+    LAT[$kind.min]=$(sort -g <<<"$ev" | head -1); LAT[$kind.callmed]=$(median $call)
+    log "   $kind event->arrival µs: $(tr '\n' ' ' <<<"$ev")"
+done
+
+check_foreign "at the end"
+
+# ------------------------------------------------------------ summary
+CB_MAXDEL=$(field delivered "$CB_MAX"); CB_BIGDEL=$(field delivered "$CB_BIG")
+PR_RT_MAXDEL=$(field delivered "$PR_RT_MAX"); PR_BT_MAXDEL=$(field delivered "$PR_BT_MAX")
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a == "n/a" || b == "n/a" || b <= 0) print "n/a"; else printf "%.2f\n", a / b }'; }
+atleast() { awk -v r="$1" -v t="$2" 'BEGIN{ if (r == "n/a") print "MISS"; else print (r >= t ? "PASS" : "MISS") }'; }
+
+V_CB=$(atleast "$(mps "$CB_BEST")" 0.5)
+((CB_UNREP == 0)) || V_CB=MISS
+R_PR=$(ratio "$PR_RT_BEST" "$PR_BT_BEST")
+V_PR=$(atleast "$R_PR" 2)
+R_PRMAX=$(ratio "$PR_RT_MAXDEL" "$PR_BT_MAXDEL")
+us_ms() { awk -v u="$1" 'BEGIN{ if (u == "" || u == "nan") print "n/a"; else printf "%.2f", u / 1e3 }'; }
+
+# name rtrace bpftrace ratio target result
+ROWS=(
+    "events -> Rhai callback, no loss, M/s|$(mps "$CB_BEST")|n/a||>= 0.5 M/s|$V_CB"
+    "  same, unthrottled generator, M/s|$(mps "$CB_MAXDEL")|n/a|||info"
+    "  same, unthrottled, --ring-size $BIG_RING, M/s|$(mps "$CB_BIGDEL")|n/a|||info"
+    "print per event, no loss, M lines/s|$(mps "$PR_RT_BEST")|$(mps "$PR_BT_BEST")|$R_PR|>= 2x|$V_PR"
+    "  same, unthrottled generator, M lines/s|$(mps "$PR_RT_MAXDEL")|$(mps "$PR_BT_MAXDEL")|$R_PRMAX||info"
+    "lone event -> printed line, median ms|$(us_ms "${LAT[rt-lat.med]}")|$(us_ms "${LAT[bt-lat.med]}")|$(ratio "${LAT[rt-lat.med]}" "${LAT[bt-lat.med]}")||info"
+    "  same, max ms|$(us_ms "${LAT[rt-lat.max]}")|$(us_ms "${LAT[bt-lat.max]}")|$(ratio "${LAT[rt-lat.max]}" "${LAT[bt-lat.max]}")||info"
+)
+row() { printf '%-44s %10s %10s %8s %10s  %s\n' "$@"; }
+print_rows() { local r; for r in "${ROWS[@]}"; do IFS='|' read -r a b c d e f <<<"$r"; row "$a" "$b" "$c" "$d" "$e" "$f"; done; }
+
+if [[ -n $ROWS_FILE ]]; then
+    { printf '%s\n' "${ROWS[@]}"; for n in "${NOTES[@]}"; do echo "note|$n"; done; } >"$ROWS_FILE"
+fi
+
+echo
+echo "rtrace vs bpftrace, events to userspace — $(uname -r), $NCPU CPUs, $("$RT" -V 2>/dev/null), $("$BT" --version 2>/dev/null)"
+echo "load average (1 min) at start $LOAD_START, at end $(cut -d' ' -f1 /proc/loadavg)"
+echo
+row "benchmark" "rtrace" "bpftrace" "ratio" "target" "result"
+row "--------------------------------------------" "----------" "----------" "--------" "----------" "------"
+print_rows
+echo
+echo "generator pinned to CPU $GEN_CPU, rate steps [$RATES] (0 = unthrottled, $MAX_CALLS calls), $STEP_SECS s each;"
+echo "delivered/s = events handled / (generator start -> 'done' end marker read); 'no loss' = best step with"
+echo "no reported and no unreported loss. latency: $LAT_SAMPLES lone events ${LAT_GAP_MS} ms apart, e.nsecs/nsecs -> line read."
+if ((${#NOTES[@]})); then
+    echo
+    echo "notes:"
+    for n in "${NOTES[@]}"; do echo "  - $n"; done
+fi
+
+if ((STRICT)) && [[ $V_CB != PASS || $V_PR != PASS ]]; then
+    exit 1
+fi
+exit 0
