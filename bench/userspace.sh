@@ -210,11 +210,11 @@ run_one() {
 }
 
 # Lost-event reports of either tracer, summed ("Lost N events ..." on stdout or stderr).
-lost_of() { cat "$TMP/$1.st" "$TMP/$1.err" 2>/dev/null | grep -o 'Lost [0-9]* events' | awk '{s+=$2} END{print s+0}'; }
+lost_of() { cat "$TMP/$1.st" "$TMP/$1.err" 2>/dev/null | { grep -o 'Lost [0-9]* events' || true; } | awk '{s+=$2} END{print s+0}'; }
 # Stamp (arrival ns) of the first stamped line whose text starts with $2.
 stamp_of() { awk -v p="$2" 'index($2, p) == 1 {print $1; exit}' "$TMP/$1.st"; }
 
-# throughput TAG KIND RATE CALLS [TRACER OPTIONS...] -> one "k=v ..." line on stdout
+# throughput TAG KIND RATE CALLS [TRACER OPTIONS...]: sets RESULT to one "k=v ..." line
 throughput() {
     local tag=$1 kind=$2 rate=$3 calls=$4; shift 4
     run_one "$tag" "$kind" gen "$rate" "$calls" "$@"
@@ -229,7 +229,7 @@ throughput() {
     fi
     got=${got:-0}
     local lost; lost=$(lost_of "$tag")
-    local skipped; skipped=$(grep -o '[0-9]* queued event(s) were not processed' "$TMP/$tag.err" | awk '{s+=$1} END{print s+0}')
+    local skipped; skipped=$({ grep -o '[0-9]* queued event(s) were not processed' "$TMP/$tag.err" || true; } | awk '{s+=$1} END{print s+0}')
     local genrate; genrate=$(field rate "$g")
     local delivered=n/a lag=n/a
     if [[ -n $done_at && -n $start ]]; then
@@ -239,7 +239,7 @@ throughput() {
         note "$tag: no 'done' line (end marker lost); delivered/s not measured"
     fi
     local unreported=$((calls - got - lost - skipped))
-    echo "gen_rate=$genrate calls=$calls got=$got lost=$lost skipped=$skipped unreported=$unreported delivered=$delivered lag_ms=$lag"
+    RESULT="gen_rate=$genrate calls=$calls got=$got lost=$lost skipped=$skipped unreported=$unreported delivered=$delivered lag_ms=$lag"
 }
 
 # step_table KIND LABEL [TRACER OPTIONS...]: the rate ladder; prints a line
@@ -252,7 +252,8 @@ step_table() {
     local rate calls line
     for rate in $RATES; do
         if ((rate == 0)); then calls=$MAX_CALLS; else calls=$((rate * STEP_SECS)); fi
-        line=$(throughput "$label.$rate" "$kind" "$rate" "$calls" "$@")
+        throughput "$label.$rate" "$kind" "$rate" "$calls" "$@"
+        line=$RESULT
         local got lost skip unrep del
         got=$(field got "$line"); lost=$(field lost "$line"); skip=$(field skipped "$line")
         unrep=$(field unreported "$line"); del=$(field delivered "$line")
@@ -276,7 +277,8 @@ log "   default ring (1M):"
 step_table rt-count cb
 CB_BEST=$BEST; CB_MAX=$MAXRUN; CB_UNREP=$UNREPORTED
 log "   unthrottled with --ring-size $BIG_RING:"
-CB_BIG=$(throughput cb.big rt-count 0 "$MAX_CALLS" --ring-size "$BIG_RING")
+throughput cb.big rt-count 0 "$MAX_CALLS" --ring-size "$BIG_RING"
+CB_BIG=$RESULT
 log "   $CB_BIG"
 [[ $(field unreported "$CB_BIG") == 0 ]] || { CB_UNREP=$((CB_UNREP + 1)); note "cb.big: unreported loss: $CB_BIG"; }
 
@@ -293,18 +295,19 @@ PR_BT_BEST=$BEST; PR_BT_MAX=$MAXRUN
 # latency TAG KIND: LAT_SAMPLES lone getppid() calls LAT_GAP_MS apart; for each,
 # arrival of the tracer's "t=NSECS" line at the harness minus NSECS (the
 # event's bpf_ktime_get_ns, CLOCK_MONOTONIC) and minus the generator's own
-# timestamp taken just before the call.  Prints "ev=..;.. call=..;.." in µs.
+# timestamp taken just before the call.  Writes "EV_US CALL_US" lines to $TMP/TAG.lat.
 latency() {
     local tag=$1 kind=$2
     run_one "$tag" "$kind" once "$LAT_SAMPLES" "$LAT_GAP_MS"
     paste -d' ' <(sed -n 's/^call=//p' "$TMP/$tag.gen") \
                 <(awk '$2 ~ /^t=/ {sub(/^t=/, "", $2); print $1, $2}' "$TMP/$tag.st") |
-        awk 'NF == 3 { printf "%.1f %.1f\n", ($2 - $3) / 1e3, ($2 - $1) / 1e3 }'
+        awk 'NF == 3 { printf "%.1f %.1f\n", ($2 - $3) / 1e3, ($2 - $1) / 1e3 }' >"$TMP/$tag.lat"
 }
 log "== 3. lone-event latency: $LAT_SAMPLES single getppid() calls ${LAT_GAP_MS} ms apart; event -> line read by the harness"
 declare -A LAT=()
 for kind in rt-lat bt-lat; do
-    pairs=$(latency "$kind" "$kind")
+    latency "$kind" "$kind"
+    pairs=$(cat "$TMP/$kind.lat")
     n=$(grep -c . <<<"$pairs" || true)
     ((n == LAT_SAMPLES)) || note "latency $kind: $n of $LAT_SAMPLES events arrived"
     ev=$(awk '{print $1}' <<<"$pairs"); call=$(awk '{print $2}' <<<"$pairs")

@@ -106,6 +106,32 @@ fn probe_trampoline(function: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Kernel function names (text symbols of /proc/kallsyms), sorted, for `-l`.
+pub fn function_names() -> &'static [String] {
+    kernel_functions()
+}
+
+/// Whether this kernel has the kprobe PMU (CONFIG_KPROBES), for `-l`.
+pub fn kprobes_available() -> bool {
+    std::path::Path::new(KPROBE_PMU).exists()
+}
+
+/// Whether fentry/fexit programs load on this kernel (tried once, on a
+/// common function), for `-l`.
+pub fn fentry_available() -> bool {
+    static OK: OnceLock<bool> = OnceLock::new();
+    *OK.get_or_init(|| {
+        for f in ["vfs_read", "do_sys_openat2", "schedule"] {
+            match probe_trampoline(f) {
+                Ok(()) => return true,
+                Err(e) if e.ends_with("has no BTF entry") => continue,
+                Err(_) => return false,
+            }
+        }
+        false
+    })
+}
+
 /// A tracepoint covering the same event as kernel function `func`, if any.
 pub fn alternative(func: &str) -> Option<String> {
     let base = ["__x64_sys_", "__ia32_sys_", "__se_sys_", "__do_sys_", "ksys_", "do_sys_", "vfs_", "do_"]

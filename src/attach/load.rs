@@ -94,3 +94,30 @@ unsafe fn load_raw(prog_type: u32, name: &CString, license: &std::ffi::CStr, byt
 fn sanitize_name(name: &str) -> String {
     name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).take(15).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A verifier log as the kernel writes it for an out-of-bounds context read.
+    const LOG: &str = "0: R1=ctx() R10=fp0\n\
+0: (7b) *(u64 *)(r10 -8) = r1          ; R1=ctx() R10=fp0 fp-8_w=ctx()\n\
+1: (79) r1 = *(u64 *)(r10 -8)          ; R1_w=ctx() R10=fp0 fp-8_w=ctx()\n\
+2: (79) r6 = *(u64 *)(r1 +4096)\n\
+invalid bpf_context access off=4096 size=8\n\
+processed 3 insns (limit 1000000) max_states_per_insn 0 total_states 0 peak_states 0 mark_read 1\n";
+
+    #[test]
+    fn finds_the_rejected_instruction_and_the_reason() {
+        let e = LoadError { errno: libc::EACCES, log: LOG.to_string() };
+        assert_eq!(e.failing_insn(), Some(2));
+        assert_eq!(e.reason(), "invalid bpf_context access off=4096 size=8");
+    }
+
+    #[test]
+    fn an_empty_log_falls_back_to_the_errno() {
+        let e = LoadError { errno: libc::EPERM, log: String::new() };
+        assert_eq!(e.failing_insn(), None);
+        assert!(e.reason().contains("not permitted"), "{}", e.reason());
+    }
+}

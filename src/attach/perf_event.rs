@@ -69,6 +69,16 @@ const HARDWARE_EVENTS: &[NamedEvent] = &[
     NamedEvent { name: "ref-cycles", alias: "", config: 9, default_count: 1_000_000 },
 ];
 
+/// `(name, alias)` of every `software:` event (alias "" when none), for `-l`.
+pub fn software_event_names() -> Vec<(&'static str, &'static str)> {
+    SOFTWARE_EVENTS.iter().map(|e| (e.name, e.alias)).collect()
+}
+
+/// `(name, alias)` of every `hardware:` event (alias "" when none), for `-l`.
+pub fn hardware_event_names() -> Vec<(&'static str, &'static str)> {
+    HARDWARE_EVENTS.iter().map(|e| (e.name, e.alias)).collect()
+}
+
 impl ProbeType for PerfEventProbe {
     fn prog_type(&self) -> u32 {
         BPF_PROG_TYPE_PERF_EVENT
