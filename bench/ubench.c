@@ -1,11 +1,11 @@
 /*
  * ubench: helpers for bench/userspace.sh (events delivered to userspace).
  *
- *   ubench gen RATE CALLS GOFILE
+ *   ubench gen RATE SECS GOFILE
  *       Prints "pid=PID" and waits until GOFILE exists (so a tracer can be
  *       started with the pid in its filter and attached first), then makes
- *       CALLS getppid() syscalls, paced to RATE calls/s (0: as fast as it
- *       can), then one getpgid() syscall as an end marker.  Prints
+ *       getppid() syscalls for SECS seconds, paced to RATE calls/s (0: as
+ *       fast as it can), then one getpgid() syscall as an end marker.  Prints
  *         calls=N start=NS end=NS ns_per_call=X rate=R
  *       (CLOCK_MONOTONIC ns; rate = calls per second actually achieved).
  *
@@ -19,9 +19,14 @@
  *       every other line is written to stdout prefixed with the
  *       CLOCK_MONOTONIC ns at which the read() that returned it completed.
  *       At EOF prints "xlines=N".
+ *
+ *   ubench waitfor FILE STRING TIMEOUT_S
+ *       Polls FILE every 0.5 ms until its last 4 KiB contain STRING; prints "found=NS" (CLOCK_MONOTONIC when seen) and
+ *       exits 0, or exits 1 after TIMEOUT_S seconds.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,30 +57,31 @@ static void wait_go(const char *gofile)
     }
 }
 
-static int gen(long long rate, long long calls, const char *gofile)
+static int gen(long long rate, double secs, const char *gofile)
 {
     wait_go(gofile);
-    long long start = now_ns();
-    if (rate <= 0) {
-        for (long long i = 0; i < calls; i++)
-            syscall(SYS_getppid);
-    } else {
-        /* Check the schedule every 16 calls; busy-wait when ahead. */
-        double per = 1e9 / (double)rate;
-        for (long long i = 0; i < calls; i += 16) {
-            long long due = start + (long long)(i * per);
-            while (now_ns() < due)
+    long long start = now_ns(), stop = start + (long long)(secs * 1e9), now = start;
+    long long calls = 0;
+    /* Look at the clock every 16 calls: stop after SECS, and when paced,
+     * busy-wait until the next 16 calls are due. */
+    double per = rate > 0 ? 1e9 / (double)rate : 0;
+    while (now < stop) {
+        if (rate > 0) {
+            long long due = start + (long long)(calls * per);
+            while ((now = now_ns()) < due)
                 ;
-            long long k = calls - i < 16 ? calls - i : 16;
-            for (long long j = 0; j < k; j++)
-                syscall(SYS_getppid);
+            if (now >= stop)
+                break;
         }
+        for (int j = 0; j < 16; j++)
+            syscall(SYS_getppid);
+        calls += 16;
+        now = now_ns();
     }
     long long end = now_ns();
     syscall(SYS_getpgid, 0);
-    double secs = (end - start) / 1e9;
     printf("calls=%lld start=%lld end=%lld ns_per_call=%.1f rate=%.0f\n", calls, start, end,
-           (end - start) / (double)calls, calls / secs);
+           (end - start) / (double)calls, calls / ((end - start) / 1e9));
     return 0;
 }
 
@@ -131,14 +137,48 @@ static int stamp(void)
     return 0;
 }
 
+static int waitfor(const char *path, const char *what, double timeout)
+{
+    static char buf[4097];
+    size_t wl = strlen(what);
+    long long t0 = now_ns();
+    for (;;) {
+        int fd = open(path, O_RDONLY);
+        if (fd >= 0) {
+            struct stat st;
+            if (fstat(fd, &st) == 0) {
+                off_t off = st.st_size > 4096 ? st.st_size - 4096 : 0;
+                ssize_t n = pread(fd, buf, 4096, off);
+                if (n > 0) {
+                    buf[n] = 0;
+                    for (ssize_t i = 0; i + (ssize_t)wl <= n; i++) {
+                        if (!memcmp(buf + i, what, wl)) {
+                            long long t = now_ns();
+                            close(fd);
+                            printf("found=%lld\n", t);
+                            return 0;
+                        }
+                    }
+                }
+            }
+            close(fd);
+        }
+        if (now_ns() - t0 > (long long)(timeout * 1e9))
+            return 1;
+        usleep(500);
+    }
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 5 && !strcmp(argv[1], "waitfor"))
+        return waitfor(argv[2], argv[3], atof(argv[4]));
     if (argc >= 5 && !strcmp(argv[1], "gen"))
-        return gen(atoll(argv[2]), atoll(argv[3]), argv[4]);
+        return gen(atoll(argv[2]), atof(argv[3]), argv[4]);
     if (argc >= 5 && !strcmp(argv[1], "once"))
         return once(atol(argv[2]), atol(argv[3]), argv[4]);
     if (argc >= 2 && !strcmp(argv[1], "stamp"))
         return stamp();
-    fprintf(stderr, "usage: ubench gen RATE CALLS GOFILE | once COUNT GAP_MS GOFILE | stamp\n");
+    fprintf(stderr, "usage: ubench gen RATE SECS GOFILE | once COUNT GAP_MS GOFILE | stamp | waitfor FILE STRING TIMEOUT_S\n");
     return 2;
 }

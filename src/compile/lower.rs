@@ -502,20 +502,22 @@ impl<'a> Lowerer<'a> {
             sems.push(self.sem(&expr));
             exprs.push(expr);
         }
-        out.push(Stmt {
-            kind: StmtKind::Emit {
-                ring: self.target.data_ring,
-                lost: self.target.lost_map,
-                site: id,
-                probe: self.target.probe_index,
-                fields: exprs,
-                wake_bytes: self.target.wake_bytes,
-            },
-            span: span(first_pos),
-        });
+        out.push(Stmt { kind: self.emit_stmt(id, exprs), span: span(first_pos) });
         let scope = visible.into_iter().map(|(n, _)| n).collect();
         self.sites.push(Site { id, stmts, fields, sems, scope, at: at(first_pos), emit: false, emit_array: false });
         Ok(())
+    }
+
+    /// The statement sending the record of site `id`.
+    fn emit_stmt(&self, id: u32, fields: Vec<Expr>) -> StmtKind {
+        StmtKind::Emit {
+            ring: self.target.data_ring,
+            lost: self.target.lost_map,
+            site: id,
+            probe: self.target.probe_index,
+            fields,
+            wake_bytes: self.target.wake_bytes,
+        }
     }
 
     /// The kernel value shipped for `e.PATH` in a record. Character pointers
@@ -867,14 +869,7 @@ impl<'a> Lowerer<'a> {
                     emit: true,
                     emit_array: matches!(args[0], RExpr::Array(..)),
                 });
-                Ok(StmtKind::Emit {
-                    ring: self.target.data_ring,
-                    lost: self.target.lost_map,
-                    site: id,
-                    probe: self.target.probe_index,
-                    fields: exprs,
-                    wake_bytes: self.target.wake_bytes,
-                })
+                Ok(self.emit_stmt(id, exprs))
             }
             ("print", 1) | ("clear", 1) | ("zero", 1) if self.map_of(&args[0]).is_some() => {
                 let m = self.map_of(&args[0]).unwrap();

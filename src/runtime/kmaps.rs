@@ -263,20 +263,7 @@ impl KernelMap {
     }
 
     fn key_dynamic(&self, key: &[u8]) -> Dynamic {
-        let parts: Vec<Dynamic> = self
-            .key_parts(key)
-            .into_iter()
-            .map(|p| match p {
-                KeyPart::Int(i) => Dynamic::from(i),
-                KeyPart::Uint(u) => Dynamic::from(u as i64),
-                KeyPart::Str(s) => Dynamic::from(s),
-            })
-            .collect();
-        if parts.len() == 1 {
-            parts.into_iter().next().unwrap_or(Dynamic::UNIT)
-        } else {
-            Dynamic::from(parts)
-        }
+        parts_dynamic(self.key_parts(key))
     }
 }
 
@@ -319,17 +306,7 @@ impl MapBackend for KernelMap {
             return Ok(dump
                 .entries
                 .into_iter()
-                .map(|(k, _)| {
-                    let v: Vec<Dynamic> = k
-                        .into_iter()
-                        .map(|p| match p {
-                            KeyPart::Int(i) => Dynamic::from(i),
-                            KeyPart::Uint(u) => Dynamic::from(u as i64),
-                            KeyPart::Str(s) => Dynamic::from(s),
-                        })
-                        .collect();
-                    if v.len() == 1 { v.into_iter().next().unwrap_or(Dynamic::UNIT) } else { Dynamic::from(v) }
-                })
+                .map(|(k, _)| parts_dynamic(k))
                 .collect());
         }
         Ok(self.all_keys().iter().map(|k| self.key_dynamic(k)).collect())
@@ -375,4 +352,21 @@ pub fn create_stack_map(depth: u32, entries: u32) -> Result<libbpf_rs::MapHandle
 pub fn ksym_name(addr: u64) -> String {
     let frames = crate::symbols::stacks::kernel_frames(&[addr]);
     frames.first().map(|f| crate::symbols::stacks::frame_function(f).to_string()).unwrap_or_else(|| format!("0x{addr:x}"))
+}
+
+/// A decoded key as Rhai sees it: one value, or an array for tuple keys.
+fn parts_dynamic(parts: Vec<KeyPart>) -> Dynamic {
+    let mut values: Vec<Dynamic> = parts
+        .into_iter()
+        .map(|p| match p {
+            KeyPart::Int(i) => Dynamic::from(i),
+            KeyPart::Uint(u) => Dynamic::from(u as i64),
+            KeyPart::Str(s) => Dynamic::from(s),
+        })
+        .collect();
+    if values.len() == 1 {
+        values.pop().unwrap_or(Dynamic::UNIT)
+    } else {
+        Dynamic::from(values)
+    }
 }
