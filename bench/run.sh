@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # rtrace vs bpftrace, side by side on this machine: start-up time, resident
-# memory while tracing, and in-kernel cost per event.  See bench/README.md.
+# memory while tracing, in-kernel cost per event, and (bench/userspace.sh)
+# events delivered to userspace.  See bench/README.md.
 #
-#   sudo bench/run.sh            # full run (about 2 minutes)
-#   sudo bench/run.sh --quick    # fewer repetitions (about 1 minute)
+#   sudo bench/run.sh            # full run (about 4 minutes)
+#   sudo bench/run.sh --quick    # fewer repetitions (about 2 minutes)
 #   sudo bench/run.sh --strict   # exit 1 when a target is missed
+#   sudo bench/run.sh --no-userspace   # skip part 4, userspace delivery (about 2 minutes less)
 #
 # Environment (all optional):
 #   RTRACE=path        rtrace binary   (default: target/release/rtrace, built if missing)
@@ -23,11 +25,13 @@ PROGS=$HERE/progs
 
 STRICT=0
 QUICK=0
+USERSPACE=1
 for a in "$@"; do
     case $a in
         --strict) STRICT=1 ;;
         --quick) QUICK=1 ;;
-        -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --no-userspace) USERSPACE=0 ;;
+        -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "run.sh: unknown argument $a" >&2; exit 2 ;;
     esac
 done
@@ -226,6 +230,24 @@ EV_RT_COUNT=$(median ${ADD[rtrace.count]});  EV_BT_COUNT=$(median ${ADD[bpftrace
 log "  added ns/event per round: rtrace.empty [${ADD[rtrace.empty]% }] bpftrace.empty [${ADD[bpftrace.empty]% }]"
 log "                            rtrace.count [${ADD[rtrace.count]% }] bpftrace.count [${ADD[bpftrace.count]% }]"
 
+# ------------------------------------------------------------ 4. userspace
+# bench/userspace.sh measures on its own (its raw figures and table go to
+# stderr here) and hands back its summary rows and notes.
+US_ROWS=()
+if ((USERSPACE)); then
+    log "== 4. events delivered to userspace (bench/userspace.sh)"
+    us_args=(--rows "$TMP/userspace.rows")
+    ((QUICK)) && us_args+=(--quick)
+    if RTRACE=$RT BPFTRACE=$BT GEN_CPU=$GEN_CPU SETTLE=$SETTLE "$HERE/userspace.sh" "${us_args[@]}" >&2 \
+        && [[ -s $TMP/userspace.rows ]]; then
+        while IFS= read -r line; do
+            if [[ $line == note\|* ]]; then NOTES+=("userspace: ${line#note|}"); else US_ROWS+=("$line"); fi
+        done <"$TMP/userspace.rows"
+    else
+        note "bench/userspace.sh failed; its rows are missing (see stderr)"
+    fi
+fi
+
 check_foreign "at the end"
 
 # ------------------------------------------------------------ summary
@@ -260,17 +282,27 @@ row "per event, m[pid] = count(), added ns" "$EV_RT_COUNT" "$EV_BT_COUNT" "$R_EV
 row "  empty program floor, added ns" "$EV_RT_EMPTY" "$EV_BT_EMPTY" "$(ratio "$EV_RT_EMPTY" "$EV_BT_EMPTY")" "" "info"
 row "  count() above the floor, ns" "$(calc "$EV_RT_COUNT - $EV_RT_EMPTY" 2)" "$(calc "$EV_BT_COUNT - $EV_BT_EMPTY" 2)" "" "" "info"
 row "  getppid() untraced, ns/call" "$EV_BASE" "" "" "" "info"
+V_US=PASS
+for r in "${US_ROWS[@]}"; do
+    IFS='|' read -r c1 c2 c3 c4 c5 c6 <<<"$r"
+    row "$c1" "$c2" "$c3" "$c4" "$c5" "$c6"
+    [[ $c6 != MISS ]] || V_US=MISS
+done
 echo
 echo "start-up: $STARTUP_RUNS runs each (+2 warm-up), alternating; includes detach and exit."
 echo "memory: median of $MEM_REPS samples taken ~1 s after attach. per event: median over $EVENT_REPS rounds,"
 echo "$EVENT_CALLS getppid() calls pinned to CPU $GEN_CPU, added = traced - untraced in the same round."
+if ((${#US_ROWS[@]})); then
+    echo "userspace: best no-loss events/s over generator rate steps; delivered/s counts the drain after the"
+    echo "generator stops; latency = lone event's timestamp -> its printed line read (bench/userspace.sh)."
+fi
 if ((${#NOTES[@]})); then
     echo
     echo "notes:"
     for n in "${NOTES[@]}"; do echo "  - $n"; done
 fi
 
-if ((STRICT)) && [[ $V_SU != PASS || $V_MEM != PASS || $V_EV != PASS ]]; then
+if ((STRICT)) && [[ $V_SU != PASS || $V_MEM != PASS || $V_EV != PASS || $V_US != PASS ]]; then
     exit 1
 fi
 exit 0

@@ -10,7 +10,8 @@
  *       (CLOCK_MONOTONIC ns; rate = calls per second actually achieved).
  *
  *   ubench once COUNT GAP_MS GOFILE
- *       Prints "pid=PID", waits for GOFILE, then COUNT times: reads
+ *       Prints "pid=PID", waits for GOFILE, makes one untimed warm-up
+ *       getppid() call (prints "warm"), sleeps GAP_MS, then COUNT times: reads
  *       CLOCK_MONOTONIC, makes one getppid() syscall, prints "call=NS", sleeps
  *       GAP_MS ms.  Then one getpgid() syscall as an end marker.
  *
@@ -88,6 +89,10 @@ static int gen(long long rate, double secs, const char *gofile)
 static int once(long count, long gap_ms, const char *gofile)
 {
     wait_go(gofile);
+    syscall(SYS_getppid);
+    printf("warm\n");
+    fflush(stdout);
+    usleep(gap_ms * 1000);
     for (long i = 0; i < count; i++) {
         long long t = now_ns();
         syscall(SYS_getppid);

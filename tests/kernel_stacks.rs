@@ -675,3 +675,27 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| {
     });
     assert_eq!(reported, Some(lost), "events whose stacks were lost: {lost}; the report says {reported:?}\n{out}");
 }
+
+/// A kernel thread (or the idle task) has no user stack: bpftrace shows an
+/// empty `ustack` for it (`@u[]: N`), not an error, and says nothing on
+/// stderr.
+#[test]
+fn ustack_of_kernel_threads_is_empty() {
+    let Some(_g) = setup() else { return };
+    // Kernel threads that switch out every now and then, even on a busy machine.
+    let src = r#"let u = map();
+probe("tracepoint:sched:sched_switch", |e| {
+    if e.pid == 0 || e.comm == "rcu_preempt" || e.comm == "rcu_sched" || e.comm == "ksoftirqd/0" || e.comm == "ksoftirqd/1" {
+        u[e.ustack] = count();
+    }
+});"#;
+    let out = run(&["-d", "1s", "-e", src]);
+    assert_eq!(out.code, Some(0), "{out}");
+    let keys = stack_map_entries(&out.stdout, "u");
+    if keys.is_empty() {
+        eprintln!("skipped: none of the chosen kernel threads ran in 1 s");
+        return;
+    }
+    assert!(keys.iter().all(|(f, _)| f.is_empty()), "a kernel thread's user stack should be empty: {keys:?}\n{out}");
+    assert!(!out.stderr.contains("could not be read"), "{out}");
+}

@@ -11,7 +11,6 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::Path;
 
 use anyhow::{anyhow, bail, Result};
 
@@ -166,7 +165,14 @@ fn unknown_type(ty: &str, rest: &str) -> String {
 
 /// List the probes of one kind matching `rest` (what follows `TYPE:`).
 /// `explicit`: the type was named, so say why nothing can be listed.
-fn list_kind(kind: Kind, rest: &str, verbose: bool, explicit: bool, out: &mut Listing, notes: &mut Vec<String>) -> Result<()> {
+fn list_kind(
+    kind: Kind,
+    rest: &str,
+    verbose: bool,
+    explicit: bool,
+    out: &mut Listing,
+    notes: &mut Vec<String>,
+) -> Result<()> {
     match kind {
         Kind::Tracepoint => list_tracepoints(rest, verbose, out),
         Kind::RawTracepoint => {
@@ -177,8 +183,11 @@ fn list_kind(kind: Kind, rest: &str, verbose: bool, explicit: bool, out: &mut Li
             Ok(())
         }
         Kind::Software | Kind::Hardware => {
-            let table =
-                if kind == Kind::Software { perf_event::software_event_names() } else { perf_event::hardware_event_names() };
+            let table = if kind == Kind::Software {
+                perf_event::software_event_names()
+            } else {
+                perf_event::hardware_event_names()
+            };
             let event = or_star(rest.split(':').next().unwrap_or(""));
             for (name, alias) in table {
                 if matches(event, name) || (!alias.is_empty() && matches(event, alias)) {
@@ -271,11 +280,7 @@ fn list_kernel_functions(kind: Kind, rest: &str, explicit: bool, out: &mut Listi
 /// The binary named in `-l 'uprobe:BIN:...'` / `'usdt:BIN...'`.
 fn binary(kind: Kind, bin: &str, rest: &str) -> Result<std::path::PathBuf> {
     if bin.is_empty() || tracefs::has_wildcard(bin) {
-        bail!(
-            "-l: {} probes are listed per binary: give one, e.g. -l '{}:/bin/bash:*'",
-            kind.name(),
-            kind.name()
-        );
+        bail!("-l: {} probes are listed per binary: give one, e.g. -l '{}:/bin/bash:*'", kind.name(), kind.name());
     }
     symbols::resolve_binary(bin, None).map_err(|e| anyhow!("{}:{rest}: {e}", kind.name()))
 }
@@ -338,8 +343,11 @@ fn list_usdt(rest: &str, verbose: bool, out: &mut Listing) -> Result<()> {
         if out.contains_key(&key) {
             continue;
         }
-        let details =
-            if verbose { n.args.split_whitespace().enumerate().map(|(i, a)| format!("arg{i}: {a}")).collect() } else { vec![] };
+        let details = if verbose {
+            n.args.split_whitespace().enumerate().map(|(i, a)| format!("arg{i}: {a}")).collect()
+        } else {
+            vec![]
+        };
         out.insert(key, details);
     }
     Ok(())

@@ -74,7 +74,9 @@ pub struct Cli {
 /// Run the command line; returns the process exit status.
 pub fn main() -> i32 {
     let cli = Cli::parse();
-    match run(cli) {
+    let result = run(cli);
+    crate::output::sink::flush();
+    match result {
         Ok(code) => code,
         Err(e) => {
             eprintln!("{}", one_line(&e));

@@ -23,7 +23,7 @@ static SINK: Mutex<Option<Sink>> = Mutex::new(None);
 pub fn init(format: Format, path: Option<&str>) -> std::io::Result<()> {
     let out: Box<dyn Write + Send> = match path {
         Some(p) => Box::new(std::io::BufWriter::new(std::fs::File::create(p)?)),
-        None => Box::new(std::io::stdout()),
+        None => Box::new(std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout())),
     };
     *SINK.lock().unwrap() = Some(Sink { format, out });
     Ok(())
@@ -36,10 +36,18 @@ pub fn format() -> Format {
 fn with<F: FnOnce(&mut Sink)>(f: F) {
     let mut guard = SINK.lock().unwrap();
     if guard.is_none() {
-        *guard = Some(Sink { format: Format::Text, out: Box::new(std::io::stdout()) });
+        *guard = Some(Sink { format: Format::Text, out: Box::new(std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout())) });
     }
     if let Some(s) = guard.as_mut() {
         f(s);
+    }
+}
+
+/// Write out what is buffered. Output is buffered so a burst of events
+/// costs one write; the runtime flushes after every batch, timer and probe
+/// callback, so nothing waits long.
+pub fn flush() {
+    if let Some(s) = SINK.lock().unwrap().as_mut() {
         let _ = s.out.flush();
     }
 }

@@ -145,6 +145,7 @@ pub fn run(session: &Session, plan: &Plan, opts: &RunOptions, traced: Option<&mu
             sink::Format::Json => sink::raw(&output::format_attached_json(plan.attach_count())),
         }
     }
+    sink::flush();
 
     let mut conts = continuation::Continuations::new(plan, opts.keep_going);
     if let Some(t) = traced.as_deref_mut() {
@@ -174,11 +175,13 @@ pub fn run(session: &Session, plan: &Plan, opts: &RunOptions, traced: Option<&mu
     }
     print_remaining_maps(session, &loaded);
     report_lost(plan, &loaded);
+    sink::flush();
     stacks::report();
     if conts.errors > 0 && conts.keep_going {
         eprintln!("rtrace: {} userspace error(s) in probe statements (the first is shown above)", conts.errors);
     }
     crate::script::userlib::finish_system_commands();
+    sink::flush();
     result?;
     let reg = session.registry.lock().unwrap();
     if let Some(msg) = &reg.failure {
@@ -247,6 +250,7 @@ fn event_loop(
         while let Ok(msg) = reader.control.try_recv() {
             control(session, loaded, msg);
         }
+        sink::flush();
         let now = Instant::now();
         for (i, t) in timers.iter().enumerate() {
             if next_due[i].is_some_and(|d| now >= d) {
@@ -301,13 +305,18 @@ fn count_records(batch: &[u8]) -> u64 {
 
 fn run_batch(session: &Session, plan: &Plan, conts: &mut continuation::Continuations, batch: &[u8]) -> Result<()> {
     let mut off = 0usize;
+    let mut result = Ok(());
     while off + 4 <= batch.len() {
         let len = u32::from_le_bytes(batch[off..off + 4].try_into().unwrap_or([0; 4])) as usize;
         let rec = &batch[off + 4..(off + 4 + len).min(batch.len())];
-        conts.run(session, plan, rec)?;
+        result = conts.run(session, plan, rec);
+        if result.is_err() {
+            break;
+        }
         off += 4 + len;
     }
-    Ok(())
+    sink::flush();
+    result
 }
 
 fn control(session: &Session, loaded: &Loaded, (kind, _probe, arg): reader::Control) {

@@ -29,7 +29,9 @@ pub const POLL_INTERVAL: Duration = Duration::from_millis(5);
 
 impl Reader {
     pub fn start(data_ring: libbpf_rs::MapHandle, control_ring: libbpf_rs::MapHandle) -> anyhow::Result<Reader> {
-        let (data_tx, data_rx) = crossbeam_channel::bounded::<Batch>(256);
+        // A few batches of backlog at most: beyond that the reader waits, the
+        // ring fills, and the kernel counts what it cannot deliver.
+        let (data_tx, data_rx) = crossbeam_channel::bounded::<Batch>(16);
         let (control_tx, control_rx) = crossbeam_channel::unbounded::<Control>();
         let stop = Arc::new(AtomicBool::new(false));
         let stop_flag = stop.clone();

@@ -136,12 +136,12 @@ impl Session {
 
     /// Call a userspace closure (BEGIN, END, timers).
     pub fn call(&self, probe_ast: &AST, f: &FnPtr) -> Result<()> {
-        f.call::<Dynamic>(&self.engine, probe_ast, ())
-            .map(|_| ())
-            .or_else(|e| match *e {
-                rhai::EvalAltResult::ErrorTerminated(..) => Ok(()),
-                _ => Err(self.runtime_error(&e)),
-            })
+        let result = f.call::<Dynamic>(&self.engine, probe_ast, ()).map(|_| ()).or_else(|e| match *e {
+            rhai::EvalAltResult::ErrorTerminated(..) => Ok(()),
+            _ => Err(self.runtime_error(&e)),
+        });
+        crate::output::sink::flush();
+        result
     }
 
     /// A Rhai runtime error as one line naming the script position.

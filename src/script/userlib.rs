@@ -54,6 +54,7 @@ fn system_worker() -> &'static Mutex<SystemWorker> {
                 match std::process::Command::new("/bin/sh").arg("-c").arg(&cmd).output() {
                     Ok(out) => {
                         sink::script_text(&String::from_utf8_lossy(&out.stdout));
+                        sink::flush();
                         if !out.stderr.is_empty() {
                             eprint!("{}", String::from_utf8_lossy(&out.stderr));
                         }

@@ -698,3 +698,22 @@ impl Kallsyms {
         }
     }
 }
+
+// ---------------------------------------------------------------------------
+// C fixtures built at test time (kernel_list.rs, kernel_target.rs)
+
+/// Compile the C `source` with gcc (plus `flags`) into `dir/name`; returns
+/// its path, or None (after printing why) when there is no C compiler.
+pub fn build_c(dir: &TempDir, name: &str, source: &str, flags: &[&str]) -> Option<PathBuf> {
+    let src = dir.write(&format!("{name}.c"), source);
+    let bin = dir.join(name);
+    let out = match Command::new("gcc").args(flags).arg("-o").arg(&bin).arg(&src).output() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("skipped: cannot run gcc: {e}");
+            return None;
+        }
+    };
+    assert!(out.status.success(), "gcc failed on {}:\n{}", src.display(), String::from_utf8_lossy(&out.stderr));
+    Some(bin)
+}
