@@ -44,3 +44,30 @@ fn emit_without_on_event_is_rejected_before_attaching() {
     assert!(line.contains("on_event"), "{line}");
     assert!(line.contains(":1:1"), "{line}");
 }
+
+#[test]
+fn join_of_a_user_char_pointer_array() {
+    let Some(_g) = setup() else { return };
+    let name = unique_comm();
+    let tok = token();
+    let src = fill(
+        r#"
+probe("tracepoint:syscalls:sys_enter_execve", |e| {
+    if e.comm == "__NAME__" {
+        print(`argv: ${join(e.args.argv)}`);
+        print(`sep: ${join(e.args.argv, ",")}`);
+    }
+});
+"#,
+        &[("NAME", &name)],
+    );
+    let mut t = Tracer::start(&["-e", &src]);
+    t.wait_attached();
+    let first = format!("alpha-{tok}");
+    let status = std::process::Command::new("/bin/echo").args([first.as_str(), "beta", "gamma"]).output().unwrap();
+    assert!(status.status.success());
+    t.wait_line("the joined argv", std::time::Duration::from_secs(10), |l| l.starts_with("sep: "));
+    let out = t.interrupt_and_finish();
+    assert!(out.lines().contains(&format!("argv: /bin/echo {first} beta gamma").as_str()), "{out}");
+    assert!(out.lines().contains(&format!("sep: /bin/echo,{first},beta,gamma").as_str()), "{out}");
+}

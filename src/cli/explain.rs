@@ -55,6 +55,7 @@ pub fn print(session: &Session, plan: &Plan, source: &str) {
                         Capture::Event(path) => format!("e.{}", path.join(".")),
                         Capture::Local { name, .. } => name.clone(),
                         Capture::Emitted => "emitted".into(),
+                        Capture::EventItem { path, index } => format!("e.{}[{index}]", path.join(".")),
                     };
                     format!("{name}: {}", ty_text(ty))
                 })

@@ -110,6 +110,8 @@ pub enum Capture {
     Local { name: String, slot: usize },
     /// One value given to `emit()`.
     Emitted,
+    /// Element `index` of a `char **` field (`e.args.argv`), shipped as strings.
+    EventItem { path: Vec<String>, index: usize },
 }
 
 /// A run of consecutive userspace statements, and the values the kernel
@@ -493,10 +495,23 @@ impl<'a> Lowerer<'a> {
             if fields.iter().any(|f| f.0 == cap) {
                 continue;
             }
+            if let Capture::Event(path) = &cap {
+                if let Some(items) = self.string_array(path, pos)? {
+                    for (index, e) in items.into_iter().enumerate() {
+                        fields.push((Capture::EventItem { path: path.clone(), index }, self.ty(&e)));
+                        sems.push(Sem::Plain);
+                        exprs.push(e);
+                    }
+                    fields.push((cap, Ty::Int));
+                    sems.push(Sem::Plain);
+                    exprs.push(Expr::Int(0));
+                    continue;
+                }
+            }
             let expr = match &cap {
                 Capture::Local { slot, .. } => Expr::Local(visible[*slot].1.unwrap_or(0)),
                 Capture::Event(path) => self.event_capture(path, pos)?,
-                Capture::Emitted => continue,
+                Capture::Emitted | Capture::EventItem { .. } => continue,
             };
             fields.push((cap, self.ty(&expr)));
             sems.push(self.sem(&expr));
@@ -506,6 +521,31 @@ impl<'a> Lowerer<'a> {
         let scope = visible.into_iter().map(|(n, _)| n).collect();
         self.sites.push(Site { id, stmts, fields, sems, scope, at: at(first_pos), emit: false, emit_array: false });
         Ok(())
+    }
+
+    /// For a `char **` tracepoint field (`e.args.argv`): reads of its first
+    /// strings (env RTRACE_JOIN_MAX, default 6, each up to 48 bytes), so
+    /// userspace gets an array (for `join()`).
+    fn string_array(&mut self, path: &[String], pos: Position) -> Result<Option<Vec<Expr>>> {
+        let [args, field] = path else { return Ok(None) };
+        if args != "args" {
+            return Ok(None);
+        }
+        let Some(f) = self.target.format.and_then(|fmt| fmt.field(field)) else { return Ok(None) };
+        if !(f.c_type.contains("char") && f.c_type.matches('*').count() == 2) {
+            return Ok(None);
+        }
+        let count: i64 = std::env::var("RTRACE_JOIN_MAX").ok().and_then(|v| v.parse().ok()).filter(|n| (1..=16).contains(n)).unwrap_or(6);
+        let base = self.tracepoint_arg(field, pos)?;
+        Ok(Some(
+            (0..count)
+                .map(|i| {
+                    let slot = Expr::Binary(BinOp::Add, Box::new(base.clone()), Box::new(Expr::Int(8 * i)));
+                    let ptr = Expr::ReadMem { addr: Box::new(slot), size: 8, signed: false, user: true };
+                    Expr::ReadStr { ptr: Box::new(ptr), max: 48, user: true }
+                })
+                .collect(),
+        ))
     }
 
     /// The statement sending the record of site `id`.

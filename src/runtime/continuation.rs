@@ -108,6 +108,7 @@ impl Continuations {
         let mut event = rhai::Map::new();
         let mut args = rhai::Map::new();
         let mut locals: Vec<Dynamic> = vec![Dynamic::UNIT; site.scope.len()];
+        let mut arrays: std::collections::BTreeMap<String, Vec<Dynamic>> = std::collections::BTreeMap::new();
         for (i, (cap, ty, off)) in site.fields.iter().enumerate() {
             let mut value = decode(rec, *off, *ty);
             match site.sems.get(i) {
@@ -125,6 +126,14 @@ impl Continuations {
                     }
                 }
                 Capture::Emitted => {}
+                Capture::EventItem { path, .. } => {
+                    if let Some(f) = path.last() {
+                        arrays.entry(f.clone()).or_insert_with(Vec::new).push(value);
+                    }
+                }
+                Capture::Event(path) if arrays.contains_key(path.last().map(String::as_str).unwrap_or("")) => {
+                    // The array's own marker field: the items came just before.
+                }
                 Capture::Event(path) => match path.as_slice() {
                     [f, ..] if f == "kstack" || f == "ustack" => {
                         event.insert(f.as_str().into(), value);
@@ -138,6 +147,13 @@ impl Continuations {
                     _ => {}
                 },
             }
+        }
+        for (name, mut items) in arrays {
+            // A NULL entry ends the array (it reads as an empty string).
+            if let Some(end) = items.iter().position(|v| v.to_string().is_empty()) {
+                items.truncate(end);
+            }
+            args.insert(name.as_str().into(), Dynamic::from(items));
         }
         if !args.is_empty() {
             event.insert("args".into(), Dynamic::from(args));
