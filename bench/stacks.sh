@@ -14,6 +14,8 @@
 #   PROFILE_SECS=5     length of the profile window
 #   PROFILE_REPS=2     profile runs per tracer (alternating)
 #   SETTLE=0.3         seconds to wait after "Attaching"
+#   EXIT_LIMIT=90      seconds a tracer may take to print its maps after SIGINT
+#                      (a run that takes longer is killed and left out)
 #   FIXTURE_CFLAGS     gcc flags for tests/fixtures/stacks.c
 #                      (default: -O0 -fno-omit-frame-pointer -g)
 set -euo pipefail
@@ -23,7 +25,7 @@ ROOT=$(dirname "$HERE")
 FIXTURE_SRC=$ROOT/tests/fixtures/stacks.c
 
 case ${1:-} in
-    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     "") ;;
     *) echo "stacks.sh: unknown argument $1" >&2; exit 2 ;;
 esac
@@ -33,6 +35,7 @@ WARM_EVENTS=${WARM_EVENTS:-20000}
 PROFILE_SECS=${PROFILE_SECS:-5}
 PROFILE_REPS=${PROFILE_REPS:-2}
 SETTLE=${SETTLE:-0.3}
+EXIT_LIMIT=${EXIT_LIMIT:-90}
 FIXTURE_CFLAGS=${FIXTURE_CFLAGS:--O0 -fno-omit-frame-pointer -g}
 NCPU=$(nproc)
 HZ=$(getconf CLK_TCK)
@@ -247,7 +250,7 @@ stack_summary() {
     ' "$1"
 }
 
-declare -A P_RATE=() P_WCPU=() P_TCPU=() P_EXIT=() P_KEYS=() P_SYM=() P_BR=()
+declare -A P_RATE=() P_WCPU=() P_TCPU=() P_EXIT=() P_KEYS=() P_SYM=() P_BR=() P_MISS=()
 for rep in $(seq 1 "$PROFILE_REPS"); do
     for name in rtrace bpftrace; do
         out=$TMP/prof.$name.$rep.out
@@ -274,16 +277,22 @@ for rep in $(seq 1 "$PROFILE_REPS"); do
         t1=$(now_ns); k1=$(cpu_ticks "$tpid")
         # SIGINT to the tracer itself (GNU time ignores SIGINT while it waits)
         kill -INT "$tpid" 2>/dev/null || true
-        for _ in $(seq 1 6000); do kill -0 "$tpid" 2>/dev/null || break; sleep 0.005; done
+        killed=0
+        while kill -0 "$tpid" 2>/dev/null; do
+            if (( ($(now_ns) - t1) / 1000000000 >= EXIT_LIMIT )); then
+                note "$name run $rep did not end within $EXIT_LIMIT s of SIGINT; killed, run left out"
+                kill -KILL "$tpid" 2>/dev/null || true
+                killed=1
+                break
+            fi
+            sleep 0.005
+        done
         t2=$(now_ns)
-        if kill -0 "$tpid" 2>/dev/null; then
-            note "$name did not end within 30 s of SIGINT; killed"
-            kill -KILL "$tpid" 2>/dev/null || true
-        fi
         rc=0; wait "$wrapper" 2>/dev/null || rc=$?
-        ((rc == 0)) || note "$name run $rep exited with status $rc after SIGINT"
+        ((rc == 0 || killed)) || note "$name run $rep exited with status $rc after SIGINT"
         for cpu in $(seq 0 $((NCPU - 1))); do eval "exec {LOADFD_$cpu}>&-"; done
         wait "${loads[@]}" 2>/dev/null || true
+        ((killed)) && continue
         read -r ks us kk uk br hex sym < <(stack_summary "$out" "$km" u)
         win=$(calc "($t1 - $t0) / 1e9" 3)
         # samples are counted from attach to SIGINT (settle + load window)
@@ -295,10 +304,10 @@ for rep in $(seq 1 "$PROFILE_REPS"); do
         fi
         exitms=$(calc "($t2 - $t1) / 1e6" 0)
         symf=$(calc "$sym * 100 / ($sym + $hex + 0.000001)" 1)
-        [[ $ks == "$us" ]] || note "$name run $rep: kstack map counted $ks samples, ustack map $us"
-        log "  $name run $rep: ${ks} samples in ${win}s window (~${rate}/s), ${kk} kstack keys, ${uk} ustack keys, ${br} bracketed, user frames symbolized ${symf}% ($sym/$((sym + hex))), CPU in window ${wcpu} ms, total CPU ${tcpu} ms, SIGINT->exit ${exitms} ms"
+        miss=$((ks - us))
+        log "  $name run $rep: ${ks} samples in ${win}s window (~${rate}/s), ${kk} kstack keys, ${uk} ustack keys, ${miss} samples missing from the ustack map, ${br} bracketed, user frames symbolized ${symf}% ($sym/$((sym + hex))), CPU in window ${wcpu} ms, total CPU ${tcpu} ms, SIGINT->exit ${exitms} ms"
         P_RATE[$name]+="$rate "; P_WCPU[$name]+="$wcpu "; P_TCPU[$name]+="$tcpu "; P_EXIT[$name]+="$exitms "
-        P_KEYS[$name]+="$((kk + uk)) "; P_SYM[$name]+="$symf "; P_BR[$name]+="$br "
+        P_KEYS[$name]+="$((kk + uk)) "; P_SYM[$name]+="$symf "; P_BR[$name]+="$br "; P_MISS[$name]+="$miss "
         if [[ $name == rtrace ]] && [[ -s $out.err ]]; then
             while IFS= read -r l; do log "    rtrace stderr: $l"; done < <(grep -v '^$' "$out.err" | head -5)
         fi
@@ -332,6 +341,7 @@ row "SIGINT -> exit (symbolize + print maps), ms" "$(med "${P_EXIT[rtrace]}")" "
 row "distinct stacks (kstack + ustack keys)" "$(med "${P_KEYS[rtrace]}")" "$(med "${P_KEYS[bpftrace]}")"
 row "user frames symbolized, %" "$(med "${P_SYM[rtrace]}")" "$(med "${P_SYM[bpftrace]}")"
 row "bracketed (lost) stack keys" "$(med "${P_BR[rtrace]}")" "$(med "${P_BR[bpftrace]}")"
+row "samples missing from the ustack map" "$(med "${P_MISS[rtrace]}")" "$(med "${P_MISS[bpftrace]}")"
 }
 if ((${#NOTES[@]})); then
     echo

@@ -133,7 +133,7 @@ pub fn fentry_available() -> bool {
 }
 
 /// A tracepoint covering the same event as kernel function `func`, if any.
-pub fn alternative(func: &str) -> Option<String> {
+pub fn alternative(func: &str, ret: bool) -> Option<String> {
     let base = ["__x64_sys_", "__ia32_sys_", "__se_sys_", "__do_sys_", "ksys_", "do_sys_", "vfs_", "do_"]
         .iter()
         .find_map(|p| func.strip_prefix(p))
@@ -142,7 +142,7 @@ pub fn alternative(func: &str) -> Option<String> {
         "openat2" | "open" => "openat",
         other => other,
     };
-    let wanted = format!("syscalls:sys_enter_{base}");
+    let wanted = format!("syscalls:sys_{}_{base}", if ret { "exit" } else { "enter" });
     tracefs::expand_tracepoints(&wanted).ok().filter(|v| !v.is_empty()).map(|_| format!("tracepoint:{wanted}"))
 }
 
@@ -181,7 +181,7 @@ impl ProbeType for KernelFunctionProbe {
             bail!("not a kernel function probe: {}", point.name);
         };
         if let Err(why) = availability(function, self.trampoline_only) {
-            let hint = alternative(function).map(|t| format!("; use {t} instead")).unwrap_or_default();
+            let hint = alternative(function, *ret).map(|t| format!("; use {t} instead")).unwrap_or_default();
             bail!("cannot attach {}: {why}{hint}", point.name);
         }
         let pmu: u32 = std::fs::read_to_string(KPROBE_PMU)?.trim().parse()?;

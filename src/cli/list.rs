@@ -263,7 +263,8 @@ fn list_kernel_functions(kind: Kind, rest: &str, explicit: bool, out: &mut Listi
                 }
                 _ => "this kernel refuses fentry/fexit programs, so there are no fentry probes to list",
             };
-            let instead = if tracefs::has_wildcard(func) { None } else { kprobe::alternative(func) };
+            let ret = matches!(kind, Kind::Kretprobe | Kind::Fexit);
+            let instead = if tracefs::has_wildcard(func) { None } else { kprobe::alternative(func, ret) };
             let hint = match instead {
                 Some(tp) => format!("; {tp} covers {func}"),
                 None => "; see rtrace -l 'tracepoint:*'".to_string(),

@@ -1292,6 +1292,12 @@ impl<'a> Lowerer<'a> {
             );
         };
         Ok(match &f.kind {
+            FieldKind::Int if f.size == 8 && c_int_width(&f.c_type).is_some() => {
+                // Syscall formats widen every argument to 8 bytes, unsigned;
+                // the C type says what the value really is (`int dfd` = -100).
+                let (size, signed) = c_int_width(&f.c_type).unwrap_or((8, f.signed));
+                Expr::CtxInt { offset: f.offset, size, signed }
+            }
             FieldKind::Int | FieldKind::Pointer { .. } if f.size <= 8 && f.size.is_power_of_two() => {
                 Expr::CtxInt { offset: f.offset, size: f.size, signed: f.signed && !matches!(f.kind, FieldKind::Pointer { .. }) }
             }
@@ -1330,6 +1336,18 @@ fn event_path(rhs: &RExpr) -> Option<Vec<String>> {
         },
         _ => None,
     }
+}
+
+/// Width and signedness of a plain C integer type name.
+fn c_int_width(c_type: &str) -> Option<(u32, bool)> {
+    Some(match c_type.trim() {
+        "int" | "signed int" | "s32" | "pid_t" | "__s32" => (4, true),
+        "unsigned int" | "u32" | "__u32" | "uid_t" | "gid_t" | "umode_t" => (4, false),
+        "long" | "long int" | "s64" | "ssize_t" | "loff_t" | "__s64" | "off_t" => (8, true),
+        "short" | "s16" => (2, true),
+        "unsigned short" | "u16" => (2, false),
+        _ => return None,
+    })
 }
 
 fn ty_name(t: Ty) -> &'static str {

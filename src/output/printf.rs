@@ -52,12 +52,12 @@ pub fn format(fmt: &str, args: &[Dynamic]) -> Result<String, String> {
         let Some(conv) = chars.next() else {
             return Err("printf format ends in the middle of a % specifier".into());
         };
-        let arg = next.next().ok_or_else(|| format!("printf: too few arguments for \"{fmt}\""))?;
+        let arg = next.next().ok_or_else(|| format!("printf: too few arguments for {fmt:?}"))?;
         let body = convert(conv, arg, precision, &flags)?;
         out.push_str(&pad(body, width.parse().unwrap_or(0), &flags, conv));
     }
     if next.next().is_some() {
-        return Err(format!("printf: too many arguments for \"{fmt}\""));
+        return Err(format!("printf: too many arguments for {fmt:?}"));
     }
     Ok(out)
 }

@@ -29,8 +29,12 @@ impl TracedProcess {
     /// `-c CMD`: start CMD, held before exec until [`release`](Self::release).
     /// (A plain fork: `std::process::Command::spawn` waits for the exec.)
     pub fn spawn_held(cmd: &str) -> Result<TracedProcess> {
-        let words: Vec<CString> = cmd
-            .split_whitespace()
+        // Quotes or shell syntax: let sh parse it, then exec in place (same pid).
+        let needs_shell = cmd.contains(|c: char| "'\"$`|&;<>(){}*?~\\".contains(c));
+        let shell_cmd = format!("exec {cmd}");
+        let argv_text: Vec<&str> = if needs_shell { vec!["/bin/sh", "-c", &shell_cmd] } else { cmd.split_whitespace().collect() };
+        let words: Vec<CString> = argv_text
+            .into_iter()
             .map(|w| CString::new(w).map_err(|_| anyhow!("-c: the command contains a NUL byte")))
             .collect::<Result<_>>()?;
         if words.is_empty() {
@@ -88,8 +92,9 @@ impl TracedProcess {
                 }
             }
             None => {
-                let gone = unsafe { libc::kill(self.pid, 0) } != 0
-                    && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+                let gone = (unsafe { libc::kill(self.pid, 0) } != 0
+                    && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH))
+                    || is_zombie(self.pid);
                 if gone {
                     self.status = Some(0);
                 }
@@ -128,4 +133,11 @@ fn exit_code(status: i32) -> i32 {
     } else {
         128 + libc::WTERMSIG(status)
     }
+}
+
+/// An exited process its parent has not reaped yet (state `Z`).
+fn is_zombie(pid: i32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The state follows the parenthesised comm, which may contain spaces.
+    stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next()).is_some_and(|st| st == "Z" || st == "X")
 }

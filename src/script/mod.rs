@@ -3,6 +3,7 @@
 //! calls into userspace closures (`BEGIN`, `END`, `every`).
 
 pub mod api;
+pub mod modules;
 pub mod userlib;
 
 use std::sync::{Arc, Mutex};
@@ -71,6 +72,7 @@ impl Session {
         engine.set_max_expr_depths(256, 256);
         api::register(&mut engine, &registry);
         userlib::register(&mut engine, &registry);
+        modules::install(&mut engine);
         let ast = engine
             .compile(source)
             .map_err(|e| anyhow!("{}:{}: error: syntax error: {}", file_name, position_text(e.1), e.0))?;
