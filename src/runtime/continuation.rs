@@ -136,7 +136,7 @@ impl Continuations {
                 }
                 Capture::Event(path) => match path.as_slice() {
                     [f, ..] if f == "kstack" || f == "ustack" => {
-                        event.insert(f.as_str().into(), value);
+                        event.insert(path.join("/").into(), value);
                     }
                     [f] => {
                         event.insert(f.as_str().into(), value);

@@ -326,6 +326,98 @@ impl MapBackend for KernelMap {
             Some(_) => Dynamic::UNIT,
         })
     }
+    fn set(&self, key: &Dynamic, value: &Dynamic) -> Result<(), String> {
+        let ValueKind::Value(ty) = self.shape.layout.value else {
+            return Err(format!("map '{}' holds an aggregation; userspace can only write plain-value maps", self.name));
+        };
+        let k = self.encode_key(key)?;
+        let mut v = vec![0u8; ty.slot_size() as usize];
+        match ty {
+            Ty::Int => {
+                let n = value.as_int().map_err(|_| format!("map '{}' holds integers", self.name))?;
+                v.copy_from_slice(&n.to_le_bytes());
+            }
+            Ty::Bytes(_) => {
+                let text = value.to_string();
+                let n = text.len().min(v.len().saturating_sub(1));
+                v[..n].copy_from_slice(&text.as_bytes()[..n]);
+            }
+        }
+        self.map.update(&k, &v, MapFlags::ANY).map_err(|e| format!("map '{}': {e}", self.name))
+    }
+    fn contains(&self, key: &Dynamic) -> Result<bool, String> {
+        let k = self.encode_key(key)?;
+        Ok(!self.slots(&k)?.is_empty())
+    }
+    fn remove(&self, key: &Dynamic) -> Result<(), String> {
+        let k = self.encode_key(key)?;
+        let _ = self.map.delete(&k);
+        Ok(())
+    }
+    fn entries(&self) -> Result<rhai::Array, String> {
+        let dump = self.dump()?;
+        Ok(dump.entries.into_iter().map(|(k, v)| Dynamic::from(vec![parts_dynamic(k), value_dynamic(&v)])).collect())
+    }
+    fn percentile(&self, p: f64) -> Result<i64, String> {
+        let dump = self.dump()?;
+        // All keys' buckets together; the answer is the lower bound of the
+        // bucket holding the p-th percentile (histograms keep no more).
+        let mut merged: Vec<u64> = Vec::new();
+        let mut lhist = None;
+        for (_, v) in &dump.entries {
+            let counts = match v {
+                MapValue::Hist(c) => c,
+                MapValue::Lhist { min, max, step, counts } => {
+                    lhist = Some((*min, *max, *step));
+                    counts
+                }
+                _ => return Err(format!("map '{}' is not a histogram", self.name)),
+            };
+            if merged.len() < counts.len() {
+                merged.resize(counts.len(), 0);
+            }
+            for (m, c) in merged.iter_mut().zip(counts) {
+                *m += c;
+            }
+        }
+        let total: u64 = merged.iter().sum();
+        if total == 0 {
+            return Ok(0);
+        }
+        let want = ((p.clamp(0.0, 100.0) / 100.0) * total as f64).ceil().max(1.0) as u64;
+        let mut seen = 0u64;
+        for (i, c) in merged.iter().enumerate() {
+            seen += c;
+            if seen >= want {
+                return Ok(match lhist {
+                    Some((min, _, step)) => if i == 0 { min - 1 } else { min + (i as i64 - 1) * step },
+                    None => match i {
+                        0 => -1,
+                        1 => 0,
+                        i => 1i64 << (i - 2),
+                    },
+                });
+            }
+        }
+        Ok(0)
+    }
+}
+
+/// A decoded value as Rhai sees it.
+fn value_dynamic(v: &MapValue) -> Dynamic {
+    match v {
+        MapValue::Int(i) => Dynamic::from(*i),
+        MapValue::Str(s) => Dynamic::from(s.clone()),
+        MapValue::Avg { count, total } => Dynamic::from(total / (*count).max(1) as i64),
+        MapValue::Stats { count, total } => {
+            let mut m = rhai::Map::new();
+            m.insert("count".into(), Dynamic::from(*count as i64));
+            m.insert("total".into(), Dynamic::from(*total));
+            m.insert("avg".into(), Dynamic::from(total / (*count).max(1) as i64));
+            Dynamic::from(m)
+        }
+        MapValue::Hist(c) | MapValue::Lhist { counts: c, .. } => Dynamic::from(c.iter().map(|&n| Dynamic::from(n as i64)).collect::<rhai::Array>()),
+    }
 }
 
 /// The per-CPU array counting records lost per probe.

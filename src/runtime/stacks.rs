@@ -28,8 +28,9 @@ pub fn register(id: u32, map: libbpf_rs::MapHandle) {
 pub fn frames(map: u32, value: i64, user: bool) -> Result<(u32, Vec<Frame>), String> {
     let id = value as i32;
     let pid = if user { (value as u64 >> 32) as u32 } else { 0 };
-    if id < 0 && -id == libc::EFAULT && !user {
-        // No kernel stack: the sample hit user mode (bpftrace prints it empty).
+    if id < 0 && matches!(-id, libc::EFAULT | libc::EPERM) {
+        // No stack of that kind here: a kernel stack sampled in user mode, a
+        // user stack of a kernel thread (bpftrace prints these empty).
         return Ok((pid, Vec::new()));
     }
     if id < 0 {
@@ -76,9 +77,9 @@ pub fn report() {
     let c = COLLISIONS.load(Ordering::Relaxed);
     let f = FAILED.load(Ordering::Relaxed);
     if c > 0 {
-        eprintln!("rtrace: {c} stack(s) lost to stack-id hash collisions (raise RTRACE_STACK_ENTRIES)");
+        eprintln!("rtrace: {c} stack(s) shown as unavailable: stack-id hash collisions in the stack map (raise RTRACE_STACK_ENTRIES)");
     }
     if f > 0 {
-        eprintln!("rtrace: {f} stack(s) could not be read (see the bracketed reasons in the output)");
+        eprintln!("rtrace: {f} stack(s) shown as unavailable (see the bracketed reasons in the output)");
     }
 }

@@ -29,6 +29,14 @@ pub trait MapBackend: Send + Sync {
     fn keys(&self) -> Result<rhai::Array, String>;
     /// Folded stack lines (`comm;root;...;leaf count`) for flame graphs.
     fn folded(&self) -> Result<Vec<String>, String>;
+    /// `m[k] = v` from userspace (plain-value maps).
+    fn set(&self, key: &Dynamic, value: &Dynamic) -> Result<(), String>;
+    fn contains(&self, key: &Dynamic) -> Result<bool, String>;
+    fn remove(&self, key: &Dynamic) -> Result<(), String>;
+    /// `[[key, value], ...]`, one consistent read.
+    fn entries(&self) -> Result<rhai::Array, String>;
+    /// The p-th percentile of a histogram map (a bucket's lower bound).
+    fn percentile(&self, p: f64) -> Result<i64, String>;
     fn get(&self, key: &Dynamic) -> Result<Dynamic, String>;
 }
 
@@ -255,6 +263,31 @@ pub fn register(engine: &mut Engine, registry: &SharedRegistry) {
         m.with_backend(ctx.call_position(), |b| b.get(&key))
     });
     engine.register_fn("to_string", |m: &mut MapHandle| format!("@{}", m.name()));
+    engine.register_indexer_set(|ctx: NativeCallContext, m: &mut MapHandle, key: Dynamic, value: Dynamic| -> RhaiResult<()> {
+        m.with_backend(ctx.call_position(), |b| b.set(&key, &value))
+    });
+    engine.register_fn("contains", |ctx: NativeCallContext, m: &mut MapHandle, key: Dynamic| -> RhaiResult<bool> {
+        m.with_backend(ctx.call_position(), |b| b.contains(&key))
+    });
+    engine.register_fn("remove", |ctx: NativeCallContext, m: &mut MapHandle, key: Dynamic| -> RhaiResult<()> {
+        m.with_backend(ctx.call_position(), |b| b.remove(&key))
+    });
+    engine.register_fn("entries", |ctx: NativeCallContext, m: &mut MapHandle| -> RhaiResult<rhai::Array> {
+        m.with_backend(ctx.call_position(), |b| b.entries())
+    });
+    engine.register_fn("top", |ctx: NativeCallContext, m: &mut MapHandle, n: i64| -> RhaiResult<rhai::Array> {
+        let mut all = m.with_backend(ctx.call_position(), |b| b.entries())?;
+        let value_of = |e: &Dynamic| e.clone().into_typed_array::<Dynamic>().ok().and_then(|v| v.get(1).and_then(|x| x.as_int().ok())).unwrap_or(0);
+        all.sort_by_key(|e| std::cmp::Reverse(value_of(e)));
+        all.truncate(n.max(0) as usize);
+        Ok(all)
+    });
+    engine.register_fn("percentile", |ctx: NativeCallContext, m: &mut MapHandle, p: i64| -> RhaiResult<i64> {
+        m.with_backend(ctx.call_position(), |b| b.percentile(p as f64))
+    });
+    engine.register_fn("percentile", |ctx: NativeCallContext, m: &mut MapHandle, p: f64| -> RhaiResult<i64> {
+        m.with_backend(ctx.call_position(), |b| b.percentile(p))
+    });
     engine.register_fn("folded", |ctx: NativeCallContext, m: &mut MapHandle| -> RhaiResult<String> {
         m.with_backend(ctx.call_position(), |b| b.folded()).map(|lines| lines.join("\n"))
     });

@@ -129,10 +129,15 @@ pub fn register(engine: &mut Engine, registry: &SharedRegistry) {
     // `e.kstack(...)` / `e.ustack(...)` in userspace statements: the kernel
     // captured the stack; these return its text.
     for name in ["kstack", "ustack"] {
-        engine.register_fn(name, move |e: &mut rhai::Map| stack_text(e, name));
-        engine.register_fn(name, move |e: &mut rhai::Map, _limit: i64| stack_text(e, name));
-        engine.register_fn(name, move |e: &mut rhai::Map, _mode: &str| stack_text(e, name));
-        engine.register_fn(name, move |e: &mut rhai::Map, _mode: &str, _limit: i64| stack_text(e, name));
+        engine.register_fn(name, move |e: &mut rhai::Map| stack_text(e, name.to_string()));
+        engine.register_fn(name, move |e: &mut rhai::Map, limit: i64| stack_text(e, format!("{name}/{limit}")));
+        engine.register_fn(name, move |e: &mut rhai::Map, mode: &str| stack_text(e, format!("{name}/{mode}")));
+        engine.register_fn(name, move |e: &mut rhai::Map, mode: &str, limit: i64| {
+            stack_text(e, format!("{name}/{mode}/{limit}"))
+        });
+        engine.register_fn(name, move |e: &mut rhai::Map, limit: i64, mode: &str| {
+            stack_text(e, format!("{name}/{limit}/{mode}"))
+        });
     }
     let r = registry.clone();
     engine.register_fn("assert", move |cond: bool, msg: &str| -> RhaiResult<()> {
@@ -164,6 +169,8 @@ pub fn find_system_call(ast: &rhai::AST) -> Option<Position> {
     found
 }
 
-fn stack_text(e: &mut rhai::Map, name: &str) -> String {
-    e.get(name).map(|v| v.to_string()).unwrap_or_default()
+/// The stack the kernel captured for `e.kstack(...)`: stored in `e` under
+/// the call's name and arguments (`kstack/3/raw`), as written in the probe.
+fn stack_text(e: &mut rhai::Map, key: String) -> String {
+    e.get(key.as_str()).map(|v| v.to_string()).unwrap_or_default()
 }
