@@ -14,7 +14,5 @@ mod script;
 mod symbols;
 
 fn main() {
-    // Like other Unix tools: a closed pipe (`rtrace -l | head`) ends quietly.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     std::process::exit(cli::main());
 }

@@ -1,6 +1,8 @@
 //! `--explain`: per probe, its attach points, the maps with their layouts,
 //! and the generated BPF with the script line each instruction came from.
 
+use std::io::Write;
+
 use probes_ebpf::disasm;
 use probes_ebpf::ir::{AggKind, Ty, ValueKind};
 
@@ -16,9 +18,11 @@ fn ty_text(t: &Ty) -> String {
 }
 
 pub fn print(session: &Session, plan: &Plan, source: &str) {
+    // Write errors (a closed pipe: `--explain | head`) just end the listing.
+    let mut out = std::io::stdout().lock();
     let lines: Vec<&str> = source.lines().collect();
     let handles = session.registry.lock().unwrap().maps.clone();
-    println!("maps:");
+    let _ = writeln!(out, "maps:");
     for (h, shape) in handles.iter().zip(&plan.shapes) {
         let l = &shape.layout;
         let key = if l.key.is_empty() { "none".to_string() } else { l.key.iter().map(ty_text).collect::<Vec<_>>().join(", ") };
@@ -29,15 +33,15 @@ pub fn print(session: &Session, plan: &Plan, source: &str) {
             _ => "?".into(),
         };
         let kind = if l.is_array() { "percpu array" } else if l.is_percpu() { "percpu hash" } else { "hash" };
-        println!("  @{}: {kind}, key [{key}] ({} bytes), value {value} ({} bytes)", h.name(), l.key_size(), l.value_size());
+        let _ = writeln!(out, "  @{}: {kind}, key [{key}] ({} bytes), value {value} ({} bytes)", h.name(), l.key_size(), l.value_size());
     }
     for p in &plan.begin {
-        println!("\nprobe BEGIN: runs in userspace");
+        let _ = writeln!(out, "\nprobe BEGIN: runs in userspace");
         let _ = p;
     }
     for prog in &plan.programs {
         let sites: Vec<_> = plan.sites.iter().filter(|s| prog.site_ids.contains(&s.site.id)).collect();
-        println!(
+        let _ = writeln!(out, 
             "\nprobe {} — {} attach point(s), {}, {} instructions, {} bytes of stack",
             prog.name,
             prog.points.len(),
@@ -60,12 +64,12 @@ pub fn print(session: &Session, plan: &Plan, source: &str) {
                     format!("{name}: {}", ty_text(ty))
                 })
                 .collect();
-            println!("  userspace statements from {} (record #{}: u32 site, u32 pad, {})", site.at, site.id, if layout.is_empty() { "no fields".to_string() } else { layout.join(", ") });
+            let _ = writeln!(out, "  userspace statements from {} (record #{}: u32 site, u32 pad, {})", site.at, site.id, if layout.is_empty() { "no fields".to_string() } else { layout.join(", ") });
             let mut shown = std::collections::BTreeSet::new();
             for st in &site.stmts {
                 if let Some(line) = st.position().line() {
                     if shown.insert(line) {
-                        println!("    user {line}: {}", lines.get(line - 1).map(|s| s.trim()).unwrap_or(""));
+                        let _ = writeln!(out, "    user {line}: {}", lines.get(line - 1).map(|s| s.trim()).unwrap_or(""));
                     }
                 }
             }
@@ -75,13 +79,13 @@ pub fn print(session: &Session, plan: &Plan, source: &str) {
             let span = prog.code.spans[i];
             if span.line != last_line && span.line > 0 {
                 let src = lines.get(span.line as usize - 1).map(|s| s.trim()).unwrap_or("");
-                println!("  ; {}:{}  {}", span.line, span.col, src);
+                let _ = writeln!(out, "  ; {}:{}  {}", span.line, span.col, src);
                 last_line = span.line;
             }
-            println!("  {i:4}: {text}");
+            let _ = writeln!(out, "  {i:4}: {text}");
         }
     }
     for _ in &plan.end {
-        println!("\nprobe END: runs in userspace");
+        let _ = writeln!(out, "\nprobe END: runs in userspace");
     }
 }
