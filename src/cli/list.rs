@@ -15,55 +15,16 @@ use std::io::Write;
 use anyhow::{anyhow, bail, Result};
 
 use crate::attach::{kprobe, perf_event, tracefs};
+use crate::compile::spec::{self, ProbeKind as Kind};
 use crate::symbols::{self, elf::ElfFile};
 
 /// Listed probes: full name → detail lines printed under it with `-v`.
 type Listing = BTreeMap<String, Vec<String>>;
 
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Kind {
-    Tracepoint,
-    RawTracepoint,
-    Kprobe,
-    Kretprobe,
-    Fentry,
-    Fexit,
-    Uprobe,
-    Uretprobe,
-    Usdt,
-    Profile,
-    Interval,
-    Software,
-    Hardware,
-}
-
-/// Probe types with their aliases, as bpftrace spells them.
-const KINDS: &[(&str, &[&str], Kind)] = &[
-    ("tracepoint", &["t"], Kind::Tracepoint),
-    ("rawtracepoint", &["rt"], Kind::RawTracepoint),
-    ("kprobe", &["k"], Kind::Kprobe),
-    ("kretprobe", &["kr"], Kind::Kretprobe),
-    ("fentry", &["f", "kfunc"], Kind::Fentry),
-    ("fexit", &["fr", "kretfunc"], Kind::Fexit),
-    ("uprobe", &["u"], Kind::Uprobe),
-    ("uretprobe", &["ur"], Kind::Uretprobe),
-    ("usdt", &["U"], Kind::Usdt),
-    ("profile", &["p"], Kind::Profile),
-    ("interval", &["i"], Kind::Interval),
-    ("software", &["s"], Kind::Software),
-    ("hardware", &["h"], Kind::Hardware),
-];
-
 /// What a bare word or a wildcard type searches: every kind listable
 /// without naming a binary (return probes are listed under their entry kind).
 const SEARCHED: &[Kind] =
     &[Kind::Tracepoint, Kind::RawTracepoint, Kind::Kprobe, Kind::Fentry, Kind::Software, Kind::Hardware];
-
-impl Kind {
-    fn name(self) -> &'static str {
-        KINDS.iter().find(|k| k.2 == self).map(|k| k.0).unwrap_or("?")
-    }
-}
 
 pub fn run(pattern: Option<&str>, verbose: bool) -> Result<i32> {
     let pattern = pattern.map(str::trim).unwrap_or("");
@@ -115,7 +76,7 @@ fn or_star(s: &str) -> &str {
 fn list_item(item: &str, verbose: bool, out: &mut Listing, notes: &mut Vec<String>) -> Result<()> {
     let Some((ty, rest)) = item.split_once(':') else {
         // `-l tracepoint`, `-l software`: the whole type.
-        if let Some(&(_, _, kind)) = KINDS.iter().find(|k| k.0 == item) {
+        if let Some(kind) = spec::type_names().any(|n| n == item).then(|| spec::kind_named(item)).flatten() {
             return list_kind(kind, "", verbose, true, out, notes);
         }
         // A bare word: the name part of every probe that needs no binary.
@@ -135,7 +96,7 @@ fn list_item(item: &str, verbose: bool, out: &mut Listing, notes: &mut Vec<Strin
         }
         return Ok(());
     }
-    let Some(&(_, _, kind)) = KINDS.iter().find(|k| k.0 == ty || k.1.contains(&ty)) else {
+    let Some(kind) = spec::kind_named(ty) else {
         bail!("{}", unknown_type(ty, rest));
     };
     list_kind(kind, rest, verbose, true, out, notes)
@@ -153,11 +114,11 @@ fn unknown_type(ty: &str, rest: &str) -> String {
             }
         }
     }
-    let hint = tracefs::suggest(ty, KINDS.iter().map(|k| k.0));
+    let hint = tracefs::suggest(ty, spec::type_names());
     if let Some(h) = hint.first() {
         msg.push_str(&format!("; did you mean {h}:{rest}?"));
     } else {
-        let names: Vec<&str> = KINDS.iter().map(|k| k.0).collect();
+        let names: Vec<&str> = spec::type_names().collect();
         msg.push_str(&format!(" (known: {})", names.join(", ")));
     }
     msg
@@ -203,7 +164,8 @@ fn list_kind(
         Kind::Uprobe | Kind::Uretprobe => list_uprobes(kind, rest, explicit, out, notes),
         Kind::Usdt => list_usdt(rest, verbose, out),
         // bpftrace lists no profile/interval probes: they are rates, not places.
-        Kind::Profile | Kind::Interval => Ok(()),
+        // bpftrace lists no profile/interval probes; BEGIN/END are no listable type.
+        Kind::Profile | Kind::Interval | Kind::Begin | Kind::End => Ok(()),
     }
 }
 

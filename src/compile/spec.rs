@@ -23,21 +23,31 @@ pub enum ProbeKind {
 }
 
 /// Probe type names and aliases, as bpftrace spells them.
-const KINDS: &[(&str, &str, ProbeKind)] = &[
-    ("tracepoint", "t", ProbeKind::Tracepoint),
-    ("rawtracepoint", "rt", ProbeKind::RawTracepoint),
-    ("kprobe", "k", ProbeKind::Kprobe),
-    ("kretprobe", "kr", ProbeKind::Kretprobe),
-    ("fentry", "f", ProbeKind::Fentry),
-    ("fexit", "fr", ProbeKind::Fexit),
-    ("uprobe", "u", ProbeKind::Uprobe),
-    ("uretprobe", "ur", ProbeKind::Uretprobe),
-    ("usdt", "U", ProbeKind::Usdt),
-    ("profile", "p", ProbeKind::Profile),
-    ("interval", "i", ProbeKind::Interval),
-    ("software", "s", ProbeKind::Software),
-    ("hardware", "h", ProbeKind::Hardware),
+const KINDS: &[(&str, &[&str], ProbeKind)] = &[
+    ("tracepoint", &["t"], ProbeKind::Tracepoint),
+    ("rawtracepoint", &["rt"], ProbeKind::RawTracepoint),
+    ("kprobe", &["k"], ProbeKind::Kprobe),
+    ("kretprobe", &["kr"], ProbeKind::Kretprobe),
+    ("fentry", &["f", "kfunc"], ProbeKind::Fentry),
+    ("fexit", &["fr", "kretfunc"], ProbeKind::Fexit),
+    ("uprobe", &["u"], ProbeKind::Uprobe),
+    ("uretprobe", &["ur"], ProbeKind::Uretprobe),
+    ("usdt", &["U"], ProbeKind::Usdt),
+    ("profile", &["p"], ProbeKind::Profile),
+    ("interval", &["i"], ProbeKind::Interval),
+    ("software", &["s"], ProbeKind::Software),
+    ("hardware", &["h"], ProbeKind::Hardware),
 ];
+
+/// The probe kind a type name or alias stands for (not BEGIN/END).
+pub fn kind_named(ty: &str) -> Option<ProbeKind> {
+    KINDS.iter().find(|(long, short, _)| *long == ty || short.contains(&ty)).map(|k| k.2)
+}
+
+/// Every probe type's full name (not BEGIN/END), in bpftrace's order.
+pub fn type_names() -> impl Iterator<Item = &'static str> {
+    KINDS.iter().map(|k| k.0)
+}
 
 impl ProbeKind {
     pub fn name(self) -> &'static str {
@@ -90,8 +100,8 @@ fn parse_one(part: &str) -> Result<ProbeSpec> {
         _ => {}
     }
     let (ty, rest) = part.split_once(':').unwrap_or((part, ""));
-    let Some(&(_, _, kind)) = KINDS.iter().find(|(long, short, _)| *long == ty || *short == ty) else {
-        let known: Vec<&str> = KINDS.iter().map(|k| k.0).collect();
+    let Some(kind) = kind_named(ty) else {
+        let known: Vec<&str> = type_names().collect();
         bail!("unknown probe type '{ty}' in '{part}' (known: BEGIN, END, {})", known.join(", "));
     };
     if rest.is_empty() {
