@@ -186,7 +186,8 @@ impl ProbeType for KernelFunctionProbe {
         }
         let pmu: u32 = std::fs::read_to_string(KPROBE_PMU)?.trim().parse()?;
         let name = CString::new(function.as_str())?;
-        let fd = perf::open_probe(pmu, name.as_ptr() as u64, 0, *ret, -1, 0)
+        // The kprobe PMU's retprobe flag is config bit 0.
+        let fd = perf::open_probe(pmu, *ret as u64, name.as_ptr() as u64, 0, -1, 0)
             .map_err(|e| anyhow!("cannot attach {}: {e}", point.name))?;
         perf::attach_bpf(&fd, prog)?;
         Ok(Attachment::new(vec![fd]))

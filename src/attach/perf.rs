@@ -60,21 +60,12 @@ pub fn attach_bpf(event: &OwnedFd, prog: BorrowedFd<'_>) -> Result<()> {
     Ok(())
 }
 
-/// Open a kprobe/uprobe PMU event: `config1` is the function name (or path)
-/// pointer, `config2` the offset; `ret` sets the PMU's retprobe bit (config:0).
-pub fn open_probe(pmu: u32, config1: u64, config2: u64, ret: bool, pid: i32, cpu: i32) -> std::io::Result<OwnedFd> {
-    let mut attr: libbpf_sys::perf_event_attr = unsafe { std::mem::zeroed() };
-    attr.type_ = pmu;
-    attr.size = std::mem::size_of::<libbpf_sys::perf_event_attr>() as u32;
-    attr.config = ret as u64;
-    attr.__bindgen_anon_1.sample_period = 1;
+/// Open a kprobe/uprobe PMU event: `config` holds the PMU's flag bits (e.g.
+/// retprobe), `config1` the function name (or path) pointer, `config2` the
+/// offset.
+pub fn open_probe(pmu: u32, config: u64, config1: u64, config2: u64, pid: i32, cpu: i32) -> std::io::Result<OwnedFd> {
+    let mut attr = new_attr(pmu, config);
     attr.__bindgen_anon_3.config1 = config1;
     attr.__bindgen_anon_4.config2 = config2;
-    let fd = unsafe {
-        libc::syscall(libc::SYS_perf_event_open, &attr as *const _, pid, cpu, -1i32, PERF_FLAG_FD_CLOEXEC)
-    };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+    open_attr(&attr, pid, cpu)
 }

@@ -3,7 +3,7 @@
 //! `FN` may be a name with `*` wildcards, `FN+OFFSET`, or an address.
 
 use std::ffi::CString;
-use std::os::fd::{BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{BorrowedFd, OwnedFd};
 use std::path::Path;
 
 use anyhow::{anyhow, bail, Result};
@@ -188,26 +188,13 @@ pub fn open_uprobe(path: &str, offset: u64, retprobe: bool, ref_ctr_offset: u64,
         bail!("{path} does not exist");
     }
     let cpath = CString::new(path).map_err(|_| anyhow!("bad path {path:?}"))?;
-    let mut attr: libbpf_rs::libbpf_sys::perf_event_attr = unsafe { std::mem::zeroed() };
-    attr.type_ = type_;
-    attr.size = std::mem::size_of::<libbpf_rs::libbpf_sys::perf_event_attr>() as u32;
-    attr.config = config;
-    attr.__bindgen_anon_3.config1 = cpath.as_ptr() as u64;
-    attr.__bindgen_anon_4.config2 = offset;
     // One process on any CPU, or (pid -1) every process: the kernel wants a CPU then.
     let (pid, cpu) = match pid {
         Some(p) => (p, -1),
         None => (-1, 0),
     };
-    const PERF_FLAG_FD_CLOEXEC: u64 = 8;
-    let fd = unsafe {
-        libc::syscall(libc::SYS_perf_event_open, &attr as *const _, pid, cpu, -1i32, PERF_FLAG_FD_CLOEXEC)
-    };
-    if fd < 0 {
-        let err = std::io::Error::last_os_error();
-        bail!("perf_event_open(uprobe {path} offset {offset:#x}): {err}");
-    }
-    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+    super::perf::open_probe(type_, config, cpath.as_ptr() as u64, offset, pid, cpu)
+        .map_err(|err| anyhow!("perf_event_open(uprobe {path} offset {offset:#x}): {err}"))
 }
 
 #[cfg(test)]
