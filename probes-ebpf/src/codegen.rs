@@ -660,20 +660,7 @@ impl<'a> Gen<'a> {
 
     /// The type of an expression.
     pub fn ty(&self, e: &Expr) -> Ty {
-        match e {
-            Expr::Str { len, .. } => Ty::Bytes(*len),
-            Expr::Comm => Ty::Bytes(16),
-            Expr::CtxCharArray { len, .. } => Ty::Bytes(*len),
-            Expr::CtxDataLocStr { max, .. } => Ty::Bytes(*max),
-            Expr::ReadStr { max, .. } => Ty::Bytes(*max),
-            Expr::Local(id) => self.local_ty(*id),
-            // A string if-expression is as long as its longer branch.
-            Expr::Cond(_, a, b) => match (self.ty(a), self.ty(b)) {
-                (Ty::Bytes(x), Ty::Bytes(y)) => Ty::Bytes(x.max(y)),
-                (t, _) => t,
-            },
-            _ => Ty::Int,
-        }
+        e.ty(&self.prog.locals)
     }
 
     /// Evaluate `e` while `held` stays live, spilling `held` if registers run out.

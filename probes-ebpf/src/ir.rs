@@ -130,6 +130,25 @@ pub enum Expr {
     MapContains { map: MapId, key: Vec<Expr> },
 }
 
+impl Expr {
+    /// The type of the value, given the types of the program's locals.
+    pub fn ty(&self, locals: &[Ty]) -> Ty {
+        match self {
+            Expr::Str { len, .. } => Ty::Bytes(*len),
+            Expr::Comm => Ty::Bytes(16),
+            Expr::CtxCharArray { len, .. } => Ty::Bytes(*len),
+            Expr::CtxDataLocStr { max, .. } | Expr::ReadStr { max, .. } => Ty::Bytes(*max),
+            Expr::Local(id) => locals[*id as usize],
+            // A string if-expression is as long as its longer branch.
+            Expr::Cond(_, a, b) => match (a.ty(locals), b.ty(locals)) {
+                (Ty::Bytes(x), Ty::Bytes(y)) => Ty::Bytes(x.max(y)),
+                (t, _) => t,
+            },
+            _ => Ty::Int,
+        }
+    }
+}
+
 /// Aggregating map updates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AggOp {

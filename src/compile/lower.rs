@@ -341,18 +341,7 @@ impl<'a> Lowerer<'a> {
     }
 
     fn ty(&self, e: &Expr) -> Ty {
-        match e {
-            Expr::Str { len, .. } => Ty::Bytes(*len),
-            Expr::Comm => Ty::Bytes(16),
-            Expr::CtxCharArray { len, .. } => Ty::Bytes(*len),
-            Expr::CtxDataLocStr { max, .. } | Expr::ReadStr { max, .. } => Ty::Bytes(*max),
-            Expr::Local(id) => self.locals[*id as usize],
-            Expr::Cond(_, a, b) => match (self.ty(a), self.ty(b)) {
-                (Ty::Bytes(x), Ty::Bytes(y)) => Ty::Bytes(x.max(y)),
-                (t, _) => t,
-            },
-            _ => Ty::Int,
-        }
+        e.ty(&self.locals)
     }
 
     fn snapshot(&self) -> Snapshot {

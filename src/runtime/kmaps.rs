@@ -51,32 +51,33 @@ pub fn create(handle: &MapHandle, shape: &MapShape) -> Result<Arc<KernelMap>> {
     // thousands of per-CPU slots costs milliseconds at start-up. LRU maps
     // must be preallocated.
     let no_prealloc = matches!(map_type, MapType::Hash | MapType::PercpuHash);
-    let create_opts = libbpf_sys::bpf_map_create_opts {
-        sz: std::mem::size_of::<libbpf_sys::bpf_map_create_opts>() as _,
-        map_flags: if no_prealloc { libbpf_sys::BPF_F_NO_PREALLOC } else { 0 },
-        ..Default::default()
-    };
-    let map = libbpf_rs::MapHandle::create(
-        map_type,
-        Some(kernel_name(&handle.name())),
-        layout.key_size(),
-        layout.value_size(),
-        max_entries,
-        &create_opts,
-    )
-    .map_err(|e| anyhow!("cannot create map '{}': {e}", handle.name()))?;
+    let flags = if no_prealloc { libbpf_sys::BPF_F_NO_PREALLOC } else { 0 };
+    let map = create_map(map_type, &kernel_name(&handle.name()), layout.key_size(), layout.value_size(), max_entries, flags)
+        .map_err(|e| anyhow!("cannot create map '{}': {e}", handle.name()))?;
     let ncpus = libbpf_rs::num_possible_cpus().unwrap_or(1);
     Ok(Arc::new(KernelMap { name: handle.name(), shape: shape.clone(), map, ncpus }))
 }
 
 /// Create the ring buffer for control messages.
 pub fn create_ring(name: &str, size: u32) -> Result<libbpf_rs::MapHandle> {
-    let create_opts = libbpf_sys::bpf_map_create_opts {
+    create_map(MapType::RingBuf, name, 0, 0, size, 0).map_err(|e| anyhow!("cannot create ring buffer: {e}"))
+}
+
+/// `bpf_map_create` with runtime sizes and `BPF_F_*` flags.
+fn create_map(
+    map_type: MapType,
+    name: &str,
+    key_size: u32,
+    value_size: u32,
+    max_entries: u32,
+    flags: u32,
+) -> libbpf_rs::Result<libbpf_rs::MapHandle> {
+    let opts = libbpf_sys::bpf_map_create_opts {
         sz: std::mem::size_of::<libbpf_sys::bpf_map_create_opts>() as _,
+        map_flags: flags,
         ..Default::default()
     };
-    libbpf_rs::MapHandle::create(MapType::RingBuf, Some(name), 0, 0, size, &create_opts)
-        .map_err(|e| anyhow!("cannot create ring buffer: {e}"))
+    libbpf_rs::MapHandle::create(map_type, Some(name), key_size, value_size, max_entries, &opts)
 }
 
 fn i64_at(b: &[u8], off: usize) -> i64 {
@@ -422,21 +423,13 @@ fn value_dynamic(v: &MapValue) -> Dynamic {
 
 /// The per-CPU array counting records lost per probe.
 pub fn create_lost_counters(probes: u32) -> Result<libbpf_rs::MapHandle> {
-    let create_opts = libbpf_sys::bpf_map_create_opts {
-        sz: std::mem::size_of::<libbpf_sys::bpf_map_create_opts>() as _,
-        ..Default::default()
-    };
-    libbpf_rs::MapHandle::create(MapType::PercpuArray, Some("rtrace_lost"), 4, 8, probes, &create_opts)
+    create_map(MapType::PercpuArray, "rtrace_lost", 4, 8, probes, 0)
         .map_err(|e| anyhow!("cannot create the lost-event counters: {e}"))
 }
 
 /// A stack trace map of `depth` frames per stack.
 pub fn create_stack_map(depth: u32, entries: u32) -> Result<libbpf_rs::MapHandle> {
-    let create_opts = libbpf_sys::bpf_map_create_opts {
-        sz: std::mem::size_of::<libbpf_sys::bpf_map_create_opts>() as _,
-        ..Default::default()
-    };
-    libbpf_rs::MapHandle::create(MapType::StackTrace, Some("rtrace_stacks"), 4, depth * 8, entries, &create_opts)
+    create_map(MapType::StackTrace, "rtrace_stacks", 4, depth * 8, entries, 0)
         .map_err(|e| anyhow!("cannot create a stack map: {e}"))
 }
 
