@@ -45,8 +45,9 @@ struct SystemWorker {
 
 /// Commands from `system()` run one at a time on a worker thread, in the
 /// order the script asked, so event processing never waits for them.
+static WORKER: OnceLock<Mutex<SystemWorker>> = OnceLock::new();
+
 fn system_worker() -> &'static Mutex<SystemWorker> {
-    static WORKER: OnceLock<Mutex<SystemWorker>> = OnceLock::new();
     WORKER.get_or_init(|| {
         let (tx, rx) = mpsc::channel::<String>();
         let thread = std::thread::spawn(move || {
@@ -69,7 +70,9 @@ fn system_worker() -> &'static Mutex<SystemWorker> {
 
 /// Wait for every `system()` command already requested (at exit).
 pub fn finish_system_commands() {
-    let mut w = system_worker().lock().unwrap();
+    // Nothing to wait for (and no worker to start) if system() never ran.
+    let Some(worker) = WORKER.get() else { return };
+    let mut w = worker.lock().unwrap();
     w.commands = None;
     if let Some(t) = w.thread.take() {
         let _ = t.join();
