@@ -305,6 +305,19 @@ pub fn read_format(category: &str, name: &str) -> Result<TracepointFormat> {
     parse_format(category, name, &text)
 }
 
+/// The perf event id of a tracepoint (`events/<category>/<name>/id`):
+/// what attaching needs, without reading and parsing the whole format.
+pub fn tracepoint_id(category: &str, name: &str) -> Result<u32> {
+    check_path_component(category, "tracepoint category")?;
+    check_path_component(name, "tracepoint name")?;
+    let path = tracefs_root()?.join("events").join(category).join(name).join("id");
+    match std::fs::read_to_string(&path) {
+        Ok(text) => text.trim().parse().map_err(|_| anyhow::anyhow!("bad tracepoint id in {}", path.display())),
+        Err(e) if e.kind() == ErrorKind::NotFound => bail!("{}", unknown_tracepoint_message(category, name)),
+        Err(e) => bail!("cannot read {}: {e}", path.display()),
+    }
+}
+
 /// Parse the text of a tracepoint `format` file.
 pub fn parse_format(category: &str, name: &str, text: &str) -> Result<TracepointFormat> {
     let mut id = None;

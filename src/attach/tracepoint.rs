@@ -44,7 +44,7 @@ impl ProbeType for Tracepoint {
         let Target::Tracepoint { category, event } = &point.target else {
             bail!("not a tracepoint: {}", point.name);
         };
-        let id = tracefs::read_format(category, event)?.id;
+        let id = tracefs::tracepoint_id(category, event)?;
         let fd = perf::open(perf::PERF_TYPE_TRACEPOINT, id as u64, 1, -1, 0)
             .map_err(|e| anyhow!("cannot open {}: {e}", point.name))?;
         perf::attach_bpf(&fd, prog).map_err(|e| anyhow!("{}: {e}", point.name))?;
