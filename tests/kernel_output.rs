@@ -133,6 +133,9 @@ let n = 0;
 probe("tracepoint:syscalls:sys_enter_getppid", |e| {
     if e.tid == __ME__ {
         n += 1;
+        // Hold up userspace once, so the 4 KiB ring surely overflows
+        // however fast the consumer is.
+        if n == 1 { sleep(0.5); }
     }
 });
 probe("END", || { print(`delivered=${n}`); });
