@@ -6,6 +6,7 @@
 //! loop, maps) → `output`.
 
 mod attach;
+mod btf;
 mod cli;
 mod compile;
 mod output;

@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 use anyhow::{anyhow, bail, Result};
 use probes_ebpf::ir::ContextKind;
 
-use super::{perf, tracefs, AttachPoint, Attachment, ProbeType, Target};
+use super::{perf, tracefs, AttachPoint, Attachment, LoadAttrs, ProbeType, Target};
 use crate::compile::spec::ProbeSpec;
 
 pub struct KernelFunctionProbe {
@@ -56,7 +56,7 @@ fn availability(function: &str, trampoline_only: bool) -> Result<(), String> {
     // fentry/fexit need BPF trampolines: BPF_PROG_TYPE_TRACING programs
     // attached by BTF id. Try loading a minimal one to find out.
     let why_fentry = match probe_trampoline(function) {
-        Ok(()) => "fentry/fexit programs load, but attaching BTF-typed probes is not supported by rtrace yet".to_string(),
+        Ok(()) => return Ok(()),
         Err(e) => format!("fentry/fexit programs are refused by this kernel ({e})"),
     };
     if trampoline_only {
@@ -69,20 +69,9 @@ fn availability(function: &str, trampoline_only: bool) -> Result<(), String> {
 /// kernel accepts trampoline programs, else the reason.
 fn probe_trampoline(function: &str) -> Result<(), String> {
     use libbpf_rs::libbpf_sys;
-    const BPF_PROG_TYPE_TRACING: u32 = 26;
-    const BPF_TRACE_FENTRY: u32 = 24;
-    const BTF_KIND_FUNC: u32 = 12;
-    let name = CString::new(function).map_err(|e| e.to_string())?;
+    let Some(btf) = crate::btf::kernel() else { return Err("no kernel BTF".into()) };
+    let Some(id) = btf.function_id(function) else { return Err(format!("{function} has no BTF entry")) };
     unsafe {
-        let btf = libbpf_sys::btf__load_vmlinux_btf();
-        if btf.is_null() {
-            return Err("no kernel BTF".into());
-        }
-        let id = libbpf_sys::btf__find_by_name_kind(btf, name.as_ptr(), BTF_KIND_FUNC);
-        libbpf_sys::btf__free(btf);
-        if id < 0 {
-            return Err(format!("{function} has no BTF entry"));
-        }
         let insns = probes_ebpf::insn::to_bytes(&[probes_ebpf::insn::Insn::mov_imm(0, 0), probes_ebpf::insn::Insn::exit()]);
         let mut opts = libbpf_sys::bpf_prog_load_opts {
             sz: std::mem::size_of::<libbpf_sys::bpf_prog_load_opts>() as _,
@@ -91,7 +80,7 @@ fn probe_trampoline(function: &str) -> Result<(), String> {
             ..Default::default()
         };
         let fd = libbpf_sys::bpf_prog_load(
-            BPF_PROG_TYPE_TRACING,
+            super::tp_btf::BPF_PROG_TYPE_TRACING,
             c"rtrace_probe".as_ptr(),
             c"GPL".as_ptr(),
             insns.as_ptr() as *const libbpf_sys::bpf_insn,
@@ -99,7 +88,13 @@ fn probe_trampoline(function: &str) -> Result<(), String> {
             &mut opts,
         );
         if fd < 0 {
-            return Err(format!("{} on load", std::io::Error::from_raw_os_error(-fd)));
+            let why = match -fd {
+                libc::EPERM => "not permitted".to_string(),
+                libc::EINVAL => "invalid argument".to_string(),
+                524 => "not supported".to_string(),
+                n => format!("error {n}"),
+            };
+            return Err(format!("loading one fails: {why}"));
         }
         libc::close(fd);
     }
@@ -146,12 +141,58 @@ pub fn alternative(func: &str, ret: bool) -> Option<String> {
     tracefs::expand_tracepoints(&wanted).ok().filter(|v| !v.is_empty()).map(|_| format!("tracepoint:{wanted}"))
 }
 
+impl KernelFunctionProbe {
+    /// Programs are fentry/fexit trampolines (spelled so, or a kprobe on a
+    /// kernel that loads them) rather than kprobes.
+    fn trampoline(&self) -> bool {
+        self.trampoline_only || fentry_available()
+    }
+}
+
+const BPF_TRACE_FENTRY: u32 = 24;
+const BPF_TRACE_FEXIT: u32 = 25;
+
 impl ProbeType for KernelFunctionProbe {
     fn prog_type(&self) -> u32 {
-        BPF_PROG_TYPE_KPROBE
+        if self.trampoline() {
+            super::tp_btf::BPF_PROG_TYPE_TRACING
+        } else {
+            BPF_PROG_TYPE_KPROBE
+        }
     }
     fn context(&self) -> ContextKind {
-        ContextKind::PtRegs
+        // Trampolines see the arguments as `u64 args[]` (return value last).
+        if self.trampoline() {
+            ContextKind::RawTracepoint
+        } else {
+            ContextKind::PtRegs
+        }
+    }
+    fn program_per_point(&self) -> bool {
+        self.trampoline()
+    }
+    fn load_attrs(&self, point: &AttachPoint) -> Result<LoadAttrs> {
+        if !self.trampoline() {
+            return Ok(LoadAttrs::default());
+        }
+        let Target::KernelFunction { function, ret } = &point.target else {
+            bail!("not a kernel function probe: {}", point.name);
+        };
+        if let Err(why) = availability(function, true) {
+            let hint = alternative(function, *ret).map(|t| format!("; use {t} instead")).unwrap_or_default();
+            bail!("cannot attach {}: {why}{hint}", point.name);
+        }
+        let id = crate::btf::kernel()
+            .and_then(|k| k.function_id(function))
+            .ok_or_else(|| anyhow!("cannot attach {}: {function} has no BTF entry", point.name))?;
+        Ok(LoadAttrs { expected_attach_type: if *ret { BPF_TRACE_FEXIT } else { BPF_TRACE_FENTRY }, attach_btf_id: id })
+    }
+    fn btf_args(&self, point: &AttachPoint) -> Option<Vec<crate::btf::Param>> {
+        let Target::KernelFunction { function, .. } = &point.target else { return None };
+        if !self.trampoline() {
+            return None;
+        }
+        crate::btf::kernel()?.function_params(function).map(|(params, _)| params)
     }
     fn expand(&self, spec: &ProbeSpec) -> Result<Vec<AttachPoint>> {
         let pattern = spec.target.rsplit(':').next().unwrap_or(&spec.target);
@@ -180,6 +221,9 @@ impl ProbeType for KernelFunctionProbe {
         let Target::KernelFunction { function, ret } = &point.target else {
             bail!("not a kernel function probe: {}", point.name);
         };
+        if self.trampoline() {
+            return super::tp_btf::attach_by_btf_id(point, prog);
+        }
         if let Err(why) = availability(function, self.trampoline_only) {
             let hint = alternative(function, *ret).map(|t| format!("; use {t} instead")).unwrap_or_default();
             bail!("cannot attach {}: {why}{hint}", point.name);

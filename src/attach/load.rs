@@ -6,6 +6,8 @@ use std::os::fd::{FromRawFd, OwnedFd};
 use libbpf_rs::libbpf_sys;
 use probes_ebpf::insn::{to_bytes, Insn};
 
+use super::LoadAttrs;
+
 /// A program the kernel refused.
 #[derive(Debug)]
 pub struct LoadError {
@@ -51,18 +53,18 @@ impl LoadError {
 }
 
 /// Load `insns` (map fds already patched in) as a program of `prog_type`.
-pub fn load_program(prog_type: u32, name: &str, insns: &[Insn]) -> Result<OwnedFd, LoadError> {
+pub fn load_program(prog_type: u32, attrs: LoadAttrs, name: &str, insns: &[Insn]) -> Result<OwnedFd, LoadError> {
     let bytes = to_bytes(insns);
     let name = CString::new(sanitize_name(name)).unwrap_or_default();
     let license = c"GPL";
     // First try without a log (fast path); on failure, retry with one.
-    let fd = unsafe { load_raw(prog_type, &name, license, &bytes, None) };
+    let fd = unsafe { load_raw(prog_type, attrs, &name, license, &bytes, None) };
     if fd >= 0 {
         return Ok(unsafe { OwnedFd::from_raw_fd(fd) });
     }
     let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
     let mut log = vec![0u8; 4 << 20];
-    let fd = unsafe { load_raw(prog_type, &name, license, &bytes, Some(&mut log)) };
+    let fd = unsafe { load_raw(prog_type, attrs, &name, license, &bytes, Some(&mut log)) };
     if fd >= 0 {
         return Ok(unsafe { OwnedFd::from_raw_fd(fd) });
     }
@@ -70,9 +72,11 @@ pub fn load_program(prog_type: u32, name: &str, insns: &[Insn]) -> Result<OwnedF
     Err(LoadError { errno, log: String::from_utf8_lossy(&log[..end]).into_owned() })
 }
 
-unsafe fn load_raw(prog_type: u32, name: &CString, license: &std::ffi::CStr, bytes: &[u8], log: Option<&mut Vec<u8>>) -> i32 {
+unsafe fn load_raw(prog_type: u32, attrs: LoadAttrs, name: &CString, license: &std::ffi::CStr, bytes: &[u8], log: Option<&mut Vec<u8>>) -> i32 {
     let mut opts = libbpf_sys::bpf_prog_load_opts {
         sz: std::mem::size_of::<libbpf_sys::bpf_prog_load_opts>() as _,
+        expected_attach_type: attrs.expected_attach_type,
+        attach_btf_id: attrs.attach_btf_id,
         ..Default::default()
     };
     if let Some(buf) = log {

@@ -8,6 +8,7 @@ pub mod perf;
 pub mod perf_event;
 pub mod rawtracepoint;
 pub mod tracefs;
+pub mod tp_btf;
 pub mod tracepoint;
 pub mod uprobe;
 pub mod usdt;
@@ -31,6 +32,8 @@ pub struct AttachPoint {
 pub enum Target {
     Tracepoint { category: String, event: String },
     RawTracepoint { event: String },
+    /// tp_btf: a raw tracepoint attached by its BTF prototype.
+    BtfTracepoint { event: String },
     /// profile/interval/software/hardware: a perf event type and config,
     /// sampled every `period` events or at `freq` Hz, on `cpus`.
     PerfEvent { type_: u32, config: u64, period: u64, freq: Option<u64>, cpus: Vec<i32> },
@@ -54,6 +57,13 @@ impl Attachment {
     }
 }
 
+/// Load attributes of programs that attach by BTF id (tp_btf, fentry).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LoadAttrs {
+    pub expected_attach_type: u32,
+    pub attach_btf_id: u32,
+}
+
 /// What rtrace needs to know about one kind of probe.
 pub trait ProbeType: Sync {
     /// Program type for `bpf_prog_load`.
@@ -62,6 +72,18 @@ pub trait ProbeType: Sync {
     /// Expand wildcards in the spec's target into attach points.
     fn expand(&self, spec: &ProbeSpec) -> Result<Vec<AttachPoint>>;
     fn attach(&self, point: &AttachPoint, prog: BorrowedFd<'_>) -> Result<Attachment>;
+    /// Each attach point needs a program of its own (BTF-attached programs).
+    fn program_per_point(&self) -> bool {
+        false
+    }
+    /// Extra load attributes for the program of `point`.
+    fn load_attrs(&self, _point: &AttachPoint) -> Result<LoadAttrs> {
+        Ok(LoadAttrs::default())
+    }
+    /// BTF-typed arguments at `point`, for `e.args.NAME`.
+    fn btf_args(&self, _point: &AttachPoint) -> Option<Vec<crate::btf::Param>> {
+        None
+    }
 }
 
 /// The implementation for a probe kind.
@@ -69,6 +91,7 @@ pub fn probe_type(kind: ProbeKind) -> Result<&'static dyn ProbeType> {
     Ok(match kind {
         ProbeKind::Tracepoint => &tracepoint::Tracepoint,
         ProbeKind::RawTracepoint => &rawtracepoint::RawTracepoint,
+        ProbeKind::TpBtf => &tp_btf::TpBtf,
         ProbeKind::Profile => &perf_event::PROFILE,
         ProbeKind::Interval => &perf_event::INTERVAL,
         ProbeKind::Software => &perf_event::SOFTWARE,

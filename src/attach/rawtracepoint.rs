@@ -1,5 +1,6 @@
 //! `rawtracepoint:EVENT`: programs see the tracepoint's raw arguments
-//! (`u64 args[]`, as `e.arg0..`) and attach with `BPF_RAW_TRACEPOINT_OPEN`.
+//! (`u64 args[]`, as `e.arg0..`, or by name and type as `e.args.NAME` where
+//! the kernel has BTF) and attach with `BPF_RAW_TRACEPOINT_OPEN`.
 
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
@@ -38,6 +39,10 @@ impl ProbeType for RawTracepoint {
             .into_iter()
             .map(|event| AttachPoint { name: format!("rawtracepoint:{event}"), target: Target::RawTracepoint { event } })
             .collect())
+    }
+    fn btf_args(&self, point: &AttachPoint) -> Option<Vec<crate::btf::Param>> {
+        let Target::RawTracepoint { event } = &point.target else { return None };
+        crate::btf::kernel()?.tracepoint_params(event)
     }
     fn attach(&self, point: &AttachPoint, prog: BorrowedFd<'_>) -> Result<Attachment> {
         let Target::RawTracepoint { event } = &point.target else {

@@ -1,5 +1,6 @@
 //! `-l [PATTERN]`: list probes one per line as bpftrace prints them; `-lv`
-//! adds details (tracepoint format fields, USDT argument specs).
+//! adds details (tracepoint format fields, BTF arguments of raw tracepoints
+//! and tp_btf, USDT argument specs).
 //!
 //! PATTERN is `TYPE:REST` (TYPE a probe type or its alias, or a wildcard
 //! over type names), a comma list of those, or a bare word, which matches
@@ -136,10 +137,22 @@ fn list_kind(
 ) -> Result<()> {
     match kind {
         Kind::Tracepoint => list_tracepoints(rest, verbose, out),
-        Kind::RawTracepoint => {
+        Kind::RawTracepoint | Kind::TpBtf => {
             let name = or_star(rest.rsplit(':').next().unwrap_or(""));
+            let btf = crate::btf::kernel();
             for n in tracefs::expand_raw_tracepoints(name)? {
-                out.entry(format!("rawtracepoint:{n}")).or_default();
+                let params = match btf {
+                    Some(b) if verbose || kind == Kind::TpBtf => b.tracepoint_params(&n),
+                    _ => None,
+                };
+                if kind == Kind::TpBtf && params.is_none() {
+                    continue;
+                }
+                let details = match (verbose, params, btf) {
+                    (true, Some(ps), Some(b)) => ps.iter().map(|p| field_decl(&p.name, &b.type_name(p.ty))).collect(),
+                    _ => vec![],
+                };
+                out.insert(format!("{}:{n}", kind.name()), details);
             }
             Ok(())
         }

@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use probes_ebpf::ir::{AggOp, BinOp, Builtin, ContextKind, Expr, LocalId, MapId, Span, Stmt, StmtKind, Ty, UnOp};
 use rhai::{ASTNode, Dynamic, Expr as RExpr, Position, Stmt as RStmt, AST};
 
+use super::fields;
 use super::maps::{MapUse, Sem, UseKind};
 use crate::symbols::stacks::StackMode;
 use crate::attach::tracefs::{FieldKind, TracepointFormat};
@@ -56,6 +57,11 @@ pub struct Target<'a> {
     pub stack_base: MapId,
     /// Frames kept per stack unless the script gives a limit.
     pub stack_depth: u32,
+    /// BTF-typed arguments (tp_btf, raw tracepoints, fentry/fexit), for
+    /// `e.args.NAME`: argument i is the i-th u64 of the context.
+    pub btf_args: Option<&'a [crate::btf::Param]>,
+    /// fexit: the return value follows the arguments in the context.
+    pub btf_retval: bool,
 }
 
 impl Target<'_> {
@@ -557,7 +563,7 @@ impl<'a> Lowerer<'a> {
         }
         match path {
             [field] => self.event_field(field, pos),
-            [args, field] if args == "args" => {
+            [args, field] if args == "args" && self.target.btf_args.is_none() => {
                 let v = self.tracepoint_arg(field, pos)?;
                 let pointer = self.target.format.and_then(|f| f.field(field)).map(|f| f.kind.clone());
                 Ok(match pointer {
@@ -565,6 +571,15 @@ impl<'a> Lowerer<'a> {
                         Expr::ReadStr { ptr: Box::new(v), max: self.target.str_max, user }
                     }
                     _ => v,
+                })
+            }
+            [first, ..] if matches!(first.as_str(), "args" | "curtask") => {
+                let chain: Vec<(String, Position)> = path.iter().map(|n| (n.clone(), pos)).collect();
+                let a = self.member_chain(&chain)?;
+                Ok(if a.char_pointer {
+                    Expr::ReadStr { ptr: Box::new(a.expr), max: self.target.str_max, user: self.target.user_space }
+                } else {
+                    a.expr
                 })
             }
             _ => err(pos, "unsupported event field"),
@@ -1149,19 +1164,23 @@ impl<'a> Lowerer<'a> {
         }
         match rhs {
             RExpr::Property(p, ppos) => self.event_field(p.2.as_str(), *ppos),
-            RExpr::Dot(inner, _, _) => match (&inner.lhs, &inner.rhs) {
-                (RExpr::Property(a, _), RExpr::Property(f, fpos)) if a.2.as_str() == "args" => {
-                    self.tracepoint_arg(f.2.as_str(), *fpos)
-                }
-                (RExpr::Property(a, apos), _) => {
-                    if a.2.as_str() == "args" {
-                        return err(*apos, "`e.args` needs a field name, e.g. `e.args.filename`");
+            RExpr::Dot(..) => {
+                let (chain, rest) = property_chain(rhs);
+                let names: Vec<String> = chain.iter().map(|c| c.0.clone()).collect();
+                match (names.first().map(String::as_str), rest) {
+                    (Some("args"), _) if names.len() == 1 => {
+                        err(chain[0].1, "`e.args` needs a field name, e.g. `e.args.filename`")
+                    }
+                    (Some(first), false) if names.len() >= 2 && matches!(first, "args" | "curtask") => {
+                        self.member_chain(&chain).map(|a| a.expr)
                     }
                     // e.g. `e.comm.len()`: string work on a captured field.
-                    Err(userspace_only(&format!("`{}.{}...`", self.event.as_deref().unwrap_or("e"), a.2), pos))
+                    (Some(first), _) => {
+                        Err(userspace_only(&format!("`{}.{}...`", self.event.as_deref().unwrap_or("e"), first), pos))
+                    }
+                    _ => err(pos, "unsupported field access"),
                 }
-                _ => err(pos, "unsupported field access"),
-            },
+            }
             RExpr::MethodCall(call, mpos) if matches!(call.name.as_str(), "kstack" | "ustack") => {
                 let mut words = Vec::new();
                 for a in call.args.iter() {
@@ -1247,6 +1266,10 @@ impl<'a> Lowerer<'a> {
                     _ => return err(pos, format!("`{n}` isn't available for this probe type (tracepoints use e.args.NAME)")),
                 }
             }
+            "retval" if self.target.btf_retval => {
+                let n = self.target.btf_args.map_or(0, |a| a.len());
+                Expr::CtxInt { offset: n as u32 * 8, size: 8, signed: true }
+            }
             "retval" if self.target.context == ContextKind::PtRegs => {
                 // x86-64 pt_regs.ax
                 Expr::CtxInt { offset: 80, size: 8, signed: true }
@@ -1256,7 +1279,8 @@ impl<'a> Lowerer<'a> {
                 str_literal(self.target.func.unwrap_or(""))
             }
             "kstack" | "ustack" => return self.stack_expr(&[name.to_string()], pos),
-            "retval" | "func" | "curtask" => {
+            "curtask" => Expr::Builtin(Builtin::CurTask),
+            "retval" | "func" => {
                 return err(pos, format!("`e.{name}` isn't available for this probe type yet"))
             }
             other => {
@@ -1268,7 +1292,64 @@ impl<'a> Lowerer<'a> {
         })
     }
 
+    /// `e.args.A.B...` and `e.curtask.A...`: a typed start, then struct
+    /// members through BTF.
+    fn member_chain(&mut self, chain: &[(String, Position)]) -> Result<fields::Access> {
+        let ev = self.event.clone().unwrap_or_else(|| "e".into());
+        let no_btf = |pos| err(pos, "this kernel has no BTF (/sys/kernel/btf/vmlinux), so struct members can't be read");
+        let (base, rest) = match chain[0].0.as_str() {
+            "curtask" => {
+                let Some(btf) = crate::btf::kernel() else { return no_btf(chain[0].1) };
+                let Some(task) = btf.struct_named("task_struct") else { return no_btf(chain[0].1) };
+                let name = format!("{ev}.curtask");
+                (fields::Base { value: Expr::Builtin(Builtin::CurTask), ty: task, pointee: true, name }, &chain[1..])
+            }
+            _ => {
+                let (field, fpos) = (&chain[1].0, chain[1].1);
+                let name = format!("{ev}.args.{field}");
+                if let Some(params) = self.target.btf_args {
+                    self.uses_args = true;
+                    let Some(i) = params.iter().position(|p| &p.name == field) else {
+                        let names: Vec<&str> = params.iter().map(|p| p.name.as_str()).collect();
+                        return err(fpos, format!("{} has no argument `{field}` (arguments: {})", self.target.probe_name, names.join(", ")));
+                    };
+                    let value = Expr::CtxInt { offset: i as u32 * 8, size: 8, signed: true };
+                    if chain.len() == 2 {
+                        let Some(btf) = crate::btf::kernel() else { return no_btf(fpos) };
+                        let c_type = btf.type_name(params[i].ty);
+                        let char_pointer = matches!(btf.shape(params[i].ty), crate::btf::Shape::Pointer { to } if btf.is_char(to));
+                        return Ok(fields::Access { expr: value, c_type, char_pointer });
+                    }
+                    (fields::Base { value, ty: params[i].ty, pointee: false, name }, &chain[2..])
+                } else {
+                    let value = self.tracepoint_arg(field, fpos)?;
+                    let c_type = self.target.format.and_then(|f| f.field(field)).map(|f| f.c_type.clone()).unwrap_or_default();
+                    if chain.len() == 2 {
+                        return Ok(fields::Access { expr: value, c_type, char_pointer: false });
+                    }
+                    // A tracepoint field that points to a struct (`struct mm_struct *mm`).
+                    let Some(btf) = crate::btf::kernel() else { return no_btf(fpos) };
+                    let struct_name = c_type.trim().strip_prefix("struct ").and_then(|t| t.strip_suffix('*')).map(str::trim);
+                    let Some(id) = struct_name.and_then(|n| btf.struct_named(n)) else {
+                        return err(chain[2].1, format!("`{name}` is `{c_type}`, not a pointer to a struct"));
+                    };
+                    (fields::Base { value, ty: id, pointee: true, name }, &chain[2..])
+                }
+            }
+        };
+        let Some(btf) = crate::btf::kernel() else { return no_btf(chain[0].1) };
+        let names: Vec<String> = rest.iter().map(|c| c.0.clone()).collect();
+        fields::walk(btf, base, &names).map_err(|(i, msg)| {
+            let pos = rest.get(i).or(rest.last()).map(|c| c.1).unwrap_or(chain[0].1);
+            LowerError { pos, message: msg, userspace: false }
+        })
+    }
+
     fn tracepoint_arg(&mut self, field: &str, pos: Position) -> Result<Expr> {
+        if self.target.btf_args.is_some() {
+            let chain = [("args".to_string(), pos), (field.to_string(), pos)];
+            return self.member_chain(&chain).map(|a| a.expr);
+        }
         self.uses_args = true;
         let Some(format) = self.target.format else {
             return err(pos, "`e.args` is only available for tracepoint probes (raw tracepoints use e.arg0..)");
@@ -1297,6 +1378,30 @@ impl<'a> Lowerer<'a> {
     }
 }
 
+/// The property names of a dot chain (`args.prev.pid` → args, prev, pid)
+/// with their positions, and whether something else (a method call, an
+/// index) follows them.
+fn property_chain(rhs: &RExpr) -> (Vec<(String, Position)>, bool) {
+    let mut out = Vec::new();
+    let mut cur = rhs;
+    loop {
+        match cur {
+            RExpr::Property(p, pos) => {
+                out.push((p.2.to_string(), *pos));
+                return (out, false);
+            }
+            RExpr::Dot(x, _, _) => match &x.lhs {
+                RExpr::Property(p, pos) => {
+                    out.push((p.2.to_string(), *pos));
+                    cur = &x.rhs;
+                }
+                _ => return (out, true),
+            },
+            _ => return (out, true),
+        }
+    }
+}
+
 /// `e.pid` → ["pid"]; `e.args.filename` → ["args", "filename"]; `e.comm.len()` → ["comm"].
 fn event_path(rhs: &RExpr) -> Option<Vec<String>> {
     match rhs {
@@ -1312,17 +1417,10 @@ fn event_path(rhs: &RExpr) -> Option<Vec<String>> {
             }
             Some(path)
         }
-        RExpr::Dot(inner, _, _) => match (&inner.lhs, &inner.rhs) {
-            (RExpr::Property(a, _), RExpr::Property(f, _)) if a.2.as_str() == "args" => {
-                Some(vec!["args".into(), f.2.to_string()])
-            }
-            (RExpr::Property(a, _), RExpr::Dot(d, _, _)) if a.2.as_str() == "args" => match &d.lhs {
-                RExpr::Property(f, _) => Some(vec!["args".into(), f.2.to_string()]),
-                _ => None,
-            },
-            (RExpr::Property(p, _), _) => Some(vec![p.2.to_string()]),
-            _ => None,
-        },
+        RExpr::Dot(..) => {
+            let (chain, _) = property_chain(rhs);
+            (!chain.is_empty()).then(|| chain.into_iter().map(|c| c.0).collect())
+        }
         _ => None,
     }
 }

@@ -2,6 +2,7 @@
 //! points, lower each closure to IR (`lower`), unify map layouts (`maps`),
 //! and generate BPF (`probes_ebpf`).
 
+pub mod fields;
 pub mod lower;
 pub mod maps;
 pub mod spec;
@@ -140,6 +141,7 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
             }
             // One USDT name can have sites with different argument specs.
             let per_point = per_point
+                || ptype.program_per_point()
                 || points.iter().any(|p| attach::usdt::args_of(p) != attach::usdt::args_of(&points[0]));
             let groups: Vec<Vec<AttachPoint>> =
                 if per_point { points.into_iter().map(|p| vec![p]).collect() } else { vec![points] };
@@ -150,6 +152,7 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
                     }
                     _ => None,
                 };
+                let btf_args = if per_point { ptype.btf_args(&group[0]) } else { None };
                 let probe_name = if per_point { group[0].name.clone() } else { spec.full_name() };
                 let func = match &group[0].target {
                     AttachTarget::Uprobe { symbol, .. } if per_point => Some(symbol.as_str()),
@@ -174,6 +177,8 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
                     stack_maps: &stack_maps,
                     stack_base,
                     stack_depth: opts.stack_depth,
+                    btf_args: btf_args.as_deref(),
+                    btf_retval: btf_args.is_some() && matches!(group[0].target, AttachTarget::KernelFunction { ret: true, .. }),
                 };
                 let lowered = lower::lower(&body, def.closure.curry(), &target)
                     .map_err(|e| anyhow!("{file}:{}: error: {}", position_text(e.pos), e.message))?;

@@ -9,6 +9,7 @@ pub enum ProbeKind {
     End,
     Tracepoint,
     RawTracepoint,
+    TpBtf,
     Kprobe,
     Kretprobe,
     Fentry,
@@ -26,6 +27,7 @@ pub enum ProbeKind {
 const KINDS: &[(&str, &[&str], ProbeKind)] = &[
     ("tracepoint", &["t"], ProbeKind::Tracepoint),
     ("rawtracepoint", &["rt"], ProbeKind::RawTracepoint),
+    ("tp_btf", &["btf"], ProbeKind::TpBtf),
     ("kprobe", &["k"], ProbeKind::Kprobe),
     ("kretprobe", &["kr"], ProbeKind::Kretprobe),
     ("fentry", &["f", "kfunc"], ProbeKind::Fentry),

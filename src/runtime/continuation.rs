@@ -141,10 +141,11 @@ impl Continuations {
                     [f] => {
                         event.insert(f.as_str().into(), value);
                     }
-                    [_, f] => {
+                    [a, f] if a == "args" => {
                         args.insert(f.as_str().into(), value);
                     }
-                    _ => {}
+                    [a, rest @ ..] if a == "args" => insert_path(&mut args, rest, value),
+                    _ => insert_path(&mut event, path, value),
                 },
             }
         }
@@ -178,6 +179,25 @@ impl Continuations {
                 } else {
                     Err(anyhow::anyhow!(msg))
                 }
+            }
+        }
+    }
+}
+
+/// `e.curtask.real_parent.tgid`: nested object maps down `path`.
+fn insert_path(map: &mut rhai::Map, path: &[String], value: Dynamic) {
+    match path {
+        [] => {}
+        [last] => {
+            map.insert(last.as_str().into(), value);
+        }
+        [first, rest @ ..] => {
+            let entry = map.entry(first.as_str().into()).or_insert_with(|| Dynamic::from(rhai::Map::new()));
+            if !entry.is_map() {
+                *entry = Dynamic::from(rhai::Map::new());
+            }
+            if let Some(mut inner) = entry.write_lock::<rhai::Map>() {
+                insert_path(&mut inner, rest, value);
             }
         }
     }

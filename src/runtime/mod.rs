@@ -70,7 +70,11 @@ pub fn load_all(session: &Session, plan: &Plan, ring_size: u32) -> Result<Loaded
     let mut programs = Vec::new();
     for prog in &plan.programs {
         let insns = patch_maps(prog, &fds);
-        match load::load_program(prog.probe_type.prog_type(), &prog.name, &insns) {
+        let attrs = prog
+            .probe_type
+            .load_attrs(&prog.points[0])
+            .map_err(|e| anyhow!("{}:{}: error: {e}", session.file_name, probe_position(session, plan, prog)))?;
+        match load::load_program(prog.probe_type.prog_type(), attrs, &prog.name, &insns) {
             Ok(fd) => programs.push(fd),
             Err(e) => return Err(verifier_error(session, plan, prog, &e)),
         }
@@ -86,6 +90,16 @@ fn patch_maps(prog: &CompiledProgram, fds: &[i32]) -> Vec<Insn> {
     insns
 }
 
+/// `line:col` of the `probe(...)` call a program comes from.
+fn probe_position(session: &Session, plan: &Plan, prog: &CompiledProgram) -> String {
+    let reg = session.registry.lock().unwrap();
+    reg.probes
+        .iter()
+        .find(|p| p.spec == plan.probes[prog.probe])
+        .map(|p| position_text(p.pos))
+        .unwrap_or_else(|| "?".into())
+}
+
 /// A verifier rejection, pointed at the script statement that caused it.
 fn verifier_error(session: &Session, plan: &Plan, prog: &CompiledProgram, e: &load::LoadError) -> anyhow::Error {
     let file = &session.file_name;
@@ -98,14 +112,7 @@ fn verifier_error(session: &Session, plan: &Plan, prog: &CompiledProgram, e: &lo
     let span = e.failing_insn().and_then(|i| prog.code.spans.get(i)).filter(|s| s.line > 0);
     let at = match span {
         Some(s) => format!("{}:{}", s.line, s.col),
-        None => {
-            let reg = session.registry.lock().unwrap();
-            reg.probes
-                .iter()
-                .find(|p| p.spec == plan.probes[prog.probe])
-                .map(|p| position_text(p.pos))
-                .unwrap_or_else(|| "?".into())
-        }
+        None => probe_position(session, plan, prog),
     };
     if std::env::var_os("RTRACE_VERIFIER_LOG").is_some() {
         eprintln!("{}", e.log);

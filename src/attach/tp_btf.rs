@@ -1,0 +1,75 @@
+//! `tp_btf:EVENT`: a raw tracepoint whose arguments are typed by the
+//! kernel's BTF (`e.args.prev.pid` on sched_switch). The program is a
+//! BPF_PROG_TYPE_TRACING program loaded against the `btf_trace_EVENT`
+//! prototype, so each attach point gets its own program.
+
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+
+use anyhow::{anyhow, bail, Result};
+use libbpf_rs::libbpf_sys;
+use probes_ebpf::ir::ContextKind;
+
+use super::{tracefs, AttachPoint, Attachment, LoadAttrs, ProbeType, Target};
+use crate::btf::{self, Param};
+use crate::compile::spec::ProbeSpec;
+
+pub struct TpBtf;
+
+pub const BPF_PROG_TYPE_TRACING: u32 = 26;
+const BPF_TRACE_RAW_TP: u32 = 23;
+
+impl ProbeType for TpBtf {
+    fn prog_type(&self) -> u32 {
+        BPF_PROG_TYPE_TRACING
+    }
+    fn context(&self) -> ContextKind {
+        ContextKind::RawTracepoint
+    }
+    fn expand(&self, spec: &ProbeSpec) -> Result<Vec<AttachPoint>> {
+        let Some(kernel) = btf::kernel() else {
+            bail!("tp_btf probes need kernel BTF (/sys/kernel/btf/vmlinux), which this kernel lacks; use rawtracepoint:");
+        };
+        let pattern = spec.target.rsplit(':').next().unwrap_or(&spec.target);
+        let found: Vec<String> =
+            tracefs::expand_raw_tracepoints(pattern)?.into_iter().filter(|e| kernel.tracepoint_id(e).is_some()).collect();
+        if found.is_empty() {
+            let all = kernel.tracepoint_names();
+            let hint = tracefs::suggest(pattern, all.iter().map(String::as_str));
+            if hint.is_empty() || tracefs::has_wildcard(pattern) {
+                bail!("no BTF tracepoint matches '{pattern}' (see `rtrace -l 'tp_btf:*'`)");
+            }
+            bail!("unknown BTF tracepoint '{pattern}'; did you mean {}?", hint.join(", "));
+        }
+        Ok(found
+            .into_iter()
+            .map(|event| AttachPoint { name: format!("tp_btf:{event}"), target: Target::BtfTracepoint { event } })
+            .collect())
+    }
+    fn program_per_point(&self) -> bool {
+        true
+    }
+    fn load_attrs(&self, point: &AttachPoint) -> Result<LoadAttrs> {
+        let Target::BtfTracepoint { event } = &point.target else {
+            bail!("not a BTF tracepoint: {}", point.name);
+        };
+        let id = btf::kernel().and_then(|k| k.tracepoint_id(event)).ok_or_else(|| anyhow!("{} has no BTF prototype", point.name))?;
+        Ok(LoadAttrs { expected_attach_type: BPF_TRACE_RAW_TP, attach_btf_id: id })
+    }
+    fn btf_args(&self, point: &AttachPoint) -> Option<Vec<Param>> {
+        let Target::BtfTracepoint { event } = &point.target else { return None };
+        btf::kernel()?.tracepoint_params(event)
+    }
+    fn attach(&self, point: &AttachPoint, prog: BorrowedFd<'_>) -> Result<Attachment> {
+        attach_by_btf_id(point, prog)
+    }
+}
+
+/// Attach a program loaded with a BTF attach target (tp_btf, fentry,
+/// fexit): the kernel knows where from the program itself.
+pub fn attach_by_btf_id(point: &AttachPoint, prog: BorrowedFd<'_>) -> Result<Attachment> {
+    let fd = unsafe { libbpf_sys::bpf_raw_tracepoint_open(std::ptr::null(), prog.as_raw_fd()) };
+    if fd < 0 {
+        return Err(anyhow!("cannot attach {}: {}", point.name, std::io::Error::from_raw_os_error(-fd)));
+    }
+    Ok(Attachment::new(vec![unsafe { OwnedFd::from_raw_fd(fd) }]))
+}

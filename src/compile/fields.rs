@@ -1,0 +1,141 @@
+//! Struct field access through BTF: `e.args.prev.pid`,
+//! `e.curtask.real_parent.tgid`. A chain of member names becomes address
+//! arithmetic on a kernel pointer and one `bpf_probe_read_kernel` per
+//! pointer followed; the last member is read as its type says (integers,
+//! bitfields, pointers, `char[N]` as a string).
+
+use probes_ebpf::ir::{BinOp, Expr};
+
+use crate::btf::{KernelBtf, Shape};
+
+/// A value on the way down a member chain.
+enum Place {
+    /// A pointer value (to type `to`).
+    Pointer { value: Expr, to: u32 },
+    /// A non-pointer value of type `ty` (an integer argument).
+    Scalar { value: Expr, ty: u32 },
+    /// Memory holding a value of type `ty`; `bitfield` = (bit offset from
+    /// `addr`, width) for bitfield members.
+    Memory { addr: Expr, ty: u32, bitfield: Option<(u32, u32)> },
+}
+
+/// The result of a member chain.
+pub struct Access {
+    pub expr: Expr,
+    /// C spelling of the final type, for messages and listings.
+    pub c_type: String,
+    /// The value is a `char *` (userspace statements get the string).
+    pub char_pointer: bool,
+}
+
+/// A starting point, written `name` in the script: a value of BTF type
+/// `ty`, or (`pointee` set) a pointer to type `ty` (`e.curtask`).
+pub struct Base {
+    pub value: Expr,
+    pub ty: u32,
+    pub pointee: bool,
+    pub name: String,
+}
+
+/// Follow `members` from `base`. Errors are messages for the script position
+/// of the member (index into `members`) that failed.
+pub fn walk(btf: &KernelBtf, base: Base, members: &[String]) -> Result<Access, (usize, String)> {
+    let mut place = match btf.shape(base.ty) {
+        _ if base.pointee => Place::Pointer { value: base.value, to: base.ty },
+        Shape::Pointer { to } => Place::Pointer { value: base.value, to },
+        _ => Place::Scalar { value: base.value, ty: base.ty },
+    };
+    let mut written = base.name;
+    for (i, name) in members.iter().enumerate() {
+        let (addr, composite) = match place {
+            Place::Pointer { value, to } => match btf.shape(to) {
+                Shape::Composite { id } => (value, id),
+                _ => return Err((i, format!("`{written}` is `{} *`, not a pointer to a struct", btf.type_name(to)))),
+            },
+            Place::Memory { addr, ty, bitfield: None } => match btf.shape(ty) {
+                Shape::Composite { id } => (addr, id),
+                Shape::Pointer { to } => match btf.shape(to) {
+                    Shape::Composite { id } => (read(addr, 8, false), id),
+                    _ => return Err((i, format!("`{written}` is `{}`, not a pointer to a struct", btf.type_name(ty)))),
+                },
+                _ => return Err((i, format!("`{written}` is `{}`, which has no members", btf.type_name(ty)))),
+            },
+            Place::Memory { ty, .. } | Place::Scalar { ty, .. } => {
+                return Err((i, format!("`{written}` is `{}`, which has no members", btf.type_name(ty))))
+            }
+        };
+        let Some(m) = btf.member(composite, name) else {
+            let mut names = btf.member_names(composite);
+            let close = crate::attach::tracefs::suggest(name, names.iter().map(String::as_str));
+            if !close.is_empty() {
+                return Err((i, format!("{} has no member `{name}`; did you mean {}?", btf.type_name(composite), close.join(", "))));
+            }
+            let more = names.len().saturating_sub(16);
+            names.truncate(16);
+            let tail = if more > 0 { format!(", ... {more} more") } else { String::new() };
+            return Err((i, format!("{} has no member `{name}` (members: {}{tail})", btf.type_name(composite), names.join(", "))));
+        };
+        let (byte, bitfield) = if m.bitfield_bits > 0 {
+            // Read the bitfield's storage unit: the declared type's size,
+            // aligned to that size.
+            let unit = match btf.shape(m.ty) {
+                Shape::Int { size, .. } => size.max(1) * 8,
+                _ => 8,
+            };
+            let start = m.bit_offset / unit * unit;
+            (start / 8, Some((m.bit_offset - start, m.bitfield_bits)))
+        } else {
+            (m.bit_offset / 8, None)
+        };
+        let addr = if byte == 0 { addr } else { Expr::Binary(BinOp::Add, Box::new(addr), Box::new(Expr::Int(byte as i64))) };
+        place = Place::Memory { addr, ty: m.ty, bitfield };
+        written = format!("{written}.{name}");
+    }
+    finish(btf, place, &written)
+}
+
+fn read(addr: Expr, size: u32, signed: bool) -> Expr {
+    Expr::ReadMem { addr: Box::new(addr), size, signed, user: false }
+}
+
+fn finish(btf: &KernelBtf, place: Place, written: &str) -> Result<Access, (usize, String)> {
+    let last = usize::MAX;
+    Ok(match place {
+        Place::Pointer { value, to } => Access {
+            expr: value,
+            c_type: format!("{} *", btf.type_name(to)),
+            char_pointer: btf.is_char(to),
+        },
+        Place::Scalar { value, ty } => Access { expr: value, c_type: btf.type_name(ty), char_pointer: false },
+        Place::Memory { addr, ty, bitfield } => {
+            let c_type = btf.type_name(ty);
+            match (btf.shape(ty), bitfield) {
+                (Shape::Int { size, signed }, Some((shift, bits))) => {
+                    let unit = read(addr, size, false);
+                    let expr = if signed {
+                        // Move the field to the top, then shift back arithmetically.
+                        let up = Expr::Binary(BinOp::Shl, Box::new(unit), Box::new(Expr::Int((64 - shift - bits) as i64)));
+                        Expr::Binary(BinOp::Shr, Box::new(up), Box::new(Expr::Int((64 - bits) as i64)))
+                    } else {
+                        let down = Expr::Binary(BinOp::Shr, Box::new(unit), Box::new(Expr::Int(shift as i64)));
+                        Expr::Binary(BinOp::And, Box::new(down), Box::new(Expr::Int(((1u64 << bits) - 1) as i64)))
+                    };
+                    Access { expr, c_type, char_pointer: false }
+                }
+                (Shape::Int { size, signed }, None) if matches!(size, 1 | 2 | 4 | 8) => {
+                    Access { expr: read(addr, size, signed), c_type, char_pointer: false }
+                }
+                (Shape::Pointer { to }, _) => Access { expr: read(addr, 8, false), c_type, char_pointer: btf.is_char(to) },
+                (Shape::CharArray { len }, _) if len > 0 => {
+                    Access { expr: Expr::ReadStr { ptr: Box::new(addr), max: len.min(256), user: false }, c_type, char_pointer: false }
+                }
+                (Shape::Composite { id }, _) => {
+                    let mut names = btf.member_names(id);
+                    names.truncate(12);
+                    return Err((last, format!("`{written}` is {c_type}: name one of its members (e.g. {})", names.join(", "))));
+                }
+                _ => return Err((last, format!("`{written}` has type `{c_type}`, which probes can't read yet"))),
+            }
+        }
+    })
+}

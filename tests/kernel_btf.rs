@@ -1,0 +1,233 @@
+//! BTF on a real kernel: `tp_btf` probes with typed arguments, the same
+//! names on raw tracepoints, struct members through pointers
+//! (`e.args.prev.pid`, `e.curtask.real_parent.tgid`) in the kernel and in
+//! userspace statements, listing the arguments, fexit code reading its
+//! arguments and return value, and one-line errors for wrong members.
+
+mod common;
+
+use std::ffi::CString;
+use std::time::Duration;
+
+use common::*;
+
+fn has_btf() -> bool {
+    if std::path::Path::new("/sys/kernel/btf/vmlinux").exists() {
+        return true;
+    }
+    eprintln!("skipped: this kernel has no BTF (/sys/kernel/btf/vmlinux)");
+    false
+}
+
+/// Sleep `n` times for 1 ms each: every sleep switches the thread out and back in.
+fn sleeps(n: usize) {
+    for _ in 0..n {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// `sched_switch` through `spec`: the thread with our comm is seen leaving
+/// (prev) and coming back (next), with its tid and a sleeping prev_state,
+/// counted in the kernel by the comm read through `next`.
+fn switch_args_are_typed(spec: &str) {
+    // Threads the tracer helper starts inherit the comm: set it after.
+    let me = format!("rtt_{}", token());
+    let tid = tid();
+    let src = format!(
+        r#"let back = map();
+probe("{spec}", |e| {{
+    if e.args.prev.comm == "{me}" {{
+        print(`OUT ${{e.args.prev.pid}} ${{e.args.prev.tgid}} ${{e.args.prev_state}}`);
+    }}
+    if e.args.next.comm == "{me}" {{
+        back[e.args.next.comm] = count();
+    }}
+}});"#
+    );
+    let mut t = Tracer::start(&["-e", &src]);
+    assert_eq!(t.wait_attached(), 1);
+    set_comm(&me);
+    sleeps(20);
+    t.wait_count("20 switches out", Duration::from_secs(10), 20, |l| l.starts_with("OUT "));
+    let out = t.interrupt_and_finish();
+    assert_eq!(out.code, Some(0), "{out}");
+    let outs: Vec<Vec<i64>> = out
+        .lines()
+        .iter()
+        .filter_map(|l| l.strip_prefix("OUT "))
+        .map(|l| l.split(' ').map(|x| x.parse().unwrap()).collect())
+        .collect();
+    assert!(outs.len() >= 20, "{out}");
+    for o in &outs {
+        assert_eq!((o[0], o[1]), (tid, pid()), "prev.pid is our tid, prev.tgid our pid\n{out}");
+    }
+    // A 1 ms sleep leaves in TASK_INTERRUPTIBLE (bit 0; newer kernels add TASK_FREEZABLE).
+    assert!(outs.iter().filter(|o| o[2] & 1 == 1).count() >= 10, "prev_state of sleeps\n{out}");
+    let back = out.map_lines("back");
+    assert_eq!(back.len(), 1, "{out}");
+    let n: i64 = back[0].rsplit(' ').next().unwrap().parse().unwrap();
+    assert!(back[0].starts_with(&format!("@back[{me}]: ")) && n >= 20, "{out}");
+}
+
+#[test]
+fn tp_btf_arguments_are_typed_structs() {
+    let Some(_g) = setup() else { return };
+    if !has_btf() {
+        return;
+    }
+    switch_args_are_typed("tp_btf:sched_switch");
+}
+
+#[test]
+fn raw_tracepoint_arguments_have_btf_names() {
+    let Some(_g) = setup() else { return };
+    if !has_btf() {
+        return;
+    }
+    switch_args_are_typed("rawtracepoint:sched_switch");
+}
+
+/// `e.curtask.real_parent.tgid` in a kernel map key and in a userspace
+/// print: a forked child's parent is this test process.
+#[test]
+fn curtask_members_through_pointers() {
+    let Some(_g) = setup() else { return };
+    if !has_btf() {
+        return;
+    }
+    let name = format!("rtc_{}", token());
+    let cname = CString::new(name.clone()).unwrap();
+    let src = format!(
+        r#"let parents = map();
+probe("tracepoint:syscalls:sys_enter_getppid", |e| {{
+    if e.comm == "{name}" {{
+        parents[e.curtask.real_parent.tgid] = count();
+        print(`CHILD ${{e.pid}} ${{e.curtask.tgid}} ${{e.curtask.real_parent.tgid}} ${{e.curtask.group_leader.comm}}`);
+    }}
+}});"#
+    );
+    let mut t = Tracer::start(&["-e", &src]);
+    assert_eq!(t.wait_attached(), 1);
+    let child = fork_and_wait(|| {
+        set_comm_raw(&cname);
+        getppid_n(3);
+    });
+    t.wait_count("3 getppid calls", Duration::from_secs(10), 3, |l| l.starts_with("CHILD "));
+    let out = t.interrupt_and_finish();
+    assert_eq!(out.code, Some(0), "{out}");
+    let me = pid();
+    let want = format!("CHILD {child} {child} {me} {name}");
+    let got: Vec<&str> = out.lines().into_iter().filter(|l| l.starts_with("CHILD ")).collect();
+    assert_eq!(got, vec![want.as_str(); 3], "{out}");
+    assert_eq!(out.map_lines("parents"), vec![format!("@parents[{me}]: 3")], "{out}");
+}
+
+#[test]
+fn listing_shows_btf_arguments() {
+    let Some(_g) = setup() else { return };
+    if !has_btf() {
+        return;
+    }
+    let out = run(&["-lv", "tp_btf:sched_switch"]);
+    assert_eq!(out.code, Some(0), "{out}");
+    let lines = out.lines();
+    assert_eq!(lines[0], "tp_btf:sched_switch", "{out}");
+    for want in ["bool preempt", "struct task_struct * prev", "struct task_struct * next", "unsigned int prev_state"] {
+        assert!(lines.iter().any(|l| l.trim() == want), "missing `{want}`\n{out}");
+    }
+    let all = run(&["-l", "tp_btf:sched_*"]);
+    assert!(all.lines().contains(&"tp_btf:sched_process_exec"), "{all}");
+}
+
+/// fexit code reads arguments by name and the return value after them
+/// (`vfs_read(file, buf, count, pos)`: count at ctx+16, retval at ctx+32),
+/// whether or not this kernel then lets the program load.
+#[test]
+fn fexit_reads_arguments_and_return_value_by_position() {
+    let Some(_g) = setup() else { return };
+    if !has_btf() {
+        return;
+    }
+    let src = r#"let m = map(); probe("fexit:vfs_read", |e| { m[e.args.count] = sum(e.retval); });"#;
+    let out = run(&["--explain", "-e", src]);
+    assert_eq!(out.code, Some(0), "{out}");
+    let text = out.stdout.clone();
+    let loads: Vec<&str> = text.lines().filter(|l| l.contains("= *(u64 *)(r1 +")).collect();
+    assert!(loads.iter().any(|l| l.ends_with("(r1 +16)")), "count from ctx+16\n{text}");
+    assert!(loads.iter().any(|l| l.ends_with("(r1 +32)")), "retval from ctx+32\n{text}");
+}
+
+#[test]
+fn wrong_members_are_one_line_errors() {
+    let Some(_g) = setup() else { return };
+    if !has_btf() {
+        return;
+    }
+    let cases: &[(&str, &str, &[&str])] = &[
+        (
+            r#"let m = map(); probe("tp_btf:sched_switch", |e| { m[e.args.prev.tgdi] = count(); });"#,
+            "1:65",
+            &["struct task_struct has no member `tgdi`; did you mean", "tgid"],
+        ),
+        (r#"probe("tp_btf:sched_switch", |e| { print(e.args.bogus); });"#, "1:4", &["no argument `bogus`", "prev_state"]),
+        (
+            r#"let m = map(); probe("tp_btf:sched_switch", |e| { m[e.args.prev.se] = count(); });"#,
+            "1:",
+            &["struct sched_entity", "name one of its members"],
+        ),
+        (
+            r#"probe("tracepoint:syscalls:sys_enter_getppid", |e| { print(e.curtask.pid.x); });"#,
+            "1:",
+            &["`e.curtask.pid` is `pid_t`, which has no members"],
+        ),
+    ];
+    for (src, at, wants) in cases {
+        let out = run(&["-e", src]);
+        let line = assert_clean_error(&out);
+        assert!(line.starts_with(&format!("-e:{at}")), "position: {line}");
+        for w in *wants {
+            assert!(line.contains(w), "`{w}` missing: {line}");
+        }
+    }
+}
+
+/// A tracepoint field declared `struct mm_struct *` leads into the struct:
+/// it is the task's own mm, and its size in pages matches /proc/self/statm.
+#[test]
+fn tracepoint_struct_pointer_fields_have_members() {
+    let Some(_g) = setup() else { return };
+    if !has_btf() {
+        return;
+    }
+    let tp = "/sys/kernel/tracing/events/mmap_lock/mmap_lock_start_locking";
+    if !std::path::Path::new(tp).exists() {
+        eprintln!("skipped: no mmap_lock tracepoints on this kernel");
+        return;
+    }
+    let me = format!("rtt_{}", token());
+    let src = format!(
+        r#"probe("tracepoint:mmap_lock:mmap_lock_start_locking", |e| {{
+    if e.comm == "{me}" {{
+        let own = e.args.mm == e.curtask.mm;
+        print(`MM ${{own}} ${{e.args.mm.total_vm}}`);
+    }}
+}});"#
+    );
+    let mut t = Tracer::start(&["-e", &src]);
+    assert_eq!(t.wait_attached(), 1);
+    set_comm(&me);
+    // A fresh anonymous mapping takes the mmap lock.
+    let len = 1 << 20;
+    let p = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) };
+    assert_ne!(p, libc::MAP_FAILED);
+    let statm: i64 = std::fs::read_to_string("/proc/self/statm").unwrap().split(' ').next().unwrap().parse().unwrap();
+    unsafe { libc::munmap(p, len) };
+    set_comm("kernel_btf");
+    let line = t.wait_line("an mmap_lock event", Duration::from_secs(10), |l| l.starts_with("MM "));
+    let out = t.interrupt_and_finish();
+    assert_eq!(out.code, Some(0), "{out}");
+    let parts: Vec<&str> = line.split(' ').collect();
+    assert_eq!(parts[1], "1", "e.args.mm is the task's own mm\n{out}");
+    let pages: i64 = parts[2].parse().unwrap();
+    assert!((pages - statm).abs() * 10 <= statm, "total_vm {pages} vs statm {statm}\n{out}");
+}
