@@ -328,3 +328,30 @@ fn usdt_wildcards_and_errors() {
         assert!(line.contains(want), "{spec}: expected {want:?} in {line:?}");
     }
 }
+
+/// `rttg:global(rtt_counter, rtt_small)`: the note reads both globals
+/// `%rip`-relative (`-8@rtt_counter(%rip) -4@rtt_small(%rip)`); rtrace finds
+/// them through the binary's symbols, wherever the PIE is loaded.
+#[test]
+fn usdt_arguments_in_globals() {
+    let Some(_g) = setup() else { return };
+    let Some(t) = Target::build() else { return };
+    if !usdt_ready(&t) {
+        return;
+    }
+    let src = fill(
+        r#"
+let counter = map();
+let small = map();
+probe("usdt:__BIN__:rttg:global", |e| {
+    counter[e.arg0] = count();
+    small[e.arg1] = count();
+});
+"#,
+        &[("BIN", &t.p())],
+    );
+    let (attached, _, out) = trace_run(&src, &t, 3);
+    assert_eq!(attached, 1);
+    assert_eq!(out.map_lines("counter"), vec!["@counter[7]: 1", "@counter[14]: 1", "@counter[21]: 1"], "{out}");
+    assert_eq!(out.map_lines("small"), vec!["@small[-9]: 1", "@small[-6]: 1", "@small[-3]: 1"], "{out}");
+}

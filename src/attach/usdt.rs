@@ -27,7 +27,14 @@ pub enum ArgLocation {
     /// `-16(%rbp)`, `8(%rax,%rdx,4)`: user memory at base + index * scale + disp
     /// (registers as pt_regs offsets).
     Mem { base: u32, index: Option<(u32, u8)>, disp: i64 },
-    /// An operand form that can't be read (e.g. `sym(%rip)`), as written.
+    /// `counter(%rip)`, `table+8(%rip)`: a global variable of the binary, by
+    /// symbol, as the note writes it.
+    Global { symbol: String, addend: i64 },
+    /// A global resolved against the probe site: user memory at the probe's
+    /// runtime address (`pt_regs.ip`) + `delta`, so it works wherever the
+    /// binary is loaded.
+    IpRelative { delta: i64 },
+    /// An operand form that can't be read (e.g. `%xmm0`), as written.
     Unsupported(String),
 }
 
@@ -141,6 +148,9 @@ fn reg_operand(s: &str) -> Option<(u32, u32)> {
     register(s.trim().strip_prefix('%')?)
 }
 
+/// `struct pt_regs` offset of `ip`: at a uprobe, the probed instruction's address.
+const PT_REGS_IP: u32 = 128;
+
 /// Parse one operand spec (`-4@%edi`, `8@-16(%rbp)`, `-4@$5`, `%rax`).
 pub fn parse_arg(spec: &str) -> UsdtArg {
     let (size, signed, operand) = match spec.split_once('@') {
@@ -175,14 +185,30 @@ pub fn parse_arg(spec: &str) -> UsdtArg {
             _ => None,
         };
         match (disp, base, index) {
-            // `%rip`-relative operands name link-time addresses; not readable here.
             (Some(disp), Some((base, 8)), Some(index)) if base != 128 => ArgLocation::Mem { base, index, disp },
+            // `sym(%rip)`, `sym+8(%rip)`: the address of a global.
+            (None, Some((128, 8)), Some(None)) => match global_operand(disp_text) {
+                Some((symbol, addend)) => ArgLocation::Global { symbol, addend },
+                None => unsupported(),
+            },
             _ => unsupported(),
         }
     } else {
         unsupported()
     };
     UsdtArg { size, signed, location }
+}
+
+/// `sym`, `sym+8`, `sym-4` → (sym, addend).
+fn global_operand(text: &str) -> Option<(String, i64)> {
+    let split = text.find(['+', '-']).unwrap_or(text.len());
+    let (symbol, rest) = text.split_at(split);
+    let valid = !symbol.is_empty() && symbol.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '$'));
+    if !valid || symbol.chars().next().is_some_and(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    let addend = if rest.is_empty() { 0 } else { parse_int(rest)? };
+    Some((symbol.to_string(), addend))
 }
 
 /// Parse a note's whole argument string (space separated).
@@ -214,6 +240,13 @@ pub fn arg_expr(arg: &UsdtArg) -> Result<Expr, String> {
                 addr = Expr::Binary(BinOp::Add, Box::new(addr), Box::new(Expr::Int(*disp)));
             }
             Expr::ReadMem { addr: Box::new(addr), size: arg.size, signed: arg.signed, user: true }
+        }
+        ArgLocation::IpRelative { delta } => {
+            let addr = Expr::Binary(BinOp::Add, Box::new(reg(PT_REGS_IP)), Box::new(Expr::Int(*delta)));
+            Expr::ReadMem { addr: Box::new(addr), size: arg.size, signed: arg.signed, user: true }
+        }
+        ArgLocation::Global { symbol, .. } => {
+            return Err(format!("USDT argument reads global `{symbol}`, which is not in the binary's symbol table"))
         }
         ArgLocation::Unsupported(spec) => return Err(format!("USDT argument `{spec}` has a form rtrace can't read")),
     })
@@ -257,7 +290,16 @@ fn read_probes(elf: &ElfFile) -> Result<Vec<UsdtProbe>> {
         let args = strings.next().unwrap_or_default();
         let Some(offset) = elf.code_addr_to_offset(pc) else { continue };
         let semaphore = if sema != 0 { elf.addr_to_offset(sema).unwrap_or(0) } else { 0 };
-        out.push(UsdtProbe { provider, name, offset, semaphore, args: parse_args(&args) });
+        let mut args = parse_args(&args);
+        for a in &mut args {
+            // Globals: their distance from the probe site is fixed at link time.
+            if let ArgLocation::Global { symbol, addend } = &a.location {
+                if let Some(addr) = elf.symbol_addr(symbol) {
+                    a.location = ArgLocation::IpRelative { delta: (addr as i64).wrapping_add(*addend).wrapping_sub(pc as i64) };
+                }
+            }
+        }
+        out.push(UsdtProbe { provider, name, offset, semaphore, args });
     }
     Ok(out)
 }
@@ -386,7 +428,9 @@ mod tests {
         assert_eq!(parse_arg("1@%dil").location, reg(112, 1));
         assert_eq!(parse_arg("4@%ebp").location, reg(32, 4));
         assert_eq!(parse_arg("%rcx"), UsdtArg { size: 8, signed: false, location: reg(88, 8) });
-        assert!(matches!(parse_arg("4@counter(%rip)").location, ArgLocation::Unsupported(_)));
+        assert_eq!(parse_arg("-4@counter(%rip)").location, ArgLocation::Global { symbol: "counter".into(), addend: 0 });
+        assert_eq!(parse_arg("8@tab+16(%rip)").location, ArgLocation::Global { symbol: "tab".into(), addend: 16 });
+        assert!(matches!(parse_arg("4@16(%rip)").location, ArgLocation::Unsupported(_)));
         assert!(matches!(parse_arg("4@%xmm0").location, ArgLocation::Unsupported(_)));
         assert_eq!(parse_args("-4@%edi 8@%rax").len(), 2);
     }
@@ -411,7 +455,8 @@ mod tests {
                 user: true
             }
         );
-        assert!(arg_expr(&parse_arg("4@x(%rip)")).unwrap_err().contains("x(%rip)"));
+        assert!(arg_expr(&parse_arg("4@x(%rip)")).unwrap_err().contains("global `x`"));
+        assert!(arg_expr(&parse_arg("4@%xmm1")).unwrap_err().contains("%xmm1"));
     }
 
     #[test]

@@ -135,6 +135,26 @@ impl ElfFile {
         Ok(out)
     }
 
+    /// The link-time address of the defined symbol `name` (any type: data
+    /// objects too), from .symtab or .dynsym.
+    pub fn symbol_addr(&self, name: &str) -> Option<u64> {
+        let endian = self.endian;
+        let data = &*self.data;
+        let sections = self.header().sections(endian, data).ok()?;
+        for sh_type in [elf::SHT_SYMTAB, elf::SHT_DYNSYM] {
+            let Ok(table) = sections.symbols(endian, data, sh_type) else { continue };
+            for sym in table.iter() {
+                if sym.st_shndx(endian) == elf::SHN_UNDEF {
+                    continue;
+                }
+                if table.symbol_name(endian, sym).ok() == Some(name.as_bytes()) {
+                    return Some(sym.st_value(endian));
+                }
+            }
+        }
+        None
+    }
+
     /// The link-time address of the section named `name`.
     pub fn section_addr(&self, name: &str) -> Option<u64> {
         let sections = self.header().sections(self.endian, &*self.data).ok()?;
