@@ -108,6 +108,33 @@ fn c_misses_none_of_the_commands_first_events() {
     }
 }
 
+/// `-c` follows the command's children at any depth (a shell running the
+/// target twice, one of them from a nested shell), and nothing else: a
+/// process rtrace doesn't start, making the same calls meanwhile, is not counted.
+#[test]
+fn c_traces_the_processes_the_command_starts() {
+    let Some(_g) = setup() else { return };
+    let Some((_dir, bin)) = target() else { return };
+    let b = bin.display();
+    let name = bin.file_name().unwrap().to_string_lossy().into_owned();
+    let src = r#"let m = map(); probe("tracepoint:syscalls:sys_enter_getppid", |e| { m[e.comm] = count(); });"#;
+    let noise = std::thread::spawn({
+        let bin = bin.clone();
+        move || {
+            for _ in 0..20 {
+                let _ = Command::new(&bin).arg("5").status();
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+    });
+    let cmd = format!("/bin/sh -c '{b} 3; /bin/sh -c \"{b} 4\"; sleep 0.3'");
+    let out = run(&["-c", &cmd, "-e", src]);
+    noise.join().unwrap();
+    assert_eq!(out.code, Some(0), "{out}");
+    let line = out.map_lines("m").into_iter().find(|l| l.starts_with(&format!("@m[{name}]:")));
+    assert_eq!(line, Some(format!("@m[{name}]: 7")), "3 + 4 calls from the command's children only\n{out}");
+}
+
 #[test]
 fn c_exit_status_is_the_commands_unless_the_script_decides() {
     let Some(_g) = setup() else { return };

@@ -124,3 +124,14 @@ pub fn target_pid() -> Option<i32> {
 pub fn set_target_pid(pid: i32) {
     let _ = TARGET_PID.set(pid);
 }
+
+static FOLLOW_CHILDREN: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+
+/// `-c`: processes the command starts (at any depth) are traced too.
+pub fn follow_children() -> bool {
+    FOLLOW_CHILDREN.get().copied().unwrap_or(false)
+}
+
+pub fn set_follow_children() {
+    let _ = FOLLOW_CHILDREN.set(true);
+}

@@ -141,6 +141,9 @@ fn run(cli: Cli) -> Result<i32> {
     };
     if let Some(t) = &traced {
         crate::attach::set_target_pid(t.pid);
+        if cli.command.is_some() {
+            crate::attach::set_follow_children();
+        }
     }
     let stack_depth = env_number("RTRACE_STACK_DEPTH", 127, 1, 127)?;
     let opts = Options { str_max: str_max()?, start_ns: monotonic_ns(), ring_size, stack_depth };

@@ -56,6 +56,8 @@ pub struct CompiledProgram {
     pub probe: usize,
     /// Ids of the userspace sites this program emits records for.
     pub site_ids: Vec<u32>,
+    /// rtrace's own program (following `-c`'s children), not a script probe.
+    pub internal: bool,
 }
 
 /// Everything to load and run.
@@ -75,11 +77,14 @@ pub struct Plan {
     pub stack_maps: Vec<(MapId, u32, bool)>,
     /// Kernel probes' spec text, indexed by probe number (as in control messages).
     pub probes: Vec<String>,
+    /// `-c`: the map of followed pids (the command and its descendants).
+    pub follow_map: Option<MapId>,
 }
 
 impl Plan {
+    /// Probes of the script (rtrace's own programs not counted).
     pub fn attach_count(&self) -> usize {
-        self.programs.iter().map(|p| p.points.len()).sum::<usize>() + self.begin.len() + self.end.len()
+        self.programs.iter().filter(|p| !p.internal).map(|p| p.points.len()).sum::<usize>() + self.begin.len() + self.end.len()
     }
 }
 
@@ -101,6 +106,7 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
         sites: vec![],
         stack_maps: vec![],
         probes: vec![],
+        follow_map: None,
     };
     let stack_maps = std::cell::RefCell::new(Vec::new());
     let stack_base = lost_map + 1;
@@ -222,18 +228,27 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
         plan.stack_maps.push((stack_base + i as MapId, *depth, *user));
     }
 
+    if attach::follow_children() && !pending.is_empty() {
+        plan.follow_map = Some(layouts.len() as MapId);
+        layouts.push(MapLayout { key: vec![ir::Ty::Int], value: ValueKind::Value(ir::Ty::Int) });
+    }
+    let pid = ir::Expr::Builtin(ir::Builtin::Pid);
     for (lowered, name, ptype, points, probe) in pending {
         let site_ids = lowered.sites.iter().map(|s| s.id).collect();
         let mut body = lowered.body;
-        if let Some(pid) = attach::target_pid() {
-            // -p / -c: every probe only sees the traced process.
-            let not_target = ir::Expr::Binary(
-                ir::BinOp::Ne,
-                Box::new(ir::Expr::Builtin(ir::Builtin::Pid)),
-                Box::new(ir::Expr::Int(pid as i64)),
-            );
+        // -p: every probe only sees the traced process; -c: the command and
+        // the processes it starts.
+        let not_target = match (plan.follow_map, attach::target_pid()) {
+            (Some(map), _) => Some(ir::Expr::Unary(
+                ir::UnOp::Not,
+                Box::new(ir::Expr::MapContains { map, key: vec![pid.clone()] }),
+            )),
+            (None, Some(target)) => Some(ir::Expr::Binary(ir::BinOp::Ne, Box::new(pid.clone()), Box::new(ir::Expr::Int(target as i64)))),
+            (None, None) => None,
+        };
+        if let Some(cond) = not_target {
             let leave = ir::Stmt { kind: ir::StmtKind::Return, span: ir::Span::default() };
-            body.insert(0, ir::Stmt { kind: ir::StmtKind::If { cond: not_target, then: vec![leave], otherwise: vec![] }, span: ir::Span::default() });
+            body.insert(0, ir::Stmt { kind: ir::StmtKind::If { cond, then: vec![leave], otherwise: vec![] }, span: ir::Span::default() });
         }
         let program = ir::Program {
             name: name.clone(),
@@ -244,7 +259,38 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
         };
         let code = probes_ebpf::generate(&program)
             .map_err(|e| anyhow!("{file}:{}:{}: error: {}", e.span.line, e.span.col, e.message))?;
-        plan.programs.push(CompiledProgram { name, probe_type: ptype, ir: program, code, points, probe, site_ids });
+        plan.programs.push(CompiledProgram { name, probe_type: ptype, ir: program, code, points, probe, site_ids, internal: false });
+    }
+    if let Some(map) = plan.follow_map {
+        plan.programs.push(follow_program(map, layouts).map_err(|e| anyhow!("{file}: error: -c: {e}"))?);
     }
     Ok(plan)
+}
+
+/// `-c`: on every fork by a followed process, follow the child too.
+fn follow_program(map: MapId, maps: Vec<MapLayout>) -> Result<CompiledProgram> {
+    let ptype: &'static dyn ProbeType = &attach::tracepoint::Tracepoint;
+    let spec = spec::ProbeSpec { kind: ProbeKind::Tracepoint, target: "sched:sched_process_fork".into() };
+    let points = ptype.expand(&spec)?;
+    let format = tracefs::read_format("sched", "sched_process_fork")?;
+    let child = format.field("child_pid").ok_or_else(|| anyhow!("sched_process_fork has no child_pid field"))?;
+    let child_pid = ir::Expr::CtxInt { offset: child.offset, size: child.size, signed: true };
+    let stmt = |kind| ir::Stmt { kind, span: ir::Span::default() };
+    // The tracepoint runs in the forking (parent) process.
+    let followed = ir::Expr::MapContains { map, key: vec![ir::Expr::Builtin(ir::Builtin::Pid)] };
+    let add = stmt(ir::StmtKind::MapStore { map, key: vec![child_pid], value: ir::Expr::Int(1) });
+    let body = vec![stmt(ir::StmtKind::If { cond: followed, then: vec![add], otherwise: vec![] })];
+    let program =
+        ir::Program { name: "rtrace_follow".into(), context: ptype.context(), locals: vec![], maps, body };
+    let code = probes_ebpf::generate(&program).map_err(|e| anyhow!("{}", e.message))?;
+    Ok(CompiledProgram {
+        name: program.name.clone(),
+        probe_type: ptype,
+        ir: program,
+        code,
+        points,
+        probe: 0,
+        site_ids: vec![],
+        internal: true,
+    })
 }

@@ -427,6 +427,16 @@ pub fn create_lost_counters(probes: u32) -> Result<libbpf_rs::MapHandle> {
         .map_err(|e| anyhow!("cannot create the lost-event counters: {e}"))
 }
 
+/// `-c`: the followed pids, starting with the command's. Children are
+/// added by the follow program; 64K entries at most (allocated on demand).
+pub fn create_follow_map(pid: i32) -> Result<libbpf_rs::MapHandle> {
+    let map = create_map(MapType::Hash, "rtrace_follow", 8, 8, 1 << 16, libbpf_sys::BPF_F_NO_PREALLOC)
+        .map_err(|e| anyhow!("cannot create the -c pid map: {e}"))?;
+    map.update(&(pid as i64).to_ne_bytes(), &1i64.to_ne_bytes(), libbpf_rs::MapFlags::ANY)
+        .map_err(|e| anyhow!("cannot fill the -c pid map: {e}"))?;
+    Ok(map)
+}
+
 /// A stack trace map of `depth` frames per stack.
 pub fn create_stack_map(depth: u32, entries: u32) -> Result<libbpf_rs::MapHandle> {
     create_map(MapType::StackTrace, "rtrace_stacks", 4, depth * 8, entries, 0)

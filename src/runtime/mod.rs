@@ -43,6 +43,8 @@ pub struct Loaded {
     pub data: libbpf_rs::MapHandle,
     pub lost: libbpf_rs::MapHandle,
     pub programs: Vec<OwnedFd>,
+    /// `-c`: the followed pids (kept open while programs use it).
+    _follow: Option<libbpf_rs::MapHandle>,
 }
 
 /// Create the maps and load every program through the verifier.
@@ -67,6 +69,14 @@ pub fn load_all(session: &Session, plan: &Plan, ring_size: u32) -> Result<Loaded
         fds.push(m.as_fd().as_raw_fd());
         stacks::register(*id, m);
     }
+    let follow = match plan.follow_map {
+        Some(_) => {
+            let m = kmaps::create_follow_map(crate::attach::target_pid().unwrap_or(0))?;
+            fds.push(m.as_fd().as_raw_fd());
+            Some(m)
+        }
+        None => None,
+    };
     let mut programs = Vec::new();
     for prog in &plan.programs {
         let insns = patch_maps(prog, &fds);
@@ -79,7 +89,7 @@ pub fn load_all(session: &Session, plan: &Plan, ring_size: u32) -> Result<Loaded
             Err(e) => return Err(verifier_error(session, plan, prog, &e)),
         }
     }
-    Ok(Loaded { maps, control, data, lost, programs })
+    Ok(Loaded { maps, control, data, lost, programs, _follow: follow })
 }
 
 fn patch_maps(prog: &CompiledProgram, fds: &[i32]) -> Vec<Insn> {
