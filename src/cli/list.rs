@@ -171,7 +171,7 @@ fn list_kind(
             Ok(())
         }
         Kind::Kprobe | Kind::Kretprobe | Kind::Fentry | Kind::Fexit => {
-            list_kernel_functions(kind, rest, explicit, out, notes);
+            list_kernel_functions(kind, rest, verbose, explicit, out, notes);
             Ok(())
         }
         Kind::Uprobe | Kind::Uretprobe => list_uprobes(kind, rest, explicit, out, notes),
@@ -222,7 +222,7 @@ fn field_decl(name: &str, c_type: &str) -> String {
 
 /// kprobe/kretprobe/fentry/fexit: kernel functions, only where this kernel
 /// can attach them.
-fn list_kernel_functions(kind: Kind, rest: &str, explicit: bool, out: &mut Listing, notes: &mut Vec<String>) {
+fn list_kernel_functions(kind: Kind, rest: &str, verbose: bool, explicit: bool, out: &mut Listing, notes: &mut Vec<String>) {
     let available = match kind {
         Kind::Kprobe | Kind::Kretprobe => kprobe::kprobes_available(),
         _ => kprobe::fentry_available(),
@@ -248,8 +248,20 @@ fn list_kernel_functions(kind: Kind, rest: &str, explicit: bool, out: &mut Listi
         }
         return;
     }
+    let btf = if verbose { crate::btf::kernel() } else { None };
     for f in kprobe::function_names().iter().filter(|f| matches(func, f)) {
-        out.entry(format!("{}:{f}", kind.name())).or_default();
+        // -lv: the BTF signature (`struct file * file`, ..., `ssize_t retval`).
+        let details = match btf.and_then(|b| b.function_params(f).map(|p| (b, p))) {
+            Some((b, (params, ret))) => {
+                let mut d: Vec<String> = params.iter().map(|p| field_decl(&p.name, &b.type_name(p.ty))).collect();
+                if matches!(kind, Kind::Kretprobe | Kind::Fexit) {
+                    d.push(field_decl("retval", &b.type_name(ret)));
+                }
+                d
+            }
+            None => vec![],
+        };
+        out.insert(format!("{}:{f}", kind.name()), details);
     }
 }
 
