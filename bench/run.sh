@@ -196,7 +196,7 @@ BASES=()
 for rep in $(seq 1 "$EVENT_REPS"); do
     b1=$(field ns_per_call "$(gen)")
     declare -A NS=()
-    for prog in empty count; do
+    for prog in empty count struct; do
         for name in rtrace bpftrace; do
             if [[ $name == rtrace ]]; then cmd=("$RT" "$PROGS/$prog.rhai"); else cmd=("$BT" "$PROGS/$prog.bt"); fi
             start_tracer "$name" "$TMP/ev.$name.$prog.$rep.out" "${cmd[@]}"
@@ -216,7 +216,7 @@ for rep in $(seq 1 "$EVENT_REPS"); do
     base=$(calc "($b1 + $b2) / 2" 2)
     BASES+=("$base")
     msg="  round $rep: baseline $b1 / $b2 ns"
-    for k in rtrace.empty bpftrace.empty rtrace.count bpftrace.count; do
+    for k in rtrace.empty bpftrace.empty rtrace.count bpftrace.count rtrace.struct bpftrace.struct; do
         ADD[$k]+="$(calc "${NS[$k]} - $base" 2) "
         msg+=", $k ${NS[$k]}"
     done
@@ -227,8 +227,10 @@ done
 EV_BASE=$(median "${BASES[@]}")
 EV_RT_EMPTY=$(median ${ADD[rtrace.empty]});  EV_BT_EMPTY=$(median ${ADD[bpftrace.empty]})
 EV_RT_COUNT=$(median ${ADD[rtrace.count]});  EV_BT_COUNT=$(median ${ADD[bpftrace.count]})
+EV_RT_STRUCT=$(median ${ADD[rtrace.struct]});  EV_BT_STRUCT=$(median ${ADD[bpftrace.struct]})
 log "  added ns/event per round: rtrace.empty [${ADD[rtrace.empty]% }] bpftrace.empty [${ADD[bpftrace.empty]% }]"
 log "                            rtrace.count [${ADD[rtrace.count]% }] bpftrace.count [${ADD[bpftrace.count]% }]"
+log "                            rtrace.struct [${ADD[rtrace.struct]% }] bpftrace.struct [${ADD[bpftrace.struct]% }]"
 
 # ------------------------------------------------------------ 4. userspace
 # bench/userspace.sh measures on its own (its raw figures and table go to
@@ -280,6 +282,7 @@ row "RSS while tracing (VmRSS), MiB" "$(mb "$MEM_RT_RSS")" "$(mb "$MEM_BT_RSS")"
 row "  peak RSS (VmHWM), MiB" "$(mb "$MEM_RT_HWM")" "$(mb "$MEM_BT_HWM")" "$(ratio "$MEM_RT_HWM" "$MEM_BT_HWM")" "" "info"
 row "per event, m[pid] = count(), added ns" "$EV_RT_COUNT" "$EV_BT_COUNT" "$R_EV" "<= 0.8x" "$V_EV"
 row "  empty program floor, added ns" "$EV_RT_EMPTY" "$EV_BT_EMPTY" "$(ratio "$EV_RT_EMPTY" "$EV_BT_EMPTY")" "" "info"
+row "  m[curtask.real_parent.tgid] = count(), ns" "$EV_RT_STRUCT" "$EV_BT_STRUCT" "$(ratio "$EV_RT_STRUCT" "$EV_BT_STRUCT")" "" "info"
 row "  count() above the floor, ns" "$(calc "$EV_RT_COUNT - $EV_RT_EMPTY" 2)" "$(calc "$EV_BT_COUNT - $EV_BT_EMPTY" 2)" "" "" "info"
 row "  getppid() untraced, ns/call" "$EV_BASE" "" "" "" "info"
 V_US=PASS
