@@ -114,6 +114,30 @@ probe("uprobe:__BIN__:rtt_add", |e| {
     assert_eq!(out.map_lines("sums"), want, "{out}");
 }
 
+/// `many_args(i, 1, 2, 3, 4, 5, 100 + i, 200 + i)`: arguments 7 and 8
+/// come from the stack (`e.arg6`, `e.arg7`), the rest from registers.
+#[test]
+fn uprobe_reads_stack_arguments() {
+    let Some(_g) = setup() else { return };
+    let Some(t) = Target::build() else { return };
+    let src = fill(
+        r#"
+let seventh = map();
+let regs = map();
+probe("uprobe:__BIN__:many_args", |e| {
+    seventh[e.arg0] = sum(e.arg6 * 1000 + e.arg7);
+    regs = sum(e.arg1 + e.arg2 + e.arg3 + e.arg4 + e.arg5);
+});
+"#,
+        &[("BIN", &t.p())],
+    );
+    let (attached, _, out) = trace_run(&src, &t, 4);
+    assert_eq!(attached, 1);
+    let want: Vec<String> = (0..4).map(|i| format!("@seventh[{i}]: {}", (100 + i) * 1000 + 200 + i)).collect();
+    assert_eq!(out.map_lines("seventh"), want, "{out}");
+    assert_eq!(out.map_lines("regs"), vec!["@regs: 60"], "{out}");
+}
+
 #[test]
 fn uretprobe_sees_return_values() {
     let Some(_g) = setup() else { return };

@@ -1263,6 +1263,13 @@ impl<'a> Lowerer<'a> {
                         const OFFSETS: [u32; 6] = [112, 104, 96, 88, 72, 64];
                         Expr::CtxInt { offset: OFFSETS[i as usize], size: 8, signed: false }
                     }
+                    ContextKind::PtRegs if i < 10 => {
+                        // At function entry the 7th and later arguments are on
+                        // the stack, above the return address: sp + 8, sp + 16, ...
+                        let sp = Expr::CtxInt { offset: 152, size: 8, signed: false };
+                        let addr = Expr::Binary(BinOp::Add, Box::new(sp), Box::new(Expr::Int(8 * (i as i64 - 5))));
+                        Expr::ReadMem { addr: Box::new(addr), size: 8, signed: false, user: self.target.user_space }
+                    }
                     _ => return err(pos, format!("`{n}` isn't available for this probe type (tracepoints use e.args.NAME)")),
                 }
             }
