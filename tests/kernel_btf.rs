@@ -231,3 +231,22 @@ fn tracepoint_struct_pointer_fields_have_members() {
     let pages: i64 = parts[2].parse().unwrap();
     assert!((pages - statm).abs() * 10 <= statm, "total_vm {pages} vs statm {statm}\n{out}");
 }
+
+/// A program the verifier refuses (a bitwise operation on a BTF pointer
+/// argument of a tp_btf program) is reported at the script statement, with
+/// the verifier's reason, and nothing is attached.
+#[test]
+fn verifier_rejection_names_the_statement() {
+    let Some(_g) = setup() else { return };
+    if !has_btf() {
+        return;
+    }
+    let src = "let m = map();\nprobe(\"tp_btf:sched_switch\", |e| {\n    let pid = e.pid;\n    m[e.args.prev & 4095] = count();\n});";
+    let out = run(&["-e", src]);
+    let line = assert_clean_error(&out);
+    assert!(line.starts_with("-e:4:"), "the statement on line 4: {line}");
+    assert!(line.contains("verifier rejected") && line.contains("bitwise operator"), "{line}");
+    assert!(line.contains("RTRACE_VERIFIER_LOG"), "{line}");
+    let out = run_env(&["-e", src], &[("RTRACE_VERIFIER_LOG", "1")]);
+    assert!(out.stderr.contains("processed ") && out.stderr.contains("r6 &= 4095"), "the full log\n{out}");
+}
