@@ -642,7 +642,6 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| {
 /// The loss report counts lost stacks by events: a map-only script that lost
 /// N events' stacks to collisions says N, not the number of printed keys.
 #[test]
-#[ignore = "bug: the stderr report counts stacks shown as unavailable, not the events whose stacks were lost"]
 fn stack_loss_report_counts_the_lost_events() {
     let Some(_g) = setup() else { return };
     let Some(fx) = Fixture::build() else { return };

@@ -427,6 +427,12 @@ pub fn create_lost_counters(probes: u32) -> Result<libbpf_rs::MapHandle> {
         .map_err(|e| anyhow!("cannot create the lost-event counters: {e}"))
 }
 
+/// The per-CPU counts of failed stack captures (collisions, map full).
+pub fn create_stack_lost_counters() -> Result<libbpf_rs::MapHandle> {
+    create_map(MapType::PercpuArray, "rtrace_stk_lost", 4, 8, 2, 0)
+        .map_err(|e| anyhow!("cannot create the lost-stack counters: {e}"))
+}
+
 /// A stack trace map of `depth` frames per stack.
 pub fn create_stack_map(depth: u32, entries: u32) -> Result<libbpf_rs::MapHandle> {
     create_map(MapType::StackTrace, "rtrace_stacks", 4, depth * 8, entries, 0)

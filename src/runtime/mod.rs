@@ -61,6 +61,13 @@ pub fn load_all(session: &Session, plan: &Plan, ring_size: u32) -> Result<Loaded
     fds.push(control.as_fd().as_raw_fd());
     fds.push(data.as_fd().as_raw_fd());
     fds.push(lost.as_fd().as_raw_fd());
+    if plan.stack_maps.is_empty() {
+        fds.push(-1); // the lost-stack counters: no program refers to them
+    } else {
+        let m = kmaps::create_stack_lost_counters()?;
+        fds.push(m.as_fd().as_raw_fd());
+        stacks::register_lost_counters(m);
+    }
     let entries = crate::cli::env_number("RTRACE_STACK_ENTRIES", 4096, 16, 1 << 20)?;
     for (id, depth, _) in &plan.stack_maps {
         let m = kmaps::create_stack_map(*depth, entries)?;
