@@ -138,6 +138,21 @@ pub fn run(session: &Session, plan: &Plan, opts: &RunOptions, traced: Option<&mu
         return Ok(0);
     }
     signals::install();
+    // Follow processes' mappings from now on, so user stacks of processes
+    // that exit before their stacks print still resolve.
+    let tracker = if plan.stack_maps.iter().any(|(_, _, user)| *user) {
+        match crate::symbols::procmaps::Tracker::start() {
+            Ok(t) => Some(t),
+            Err(e) => {
+                if std::env::var_os("RTRACE_DEBUG_SYMBOLS").is_some() {
+                    eprintln!("rtrace: cannot follow process mappings: {e}");
+                }
+                None
+            }
+        }
+    } else {
+        None
+    };
     let mut attachments: Vec<Attachment> = Vec::new();
     for (prog, fd) in plan.programs.iter().zip(&loaded.programs) {
         for point in &prog.points {
@@ -145,7 +160,7 @@ pub fn run(session: &Session, plan: &Plan, opts: &RunOptions, traced: Option<&mu
         }
     }
     let dup = |m: &libbpf_rs::MapHandle| libbpf_rs::MapHandle::try_from(m).map_err(|e| anyhow!("ring buffer: {e}"));
-    let mut reader = reader::Reader::start(dup(&loaded.data)?, dup(&loaded.control)?)?;
+    let mut reader = reader::Reader::start(dup(&loaded.data)?, dup(&loaded.control)?, tracker, user_stack_offsets(plan))?;
     if !opts.quiet {
         match sink::format() {
             sink::Format::Text => sink::raw(&output::format_attached_text(plan.attach_count())),
@@ -198,6 +213,29 @@ pub fn run(session: &Session, plan: &Plan, opts: &RunOptions, traced: Option<&mu
     let command_status = traced.filter(|t| t.is_command()).and_then(|t| t.status);
     let errors = (conts.errors > 0).then_some(1);
     Ok(reg.exit_code.or(errors).or(command_status).unwrap_or(0))
+}
+
+/// Per site: the record offsets of its user-stack values.
+fn user_stack_offsets(plan: &Plan) -> Vec<Vec<usize>> {
+    let offsets: Vec<Vec<usize>> = plan
+        .sites
+        .iter()
+        .map(|sp| {
+            let mut off = 8usize;
+            let mut out = Vec::new();
+            for (i, (_, ty)) in sp.site.fields.iter().enumerate() {
+                if matches!(sp.site.sems.get(i), Some(crate::compile::maps::Sem::Stack { user: true, .. })) {
+                    out.push(off);
+                }
+                off += ty.slot_size() as usize;
+            }
+            out
+        })
+        .collect();
+    if offsets.iter().all(Vec::is_empty) {
+        return Vec::new();
+    }
+    offsets
 }
 
 fn exit_requested(session: &Session) -> bool {
