@@ -68,9 +68,12 @@ pub fn load_all(session: &Session, plan: &Plan, ring_size: u32) -> Result<Loaded
         fds.push(m.as_fd().as_raw_fd());
         stacks::register_lost_counters(m);
     }
-    let entries = crate::cli::env_number("RTRACE_STACK_ENTRIES", 4096, 16, 1 << 20)?;
+    let entries = match std::env::var_os("RTRACE_STACK_ENTRIES") {
+        Some(_) => Some(crate::cli::env_number("RTRACE_STACK_ENTRIES", 0, 16, 1 << 20)?),
+        None => None,
+    };
     for (id, depth, _) in &plan.stack_maps {
-        let m = kmaps::create_stack_map(*depth, entries)?;
+        let m = kmaps::create_stack_map(*depth, entries.unwrap_or_else(|| kmaps::default_stack_entries(*depth)))?;
         fds.push(m.as_fd().as_raw_fd());
         stacks::register(*id, m);
     }
