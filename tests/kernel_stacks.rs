@@ -537,11 +537,8 @@ fn usym_of_the_fixtures_functions() {
 
 /// The fixture makes one getppid from inner and `_exit`s at once; rtrace
 /// symbolizes when it handles the record, when the process may be gone.
-/// The stacks must still name the functions. Known limitation (see
-/// docs/stacks.md): today they print as bare addresses; run with
-/// `--ignored` to check.
+/// The stacks must still name the functions.
 #[test]
-#[ignore = "known limitation: user stacks of exited processes print as addresses (docs/stacks.md)"]
 fn ustack_of_a_process_that_exited_is_symbolized() {
     let Some(_g) = setup() else { return };
     let Some(fx) = Fixture::build() else { return };
@@ -642,7 +639,6 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| {
 /// The loss report counts lost stacks by events: a map-only script that lost
 /// N events' stacks to collisions says N, not the number of printed keys.
 #[test]
-#[ignore = "bug: the stderr report counts stacks shown as unavailable, not the events whose stacks were lost"]
 fn stack_loss_report_counts_the_lost_events() {
     let Some(_g) = setup() else { return };
     let Some(fx) = Fixture::build() else { return };

@@ -23,6 +23,9 @@ const CTX_SLOT: i16 = -8;
 /// the held register to it (not a temporary: never in the free list).
 const SPILL_SCRATCH: Reg = R5;
 const BPF_ANY: i32 = 0;
+/// A stack memo slot not taken yet in this event (`get_stackid` returns an
+/// id or a small negative errno, never this).
+const STACK_UNSET: i32 = i32::MIN;
 const BPF_NOEXIST: i32 = 1;
 
 /// Generated code for one program.
@@ -65,12 +68,20 @@ pub fn generate(prog: &Program) -> Result<Generated> {
         stack_used: 8,
         stack_max: 8,
         local_slots: Vec::new(),
+        stack_memo: Vec::new(),
         long_jump: None,
     };
     g.emit(Insn::store(8, FP, CTX_SLOT, R1));
     for ty in &prog.locals {
         let off = g.alloc(ty.slot_size())?;
         g.local_slots.push(off);
+    }
+    let mut stack_maps = Vec::new();
+    stack_ids_in(&prog.body, &mut stack_maps);
+    for map in stack_maps {
+        let off = g.alloc(8)?;
+        g.emit(Insn::store_imm(8, FP, off, STACK_UNSET));
+        g.stack_memo.push((map, off));
     }
     g.block(&prog.body)?;
     g.emit(Insn::mov_imm(R0, 0));
@@ -106,6 +117,9 @@ struct Gen<'a> {
     stack_used: i32,
     stack_max: i32,
     local_slots: Vec<i16>,
+    /// Per stack map used: the slot holding this event's `get_stackid` result
+    /// ([`STACK_UNSET`] until taken).
+    stack_memo: Vec<(MapId, i16)>,
     /// Span of the first jump whose offset does not fit in 16 bits.
     long_jump: Option<Span>,
 }
@@ -713,14 +727,37 @@ impl<'a> Gen<'a> {
                 }
                 Ok(r)
             }
-            Expr::StackId { map, user } => {
+            Expr::StackId { map, user, lost } => {
                 const BPF_F_USER_STACK: i32 = 1 << 8;
+                let memo = self.stack_memo.iter().find(|(m, _)| m == map).map(|&(_, off)| off);
+                let Some(memo) = memo else { return Err(self.err("internal error: stack map without a memo slot")) };
                 let r = self.reg()?;
+                // Once per event: later uses (a key and a print) get the same id
+                // and a lost stack is counted once.
+                self.emit(Insn::load(8, r, FP, memo));
+                let taken = self.emit(Insn::jmp_imm(Cond::Ne, r, STACK_UNSET, 0));
                 self.emit(Insn::load(8, R1, FP, CTX_SLOT));
                 self.load_map(R2, *map);
                 self.emit(Insn::mov_imm(R3, if *user { BPF_F_USER_STACK } else { 0 }));
                 self.emit(Insn::call(h::GET_STACKID));
                 self.emit(Insn::mov_reg(r, R0));
+                self.emit(Insn::store(8, FP, memo, r));
+                // Count collisions and a full map in lost[slot].
+                const EEXIST: i32 = 17;
+                const ENOMEM: i32 = 12;
+                let key = self.alloc(8)?;
+                let mut counted = Vec::new();
+                self.emit(Insn::store_imm(8, FP, key, STACK_LOST_COLLISION as i32));
+                let collision = self.emit(Insn::jmp_imm(Cond::Eq, r, -EEXIST, 0));
+                counted.push(self.emit(Insn::jmp_imm(Cond::Ne, r, -ENOMEM, 0)));
+                self.emit(Insn::store_imm(8, FP, key, STACK_LOST_FULL as i32));
+                self.patch_here(collision);
+                counted.extend(self.lookup(*lost, key));
+                self.emit(Insn::load(8, R1, R0, 0));
+                self.emit(Insn::alu_imm(Alu::Add, R1, 1));
+                self.emit(Insn::store(8, R0, 0, R1));
+                self.patch_all_here(counted);
+                self.patch_here(taken);
                 if *user {
                     // pid << 32 | (u32)id
                     self.emit(Insn::alu_imm(Alu::Lsh, r, 32));
@@ -1046,6 +1083,60 @@ impl<'a> Gen<'a> {
 }
 
 /// Little-endian word of `bytes` starting at `i`, zero past the end.
+/// The stack maps `StackId`s in `stmts` capture into, each once.
+fn stack_ids_in(stmts: &[Stmt], out: &mut Vec<MapId>) {
+    fn expr(e: &Expr, out: &mut Vec<MapId>) {
+        match e {
+            Expr::StackId { map, .. } => {
+                if !out.contains(map) {
+                    out.push(*map);
+                }
+            }
+            Expr::ReadMem { addr: a, .. } | Expr::ReadStr { ptr: a, .. } | Expr::Unary(_, a) => expr(a, out),
+            Expr::Binary(_, a, b) | Expr::LogicalAnd(a, b) | Expr::LogicalOr(a, b) | Expr::StrEq(a, b) => {
+                expr(a, out);
+                expr(b, out);
+            }
+            Expr::Cond(c, a, b) => {
+                expr(c, out);
+                expr(a, out);
+                expr(b, out);
+            }
+            Expr::MapGet { key, .. } | Expr::MapContains { key, .. } => key.iter().for_each(|k| expr(k, out)),
+            Expr::Int(_)
+            | Expr::Str { .. }
+            | Expr::Local(_)
+            | Expr::Builtin(_)
+            | Expr::Comm
+            | Expr::CtxInt { .. }
+            | Expr::CtxCharArray { .. }
+            | Expr::CtxDataLocStr { .. } => {}
+        }
+    }
+    for s in stmts {
+        match &s.kind {
+            StmtKind::SetLocal(_, e) | StmtKind::Control { arg: e, .. } => expr(e, out),
+            StmtKind::If { cond, then, otherwise } => {
+                expr(cond, out);
+                stack_ids_in(then, out);
+                stack_ids_in(otherwise, out);
+            }
+            StmtKind::Repeat { body, .. } => stack_ids_in(body, out),
+            StmtKind::MapStore { key, value, .. } | StmtKind::MapUpdate { key, value, .. } => {
+                key.iter().for_each(|k| expr(k, out));
+                expr(value, out);
+            }
+            StmtKind::Aggregate { key, value, .. } => {
+                key.iter().for_each(|k| expr(k, out));
+                value.iter().for_each(|v| expr(v, out));
+            }
+            StmtKind::MapDelete { key, .. } => key.iter().for_each(|k| expr(k, out)),
+            StmtKind::Emit { fields, .. } => fields.iter().for_each(|f| expr(f, out)),
+            StmtKind::Return => {}
+        }
+    }
+}
+
 fn word_at(bytes: &[u8], i: usize) -> i64 {
     let mut w = [0u8; 8];
     for (k, slot) in w.iter_mut().enumerate() {

@@ -92,6 +92,11 @@ pub enum UnOp {
     BitNot,
 }
 
+/// Slot of a `StackId`'s `lost` array counting stack-id hash collisions.
+pub const STACK_LOST_COLLISION: u32 = 0;
+/// Slot counting captures refused because the stack map was full.
+pub const STACK_LOST_FULL: u32 = 1;
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum Expr {
     Int(i64),
@@ -109,7 +114,10 @@ pub enum Expr {
     CtxDataLocStr { offset: u32, max: u32 },
     /// `bpf_get_stackid` into the stack map `map`: the stack id (negative on
     /// failure). For user stacks the pid is packed above it: `pid << 32 | id`.
-    StackId { map: MapId, user: bool },
+    /// Taken once per event and map (later uses reuse it); a failed capture
+    /// adds 1 to slot [`STACK_LOST_COLLISION`] or [`STACK_LOST_FULL`] of the
+    /// per-CPU array `lost`.
+    StackId { map: MapId, user: bool, lost: MapId },
     /// An integer of `size` bytes read from memory at `addr` (0 if unreadable).
     ReadMem { addr: Box<Expr>, size: u32, signed: bool, user: bool },
     /// A NUL-terminated string read from memory at `ptr`, up to `max` bytes.

@@ -29,6 +29,23 @@ pub fn open_freq(type_: u32, config: u64, sample_freq: u64, pid: i32, cpu: i32) 
     open_attr(&attr, pid, cpu)
 }
 
+/// Open a software dummy event on `cpu` for all processes that records no
+/// samples, only exec (comm), fork, exit and executable-mmap records with
+/// their time, into its ring buffer.
+pub fn open_mmap_tracking(cpu: i32) -> std::io::Result<OwnedFd> {
+    const PERF_COUNT_SW_DUMMY: u64 = 9;
+    const PERF_SAMPLE_TIME: u64 = 1 << 2;
+    let mut attr = new_attr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_DUMMY);
+    attr.sample_type = PERF_SAMPLE_TIME;
+    attr.set_mmap(1);
+    attr.set_mmap2(1);
+    attr.set_comm(1);
+    attr.set_comm_exec(1);
+    attr.set_task(1);
+    attr.set_sample_id_all(1);
+    open_attr(&attr, -1, cpu)
+}
+
 fn new_attr(type_: u32, config: u64) -> libbpf_sys::perf_event_attr {
     let mut attr: libbpf_sys::perf_event_attr = unsafe { std::mem::zeroed() };
     attr.type_ = type_;

@@ -55,6 +55,8 @@ pub struct Target<'a> {
     /// the map id of entry i is `stack_base + i`.
     pub stack_maps: &'a std::cell::RefCell<Vec<(u32, bool, StackMode)>>,
     pub stack_base: MapId,
+    /// The per-CPU counts of failed stack captures.
+    pub stack_lost: MapId,
     /// Frames kept per stack unless the script gives a limit.
     pub stack_depth: u32,
     /// BTF-typed arguments (tp_btf, raw tracepoints, fentry/fexit), for
@@ -732,7 +734,7 @@ impl<'a> Lowerer<'a> {
     /// How a value prints: stacks and `ksym()` are integers shown as symbols.
     fn sem(&self, e: &Expr) -> Sem {
         match e {
-            Expr::StackId { map, user } => match self.target.stack_info(*map) {
+            Expr::StackId { map, user, .. } => match self.target.stack_info(*map) {
                 Some((_, _, mode)) => Sem::Stack { map: *map, user: *user, mode },
                 None => Sem::Plain,
             },
@@ -1223,7 +1225,7 @@ impl<'a> Lowerer<'a> {
             // Raw tracepoints have no pt_regs for the kernel walker to start from.
         }
         let map = self.target.stack_map(depth, user, mode);
-        Ok(Expr::StackId { map, user })
+        Ok(Expr::StackId { map, user, lost: self.target.stack_lost })
     }
 
     fn event_field(&mut self, name: &str, pos: Position) -> Result<Expr> {

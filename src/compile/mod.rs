@@ -71,6 +71,8 @@ pub struct Plan {
     pub control_ring: MapId,
     pub data_ring: MapId,
     pub lost_map: MapId,
+    /// Per-CPU counts of failed stack captures (slot 0 collisions, 1 map full).
+    pub stack_lost: MapId,
     /// Userspace statement runs, indexed by site id.
     pub sites: Vec<SitePlan>,
     /// Stack maps: (map id, depth, user).
@@ -103,13 +105,14 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
         control_ring,
         data_ring,
         lost_map,
+        stack_lost: lost_map + 1,
         sites: vec![],
         stack_maps: vec![],
         probes: vec![],
         follow_map: None,
     };
     let stack_maps = std::cell::RefCell::new(Vec::new());
-    let stack_base = lost_map + 1;
+    let stack_base = lost_map + 2;
     let mut pending: Vec<(lower::Lowered, String, &'static dyn ProbeType, Vec<AttachPoint>, usize)> = Vec::new();
     let mut total_points = 0usize;
     let here = |def: &ProbeDef, msg: String| anyhow!("{file}:{}: error: {msg}", position_text(def.pos));
@@ -182,6 +185,7 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
                     wake_bytes: (opts.ring_size / 8).max(64),
                     stack_maps: &stack_maps,
                     stack_base,
+                    stack_lost: lost_map + 1,
                     stack_depth: opts.stack_depth,
                     btf_args: btf_args.as_deref(),
                     btf_retval: btf_args.is_some() && matches!(group[0].target, AttachTarget::KernelFunction { ret: true, .. }),
@@ -222,6 +226,7 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
     let mut layouts: Vec<MapLayout> = plan.shapes.iter().map(|s| s.layout.clone()).collect();
     layouts.push(MapLayout { key: vec![], value: ValueKind::RingBuf });
     layouts.push(MapLayout { key: vec![], value: ValueKind::RingBuf });
+    layouts.push(MapLayout { key: vec![], value: ValueKind::Agg(ir::AggKind::Sum) });
     layouts.push(MapLayout { key: vec![], value: ValueKind::Agg(ir::AggKind::Sum) });
     for (i, (depth, user, _)) in stack_maps.borrow().iter().enumerate() {
         layouts.push(MapLayout { key: vec![], value: ValueKind::StackTrace { depth: *depth } });

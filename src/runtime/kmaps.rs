@@ -437,6 +437,22 @@ pub fn create_follow_map(pid: i32) -> Result<libbpf_rs::MapHandle> {
     Ok(map)
 }
 
+/// The per-CPU counts of failed stack captures (collisions, map full).
+pub fn create_stack_lost_counters() -> Result<libbpf_rs::MapHandle> {
+    create_map(MapType::PercpuArray, "rtrace_stk_lost", 4, 8, 2, 0)
+        .map_err(|e| anyhow!("cannot create the lost-stack counters: {e}"))
+}
+
+/// Default entries of a stack map of `depth` frames: what 16 MiB of frames
+/// hold, as a power of two from 4096 to 65536 (16384 at the full 127
+/// frames). Stack maps are preallocated, and a stack whose hash bucket is
+/// taken is lost, so more entries than distinct stacks keeps losses rare.
+pub fn default_stack_entries(depth: u32) -> u32 {
+    let fit = (16u32 << 20) / (depth.max(1) * 8);
+    let pow2 = if fit.is_power_of_two() { fit } else { fit.next_power_of_two() / 2 };
+    pow2.clamp(4096, 65536)
+}
+
 /// A stack trace map of `depth` frames per stack.
 pub fn create_stack_map(depth: u32, entries: u32) -> Result<libbpf_rs::MapHandle> {
     create_map(MapType::StackTrace, "rtrace_stacks", 4, depth * 8, entries, 0)
@@ -463,5 +479,23 @@ fn parts_dynamic(parts: Vec<KeyPart>) -> Dynamic {
         values.pop().unwrap_or(Dynamic::UNIT)
     } else {
         Dynamic::from(values)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_stack_entries_scale_with_depth() {
+        assert_eq!(default_stack_entries(127), 16384);
+        assert_eq!(default_stack_entries(64), 32768);
+        assert_eq!(default_stack_entries(3), 65536);
+        assert_eq!(default_stack_entries(1), 65536);
+        for depth in 1..=127 {
+            let n = default_stack_entries(depth);
+            assert!(n.is_power_of_two() && (4096..=65536).contains(&n), "{depth}: {n}");
+            assert!(n as u64 * depth as u64 * 8 <= 16 << 20 || n == 4096, "{depth}: {n} entries exceed 16 MiB of frames");
+        }
     }
 }

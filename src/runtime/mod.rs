@@ -63,9 +63,19 @@ pub fn load_all(session: &Session, plan: &Plan, ring_size: u32) -> Result<Loaded
     fds.push(control.as_fd().as_raw_fd());
     fds.push(data.as_fd().as_raw_fd());
     fds.push(lost.as_fd().as_raw_fd());
-    let entries = crate::cli::env_number("RTRACE_STACK_ENTRIES", 4096, 16, 1 << 20)?;
+    if plan.stack_maps.is_empty() {
+        fds.push(-1); // the lost-stack counters: no program refers to them
+    } else {
+        let m = kmaps::create_stack_lost_counters()?;
+        fds.push(m.as_fd().as_raw_fd());
+        stacks::register_lost_counters(m);
+    }
+    let entries = match std::env::var_os("RTRACE_STACK_ENTRIES") {
+        Some(_) => Some(crate::cli::env_number("RTRACE_STACK_ENTRIES", 0, 16, 1 << 20)?),
+        None => None,
+    };
     for (id, depth, _) in &plan.stack_maps {
-        let m = kmaps::create_stack_map(*depth, entries)?;
+        let m = kmaps::create_stack_map(*depth, entries.unwrap_or_else(|| kmaps::default_stack_entries(*depth)))?;
         fds.push(m.as_fd().as_raw_fd());
         stacks::register(*id, m);
     }
@@ -148,6 +158,21 @@ pub fn run(session: &Session, plan: &Plan, opts: &RunOptions, traced: Option<&mu
         return Ok(0);
     }
     signals::install();
+    // Follow processes' mappings from now on, so user stacks of processes
+    // that exit before their stacks print still resolve.
+    let tracker = if plan.stack_maps.iter().any(|(_, _, user)| *user) {
+        match crate::symbols::procmaps::Tracker::start() {
+            Ok(t) => Some(t),
+            Err(e) => {
+                if std::env::var_os("RTRACE_DEBUG_SYMBOLS").is_some() {
+                    eprintln!("rtrace: cannot follow process mappings: {e}");
+                }
+                None
+            }
+        }
+    } else {
+        None
+    };
     let mut attachments: Vec<Attachment> = Vec::new();
     for (prog, fd) in plan.programs.iter().zip(&loaded.programs) {
         for point in &prog.points {
@@ -155,7 +180,7 @@ pub fn run(session: &Session, plan: &Plan, opts: &RunOptions, traced: Option<&mu
         }
     }
     let dup = |m: &libbpf_rs::MapHandle| libbpf_rs::MapHandle::try_from(m).map_err(|e| anyhow!("ring buffer: {e}"));
-    let mut reader = reader::Reader::start(dup(&loaded.data)?, dup(&loaded.control)?)?;
+    let mut reader = reader::Reader::start(dup(&loaded.data)?, dup(&loaded.control)?, tracker, user_stack_offsets(plan))?;
     if !opts.quiet {
         match sink::format() {
             sink::Format::Text => sink::raw(&output::format_attached_text(plan.attach_count())),
@@ -208,6 +233,29 @@ pub fn run(session: &Session, plan: &Plan, opts: &RunOptions, traced: Option<&mu
     let command_status = traced.filter(|t| t.is_command()).and_then(|t| t.status);
     let errors = (conts.errors > 0).then_some(1);
     Ok(reg.exit_code.or(errors).or(command_status).unwrap_or(0))
+}
+
+/// Per site: the record offsets of its user-stack values.
+fn user_stack_offsets(plan: &Plan) -> Vec<Vec<usize>> {
+    let offsets: Vec<Vec<usize>> = plan
+        .sites
+        .iter()
+        .map(|sp| {
+            let mut off = 8usize;
+            let mut out = Vec::new();
+            for (i, (_, ty)) in sp.site.fields.iter().enumerate() {
+                if matches!(sp.site.sems.get(i), Some(crate::compile::maps::Sem::Stack { user: true, .. })) {
+                    out.push(off);
+                }
+                off += ty.slot_size() as usize;
+            }
+            out
+        })
+        .collect();
+    if offsets.iter().all(Vec::is_empty) {
+        return Vec::new();
+    }
+    offsets
 }
 
 fn exit_requested(session: &Session) -> bool {

@@ -1,7 +1,10 @@
 //! The ring-buffer reader thread: polls the data and control rings and hands
 //! records to the Rhai thread in batches over crossbeam channels. Control
 //! messages travel on their own ring and their own unbounded channel, so a
-//! flood of data records can never push them out.
+//! flood of data records can never push them out. Before handing anything
+//! on, it applies the processes' mapping changes (`procmaps::Tracker`) and
+//! reads the mappings of processes first seen in a user stack, so their
+//! stacks resolve even after they exit.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -9,6 +12,8 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender};
+
+use crate::symbols::procmaps;
 
 /// A batch of data records, each stored as `u32 length` + bytes.
 pub type Batch = Vec<u8>;
@@ -28,7 +33,14 @@ pub struct Reader {
 pub const POLL_INTERVAL: Duration = Duration::from_millis(5);
 
 impl Reader {
-    pub fn start(data_ring: libbpf_rs::MapHandle, control_ring: libbpf_rs::MapHandle) -> anyhow::Result<Reader> {
+    /// `ustacks[site]`: offsets of the user-stack values in that site's
+    /// records (`pid << 32 | id`).
+    pub fn start(
+        data_ring: libbpf_rs::MapHandle,
+        control_ring: libbpf_rs::MapHandle,
+        tracker: Option<procmaps::Tracker>,
+        ustacks: Vec<Vec<usize>>,
+    ) -> anyhow::Result<Reader> {
         // A few batches of backlog at most: beyond that the reader waits, the
         // ring fills, and the kernel counts what it cannot deliver.
         let (data_tx, data_rx) = crossbeam_channel::bounded::<Batch>(16);
@@ -37,7 +49,7 @@ impl Reader {
         let stop_flag = stop.clone();
         let thread = std::thread::Builder::new()
             .name("rtrace-reader".into())
-            .spawn(move || read_loop(data_ring, control_ring, data_tx, control_tx, stop_flag))?;
+            .spawn(move || read_loop(data_ring, control_ring, data_tx, control_tx, stop_flag, tracker, ustacks))?;
         Ok(Reader { data: data_rx, control: control_rx, stop, thread: Some(thread) })
     }
 
@@ -61,8 +73,11 @@ fn read_loop(
     data_tx: Sender<Batch>,
     control_tx: Sender<Control>,
     stop: Arc<AtomicBool>,
+    mut tracker: Option<procmaps::Tracker>,
+    ustacks: Vec<Vec<usize>>,
 ) {
     let batch = std::cell::RefCell::new(Vec::<u8>::with_capacity(64 * 1024));
+    let controls = std::cell::RefCell::new(Vec::<Control>::new());
     let mut builder = libbpf_rs::RingBufferBuilder::new();
     let added = builder
         .add(&data_ring, |rec: &[u8]| {
@@ -77,7 +92,7 @@ fn read_loop(
                     let kind = u32::from_le_bytes(rec[0..4].try_into().unwrap_or([0; 4]));
                     let probe = u32::from_le_bytes(rec[4..8].try_into().unwrap_or([0; 4]));
                     let arg = i64::from_le_bytes(rec[8..16].try_into().unwrap_or([0; 8]));
-                    let _ = control_tx.send((kind, probe, arg));
+                    controls.borrow_mut().push((kind, probe, arg));
                 }
                 0
             })
@@ -93,8 +108,25 @@ fn read_loop(
             return;
         }
     };
-    let send = || {
+    let mut seen = std::collections::HashSet::new();
+    let mut send = || {
+        // Mapping changes first: everything they report happened before the
+        // events just read, whose stacks may need them.
+        if let Some(t) = tracker.as_mut() {
+            t.drain();
+        }
         let full = std::mem::take(&mut *batch.borrow_mut());
+        if !ustacks.is_empty() {
+            seen.clear();
+            for_each_user_stack_pid(&full, &ustacks, |pid| {
+                if seen.insert(pid) {
+                    procmaps::ensure(pid);
+                }
+            });
+        }
+        for c in controls.borrow_mut().drain(..) {
+            let _ = control_tx.send(c);
+        }
         if !full.is_empty() {
             let _ = data_tx.send(full);
         }
@@ -109,5 +141,49 @@ fn read_loop(
         if stopping {
             break;
         }
+    }
+}
+
+/// The pid of every user-stack value in a batch of records.
+fn for_each_user_stack_pid(batch: &[u8], ustacks: &[Vec<usize>], mut f: impl FnMut(u32)) {
+    let mut off = 0usize;
+    while off + 4 <= batch.len() {
+        let len = u32::from_le_bytes(batch[off..off + 4].try_into().unwrap_or([0; 4])) as usize;
+        let rec = batch.get(off + 4..off + 4 + len).unwrap_or(&[]);
+        off += 4 + len;
+        let Some(site) = rec.get(0..4).map(|b| u32::from_le_bytes(b.try_into().unwrap_or([0; 4])) as usize) else { continue };
+        for &at in ustacks.get(site).map(Vec::as_slice).unwrap_or(&[]) {
+            if let Some(v) = rec.get(at..at + 8) {
+                let pid = (u64::from_le_bytes(v.try_into().unwrap_or([0; 8])) >> 32) as u32;
+                if pid != 0 {
+                    f(pid);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_stack_pids_are_found_at_their_sites_offsets() {
+        let mut batch = Vec::new();
+        let mut push = |site: u32, vals: &[u64]| {
+            let mut rec = site.to_le_bytes().to_vec();
+            rec.extend(0u32.to_le_bytes());
+            for v in vals {
+                rec.extend(v.to_le_bytes());
+            }
+            batch.extend((rec.len() as u32).to_le_bytes());
+            batch.extend(rec);
+        };
+        push(0, &[7, (42 << 32) | 3]);
+        push(1, &[(43 << 32) | 5]);
+        push(0, &[7, 9]); // a kernel thread's stack: pid 0
+        let mut pids = Vec::new();
+        for_each_user_stack_pid(&batch, &[vec![16], vec![]], |p| pids.push(p));
+        assert_eq!(pids, vec![42]);
     }
 }

@@ -1,6 +1,7 @@
 //! Stack trace maps: reading a stack id's frames, symbolizing them, and
-//! counting the stacks the kernel could not record (hash collisions in the
-//! stack map, a full map, unreadable user stacks).
+//! reporting the stacks the kernel could not record (hash collisions in the
+//! stack map, a full map: counted per event in the kernel) or that could
+//! not be shown.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -11,7 +12,7 @@ use libbpf_rs::{MapCore, MapFlags};
 use crate::symbols::stacks::{format_stack, kernel_frames, user_frames, Frame, StackMode};
 
 static MAPS: OnceLock<Mutex<HashMap<u32, libbpf_rs::MapHandle>>> = OnceLock::new();
-static COLLISIONS: AtomicU64 = AtomicU64::new(0);
+static LOST: OnceLock<libbpf_rs::MapHandle> = OnceLock::new();
 static FAILED: AtomicU64 = AtomicU64::new(0);
 
 fn maps() -> &'static Mutex<HashMap<u32, libbpf_rs::MapHandle>> {
@@ -21,6 +22,24 @@ fn maps() -> &'static Mutex<HashMap<u32, libbpf_rs::MapHandle>> {
 /// Make the stack map with IR id `id` readable.
 pub fn register(id: u32, map: libbpf_rs::MapHandle) {
     maps().lock().unwrap().insert(id, map);
+}
+
+/// The kernel's per-CPU counts of failed captures (slot 0 collisions, 1 map full).
+pub fn register_lost_counters(map: libbpf_rs::MapHandle) {
+    let _ = LOST.set(map);
+}
+
+/// Events whose stack the kernel could not store: (collisions, map full).
+pub fn lost_in_kernel() -> (u64, u64) {
+    let Some(m) = LOST.get() else { return (0, 0) };
+    let slot = |k: u32| -> u64 {
+        m.lookup_percpu(&k.to_le_bytes(), MapFlags::ANY)
+            .ok()
+            .flatten()
+            .map(|v| v.iter().map(|s| u64::from_le_bytes(s.get(..8).and_then(|b| b.try_into().ok()).unwrap_or([0; 8]))).sum())
+            .unwrap_or(0)
+    };
+    (slot(probes_ebpf::ir::STACK_LOST_COLLISION), slot(probes_ebpf::ir::STACK_LOST_FULL))
 }
 
 /// The frames of a stack value (`id`, or `pid << 32 | id` for user stacks).
@@ -57,14 +76,14 @@ pub fn frames(map: u32, value: i64, user: bool) -> Result<(u32, Vec<Frame>), Str
     Ok((pid, frames))
 }
 
-/// A stack value as text (bpftrace's layout), counting failures.
+/// A stack value as text (bpftrace's layout). Stacks lost in the kernel
+/// are counted there; other failures (an evicted id) are counted here.
 pub fn render(map: u32, value: i64, user: bool, mode: StackMode) -> String {
     match frames(map, value, user) {
         Ok((_, f)) => format_stack(&f, mode),
         Err(why) => {
-            if why.contains("collision") {
-                COLLISIONS.fetch_add(1, Ordering::Relaxed);
-            } else {
+            let id = value as i32;
+            if !(id == -libc::EEXIST || id == -libc::ENOMEM) {
                 FAILED.fetch_add(1, Ordering::Relaxed);
             }
             format!("\n        [{why}]\n")
@@ -72,13 +91,17 @@ pub fn render(map: u32, value: i64, user: bool, mode: StackMode) -> String {
     }
 }
 
-/// Report stacks that could not be shown (once, at exit).
+/// Report lost stacks (once, at exit): events whose stack the kernel could
+/// not store, and stacks that could not be shown for other reasons.
 pub fn report() {
-    let c = COLLISIONS.load(Ordering::Relaxed);
-    let f = FAILED.load(Ordering::Relaxed);
-    if c > 0 {
-        eprintln!("rtrace: {c} stack(s) shown as unavailable: stack-id hash collisions in the stack map (raise RTRACE_STACK_ENTRIES)");
+    let (collisions, full) = lost_in_kernel();
+    if collisions > 0 {
+        eprintln!("rtrace: {collisions} stack(s) lost to stack-id hash collisions (raise RTRACE_STACK_ENTRIES)");
     }
+    if full > 0 {
+        eprintln!("rtrace: {full} stack(s) lost because the stack map was full (raise RTRACE_STACK_ENTRIES)");
+    }
+    let f = FAILED.load(Ordering::Relaxed);
     if f > 0 {
         eprintln!("rtrace: {f} stack(s) shown as unavailable (see the bracketed reasons in the output)");
     }

@@ -1,7 +1,9 @@
 //! User binaries: finding them by path, library name or program name, and
-//! reading their symbols (`elf`).
+//! reading their symbols (`elf`); processes' executable mappings
+//! (`procmaps`); symbolizing stacks (`stacks`).
 
 pub mod elf;
+pub mod procmaps;
 pub mod stacks;
 
 use std::path::{Path, PathBuf};

@@ -1,15 +1,20 @@
 //! Symbolizing stacks and addresses with blazesym: kernel addresses from
 //! kallsyms, user addresses per process (ELF symbols, DWARF where present,
-//! demangled names). The symbolizer is not `Send`, so it lives on the thread
-//! that runs Rhai; results are cached so a repeated stack costs a lookup.
+//! demangled names) through the mappings `procmaps` keeps, so a process
+//! that has exited still resolves. The symbolizer is not `Send`, so it lives
+//! on the thread that runs Rhai; results are cached (bounded) so a repeated
+//! stack costs a lookup.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt;
+use std::sync::Arc;
 
-use blazesym::symbolize::cache::{Cache, Process as ProcessCache};
-use blazesym::symbolize::source::{Kernel, Process, Source};
+use blazesym::symbolize::source::{Elf, Kernel, Process, Source};
 use blazesym::symbolize::{Input, Symbolized, Symbolizer};
 use blazesym::Pid;
+
+use crate::symbols::procmaps::{self, Range};
 
 /// How a stack prints (bpftrace's modes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -42,11 +47,16 @@ pub struct Frame {
     pub module: String,
 }
 
+/// Symbolized frames kept (per kind) before the cache starts over.
+const MAX_CACHED_FRAMES: usize = 200_000;
+
 struct State {
     symbolizer: Symbolizer,
     kernel: HashMap<u64, Frame>,
-    user: HashMap<(u32, u64), Frame>,
-    cached_pids: HashMap<u32, bool>,
+    /// By (pid, generation of its kept mappings, address).
+    user: HashMap<(u32, u64, u64), Frame>,
+    /// Whether a mapped (path, inode) is still that file.
+    files: HashMap<(Arc<str>, u64), bool>,
 }
 
 thread_local! {
@@ -60,7 +70,7 @@ fn with_state<T>(f: impl FnOnce(&mut State) -> T) -> T {
             symbolizer: Symbolizer::new(),
             kernel: HashMap::new(),
             user: HashMap::new(),
-            cached_pids: HashMap::new(),
+            files: HashMap::new(),
         });
         f(state)
     })
@@ -80,6 +90,9 @@ fn frame_of(addr: u64, sym: &Symbolized<'_>, default_module: &str) -> Frame {
 /// Kernel addresses, symbolized (unknown ones as hex).
 pub fn kernel_frames(addrs: &[u64]) -> Vec<Frame> {
     with_state(|st| {
+        if st.kernel.len() > MAX_CACHED_FRAMES {
+            st.kernel.clear();
+        }
         let missing: Vec<u64> = addrs.iter().copied().filter(|a| !st.kernel.contains_key(a)).collect();
         if !missing.is_empty() {
             let mut kernel = Kernel::default();
@@ -102,50 +115,88 @@ pub fn kernel_frames(addrs: &[u64]) -> Vec<Frame> {
     })
 }
 
-/// Remember a process's memory map now, so its addresses still resolve
-/// after it exits.
-pub fn remember_process(pid: u32) {
-    with_state(|st| {
-        if st.cached_pids.contains_key(&pid) {
-            return;
-        }
-        let mut cache = ProcessCache::new(Pid::from(pid));
-        cache.cache_vmas = true;
-        let ok = st.symbolizer.cache(&Cache::Process(cache)).is_ok();
-        st.cached_pids.insert(pid, ok);
-    })
+/// The file behind `range`, if it is still the one that was mapped (same
+/// inode); checked once per path and inode.
+fn mapped_file(st: &mut State, range: &Range) -> Option<Arc<str>> {
+    let key = (range.path.clone(), range.ino);
+    if let Some(ok) = st.files.get(&key) {
+        return ok.then(|| range.path.clone());
+    }
+    let ok = match std::fs::metadata(&*range.path) {
+        Ok(m) => range.ino == 0 || m.ino() == range.ino,
+        Err(_) => false,
+    };
+    st.files.insert(key, ok);
+    ok.then(|| range.path.clone())
 }
 
-/// User addresses of process `pid`, symbolized (unknown ones as hex).
+/// User addresses of process `pid`, symbolized (unknown ones as hex): from
+/// the process's kept mappings (which outlive it, see `procmaps`), then,
+/// for what they don't cover, from the live process.
 pub fn user_frames(pid: u32, addrs: &[u64]) -> Vec<Frame> {
-    remember_process(pid);
+    procmaps::ensure(pid);
+    let generation = procmaps::generation(pid);
+    let debug = std::env::var_os("RTRACE_DEBUG_SYMBOLS").is_some();
     with_state(|st| {
-        let missing: Vec<u64> = addrs.iter().copied().filter(|a| !st.user.contains_key(&(pid, *a))).collect();
-        if !missing.is_empty() {
+        if st.user.len() > MAX_CACHED_FRAMES {
+            st.user.clear();
+            st.files.clear();
+        }
+        let mut missing: Vec<u64> = addrs.iter().copied().filter(|a| !st.user.contains_key(&(pid, generation, *a))).collect();
+        missing.sort_unstable();
+        missing.dedup();
+        // By file: file offsets of the addresses each mapping covers.
+        let mut by_file: HashMap<Arc<str>, Vec<(u64, u64)>> = HashMap::new();
+        let mut rest = Vec::new();
+        for &a in &missing {
+            match procmaps::lookup(pid, a).and_then(|(r, _)| mapped_file(st, &r).map(|f| (f, a - r.start + r.pgoff))) {
+                Some((file, off)) => by_file.entry(file).or_default().push((a, off)),
+                None => rest.push(a),
+            }
+        }
+        for (file, list) in by_file {
+            let offsets: Vec<u64> = list.iter().map(|&(_, off)| off).collect();
+            let src = Source::Elf(Elf::new(&*file));
+            let syms = st.symbolizer.symbolize(&src, Input::FileOffset(&offsets)).unwrap_or_default();
+            for (i, &(a, _)) in list.iter().enumerate() {
+                match syms.get(i) {
+                    Some(s @ Symbolized::Sym(_)) => {
+                        let f = frame_of(a, s, &file);
+                        st.user.insert((pid, generation, a), f);
+                    }
+                    _ => rest.push(a),
+                }
+            }
+        }
+        if !rest.is_empty() {
+            // Not covered by the kept mappings: ask the live process, if any.
             let mut process = Process::new(Pid::from(pid));
             process.perf_map = false;
             let src = Source::Process(process);
-            let syms = match st.symbolizer.symbolize(&src, Input::AbsAddr(&missing)) {
+            let syms = match st.symbolizer.symbolize(&src, Input::AbsAddr(&rest)) {
                 Ok(s) => s,
                 Err(e) => {
-                    if std::env::var_os("RTRACE_DEBUG_SYMBOLS").is_some() {
+                    if debug {
                         eprintln!("rtrace: symbolizing pid {pid}: {e:#}");
                     }
                     Vec::new()
                 }
             };
-            if std::env::var_os("RTRACE_DEBUG_SYMBOLS").is_some() {
-                eprintln!("rtrace: pid {pid}: {syms:?}");
-            }
-            for (i, &a) in missing.iter().enumerate() {
+            for (i, &a) in rest.iter().enumerate() {
                 let f = match syms.get(i) {
                     Some(s) => frame_of(a, s, "unknown"),
                     None => Frame { addr: a, text: format!("0x{a:x}"), module: "unknown".into() },
                 };
-                st.user.insert((pid, a), f);
+                st.user.insert((pid, generation, a), f);
             }
         }
-        addrs.iter().map(|a| st.user[&(pid, *a)].clone()).collect()
+        addrs
+            .iter()
+            .map(|a| match st.user.get(&(pid, generation, *a)) {
+                Some(f) => f.clone(),
+                None => Frame { addr: *a, text: format!("0x{a:x}"), module: "unknown".into() },
+            })
+            .collect()
     })
 }
 
