@@ -19,6 +19,7 @@ const RTRACE: &str = env!("CARGO_BIN_EXE_rtrace");
 /// this list with the directory.
 const TESTED: &[&str] = &[
     "count_events.rhai",
+    "execsnoop.rhai",
     "opensnoop.rhai",
     "profile_kstacks.rhai",
     "read_latency.rhai",
@@ -201,6 +202,29 @@ fn opensnoop() {
 
     let run = rtrace(&["-d", "300ms", &example("opensnoop.rhai")]);
     assert_ok(&run, "opensnoop -d 300ms");
+}
+
+/// The command's shell starts `ls`: its line names the shell as parent,
+/// by pid (read through `e.curtask.real_parent`) and comm.
+#[test]
+fn execsnoop() {
+    let Some(_g) = setup() else { return };
+    if !Path::new("/sys/kernel/btf/vmlinux").exists() {
+        eprintln!("skipped: execsnoop reads the parent through kernel BTF, which this kernel lacks");
+        return;
+    }
+    let run = rtrace(&["-c", "sh -c 'ls /dev/null > /dev/null; true'", &example("execsnoop.rhai")]);
+    assert_ok(&run, "execsnoop");
+    let rows: Vec<Vec<String>> = run
+        .lines()
+        .iter()
+        .map(|l| l.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+        .filter(|f| f.len() == 4 && f[0].parse::<u32>().is_ok())
+        .collect();
+    let ls = rows.iter().find(|f| f[3].ends_with("/ls")).unwrap_or_else(|| panic!("no line for ls\n{run}"));
+    let shell = rows.iter().find(|f| f[3].ends_with("/sh") && f[0] == ls[1]);
+    assert!(shell.is_some(), "ls's PPID {} is not the shell's PID\n{run}", ls[1]);
+    assert_eq!(ls[2], "sh", "parent comm\n{run}");
 }
 
 #[test]
