@@ -11,12 +11,14 @@ use std::time::Duration;
 
 use common::*;
 
-fn has_btf() -> bool {
-    if std::path::Path::new("/sys/kernel/btf/vmlinux").exists() {
-        return true;
+/// `common::setup`, and kernel BTF (else the test skips, saying why).
+fn setup_btf() -> Option<std::sync::MutexGuard<'static, ()>> {
+    let guard = setup()?;
+    if !std::path::Path::new("/sys/kernel/btf/vmlinux").exists() {
+        eprintln!("skipped: this kernel has no BTF (/sys/kernel/btf/vmlinux)");
+        return None;
     }
-    eprintln!("skipped: this kernel has no BTF (/sys/kernel/btf/vmlinux)");
-    false
+    Some(guard)
 }
 
 /// Sleep `n` times for 1 ms each: every sleep switches the thread out and back in.
@@ -71,19 +73,13 @@ probe("{spec}", |e| {{
 
 #[test]
 fn tp_btf_arguments_are_typed_structs() {
-    let Some(_g) = setup() else { return };
-    if !has_btf() {
-        return;
-    }
+    let Some(_g) = setup_btf() else { return };
     switch_args_are_typed("tp_btf:sched_switch");
 }
 
 #[test]
 fn raw_tracepoint_arguments_have_btf_names() {
-    let Some(_g) = setup() else { return };
-    if !has_btf() {
-        return;
-    }
+    let Some(_g) = setup_btf() else { return };
     switch_args_are_typed("rawtracepoint:sched_switch");
 }
 
@@ -91,10 +87,7 @@ fn raw_tracepoint_arguments_have_btf_names() {
 /// print: a forked child's parent is this test process.
 #[test]
 fn curtask_members_through_pointers() {
-    let Some(_g) = setup() else { return };
-    if !has_btf() {
-        return;
-    }
+    let Some(_g) = setup_btf() else { return };
     let name = format!("rtc_{}", token());
     let cname = CString::new(name.clone()).unwrap();
     let src = format!(
@@ -124,10 +117,7 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| {{
 
 #[test]
 fn listing_shows_btf_arguments() {
-    let Some(_g) = setup() else { return };
-    if !has_btf() {
-        return;
-    }
+    let Some(_g) = setup_btf() else { return };
     let out = run(&["-lv", "tp_btf:sched_switch"]);
     assert_eq!(out.code, Some(0), "{out}");
     let lines = out.lines();
@@ -144,10 +134,7 @@ fn listing_shows_btf_arguments() {
 /// whether or not this kernel then lets the program load.
 #[test]
 fn fexit_reads_arguments_and_return_value_by_position() {
-    let Some(_g) = setup() else { return };
-    if !has_btf() {
-        return;
-    }
+    let Some(_g) = setup_btf() else { return };
     let src = r#"let m = map(); probe("fexit:vfs_read", |e| { m[e.args.count] = sum(e.retval); });"#;
     let out = run(&["--explain", "-e", src]);
     assert_eq!(out.code, Some(0), "{out}");
@@ -159,10 +146,7 @@ fn fexit_reads_arguments_and_return_value_by_position() {
 
 #[test]
 fn wrong_members_are_one_line_errors() {
-    let Some(_g) = setup() else { return };
-    if !has_btf() {
-        return;
-    }
+    let Some(_g) = setup_btf() else { return };
     let cases: &[(&str, &str, &[&str])] = &[
         (
             r#"let m = map(); probe("tp_btf:sched_switch", |e| { m[e.args.prev.tgdi] = count(); });"#,
@@ -195,10 +179,7 @@ fn wrong_members_are_one_line_errors() {
 /// it is the task's own mm, and its size in pages matches /proc/self/statm.
 #[test]
 fn tracepoint_struct_pointer_fields_have_members() {
-    let Some(_g) = setup() else { return };
-    if !has_btf() {
-        return;
-    }
+    let Some(_g) = setup_btf() else { return };
     let tp = "/sys/kernel/tracing/events/mmap_lock/mmap_lock_start_locking";
     if !std::path::Path::new(tp).exists() {
         eprintln!("skipped: no mmap_lock tracepoints on this kernel");
@@ -237,10 +218,7 @@ fn tracepoint_struct_pointer_fields_have_members() {
 /// the verifier's reason, and nothing is attached.
 #[test]
 fn verifier_rejection_names_the_statement() {
-    let Some(_g) = setup() else { return };
-    if !has_btf() {
-        return;
-    }
+    let Some(_g) = setup_btf() else { return };
     let src = "let m = map();\nprobe(\"tp_btf:sched_switch\", |e| {\n    let pid = e.pid;\n    m[e.args.prev & 4095] = count();\n});";
     let out = run(&["-e", src]);
     let line = assert_clean_error(&out);

@@ -203,11 +203,8 @@ impl ProbeType for KernelFunctionProbe {
             funcs.binary_search_by(|f| f.as_str().cmp(pattern)).map(|i| vec![&funcs[i]]).unwrap_or_default()
         };
         if found.is_empty() {
-            let hint = tracefs::suggest(pattern, funcs.iter().map(String::as_str));
-            if hint.is_empty() || tracefs::has_wildcard(pattern) {
-                bail!("no kernel function matches '{pattern}'");
-            }
-            bail!("unknown kernel function '{pattern}'; did you mean {}?", hint.join(", "));
+            let close = tracefs::suggest(pattern, funcs.iter().map(String::as_str));
+            return Err(tracefs::no_match("kernel function", pattern, close, ""));
         }
         Ok(found
             .into_iter()

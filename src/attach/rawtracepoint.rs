@@ -29,11 +29,8 @@ impl ProbeType for RawTracepoint {
         let found = tracefs::expand_raw_tracepoints(pattern)?;
         if found.is_empty() {
             let all = tracefs::list_raw_tracepoints().unwrap_or_default();
-            let hint = tracefs::suggest(pattern, all.iter().map(String::as_str));
-            if hint.is_empty() || tracefs::has_wildcard(pattern) {
-                bail!("no raw tracepoint matches '{pattern}' (see `rtrace -l 'rawtracepoint:*'`)");
-            }
-            bail!("unknown raw tracepoint '{pattern}'; did you mean {}?", hint.join(", "));
+            let close = tracefs::suggest(pattern, all.iter().map(String::as_str));
+            return Err(tracefs::no_match("raw tracepoint", pattern, close, " (see `rtrace -l 'rawtracepoint:*'`)"));
         }
         Ok(found
             .into_iter()

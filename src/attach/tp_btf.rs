@@ -34,11 +34,8 @@ impl ProbeType for TpBtf {
             tracefs::expand_raw_tracepoints(pattern)?.into_iter().filter(|e| kernel.tracepoint_id(e).is_some()).collect();
         if found.is_empty() {
             let all = kernel.tracepoint_names();
-            let hint = tracefs::suggest(pattern, all.iter().map(String::as_str));
-            if hint.is_empty() || tracefs::has_wildcard(pattern) {
-                bail!("no BTF tracepoint matches '{pattern}' (see `rtrace -l 'tp_btf:*'`)");
-            }
-            bail!("unknown BTF tracepoint '{pattern}'; did you mean {}?", hint.join(", "));
+            let close = tracefs::suggest(pattern, all.iter().map(String::as_str));
+            return Err(tracefs::no_match("BTF tracepoint", pattern, close, " (see `rtrace -l 'tp_btf:*'`)"));
         }
         Ok(found
             .into_iter()

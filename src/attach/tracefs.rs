@@ -922,6 +922,17 @@ pub fn wildcard_match(pattern: &str, text: &str) -> bool {
 // suggestions
 // ---------------------------------------------------------------------------
 
+/// The error for a probe pattern that matched nothing: the close names
+/// when there are some (and the pattern has no wildcard), else that nothing
+/// matches, with `listing` (e.g. ` (see ...)`) after it.
+pub fn no_match(what: &str, pattern: &str, close: Vec<String>, listing: &str) -> anyhow::Error {
+    if close.is_empty() || has_wildcard(pattern) {
+        anyhow::anyhow!("no {what} matches '{pattern}'{listing}")
+    } else {
+        anyhow::anyhow!("unknown {what} '{pattern}'; did you mean {}?", close.join(", "))
+    }
+}
+
 /// Up to 3 candidates close to `wanted`, best first (case-insensitive):
 /// those within a small edit distance (an adjacent swap counts as one edit),
 /// then those containing `wanted` or contained in it. Only when none of

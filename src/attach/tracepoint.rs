@@ -26,11 +26,8 @@ impl ProbeType for Tracepoint {
         }
         let found = tracefs::expand_tracepoints(&spec.target)?;
         if found.is_empty() {
-            let hint = tracefs::suggest_tracepoints(&spec.target);
-            if tracefs::has_wildcard(&spec.target) || hint.is_empty() {
-                bail!("no tracepoint matches '{}' (see `rtrace -l 'tracepoint:*'`)", spec.target);
-            }
-            bail!("unknown tracepoint '{}'; did you mean {}?", spec.target, hint.join(", "));
+            let close = tracefs::suggest_tracepoints(&spec.target);
+            return Err(tracefs::no_match("tracepoint", &spec.target, close, " (see `rtrace -l 'tracepoint:*'`)"));
         }
         Ok(found
             .into_iter()
