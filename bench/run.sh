@@ -12,12 +12,15 @@
 #   RTRACE=path        rtrace binary   (default: target/release/rtrace, built if missing)
 #   BPFTRACE=path      bpftrace binary (default: bpftrace on PATH)
 #   STARTUP_RUNS=15    timed start-up runs per tracer (plus 2 warm-up runs each)
+#   MANY_RUNS=5        timed runs attaching every sys_enter_* tracepoint (plus 1 warm-up)
 #   MEM_REPS=3         memory samples per tracer
 #   EVENT_CALLS=5000000  getppid() calls per load-generator run
 #   EVENT_REPS=5       repetitions of the per-event round
 #   GEN_CPU=N          CPU the load generator is pinned to (default: the last one)
 #   SETTLE=0.3         seconds to wait after "Attaching" before loading
 set -euo pipefail
+# shellcheck source=bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(dirname "$HERE")
@@ -37,18 +40,16 @@ for a in "$@"; do
 done
 
 if ((QUICK)); then
-    : "${STARTUP_RUNS:=10}" "${MEM_REPS:=2}" "${EVENT_CALLS:=3000000}" "${EVENT_REPS:=3}"
+    : "${STARTUP_RUNS:=10}" "${MANY_RUNS:=3}" "${MEM_REPS:=2}" "${EVENT_CALLS:=3000000}" "${EVENT_REPS:=3}"
 fi
 STARTUP_RUNS=${STARTUP_RUNS:-15}
+MANY_RUNS=${MANY_RUNS:-5}
 MEM_REPS=${MEM_REPS:-3}
 EVENT_CALLS=${EVENT_CALLS:-5000000}
 EVENT_REPS=${EVENT_REPS:-5}
 SETTLE=${SETTLE:-0.3}
 NCPU=$(nproc)
 GEN_CPU=${GEN_CPU:-$((NCPU - 1))}
-
-die() { echo "run.sh: $*" >&2; exit 2; }
-log() { echo "$*" >&2; }
 
 [[ $(id -u) -eq 0 ]] || die "must run as root (BPF)"
 for t in gcc taskset awk; do command -v $t >/dev/null || die "$t not found"; done
@@ -79,30 +80,10 @@ BT=$BPFTRACE
 gcc -O2 -Wall -o "$TMP/timeit" "$HERE/timeit.c"
 gcc -O2 -Wall -o "$TMP/getppid_loop" "$HERE/getppid_loop.c"
 
-NOTES=()
-note() { NOTES+=("$*"); log "NOTE: $*"; }
-
-# Other tracers running now would skew every figure (an enabled syscall
-# tracepoint slows every getppid() and hides the floor); say so.
-check_foreign() {
-    local p comm others=()
-    for p in /proc/[0-9]*; do
-        comm=$(cat "$p/comm" 2>/dev/null) || continue
-        case $comm in rtrace|bpftrace|rtrace-*) others+=("${p#/proc/}($comm)") ;; esac
-    done
-    if ((${#others[@]})); then
-        note "other tracer processes were running $1: ${others[*]}; figures may be skewed"
-    fi
-}
 check_foreign "at the start"
 LOAD_START=$(cut -d' ' -f1 /proc/loadavg)
 
 # ---------------------------------------------------------------- helpers
-# median of the numbers given as arguments
-median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END{ if(NR==0){print "nan"} else if(NR%2){print v[(NR+1)/2]} else {print (v[NR/2]+v[NR/2+1])/2} }'; }
-# field NAME from a "k=v k=v" line
-field() { awk -v k="$1" '{for(i=1;i<=NF;i++){split($i,a,"="); if(a[1]==k) print a[2]}}' <<<"$2"; }
-calc() { awk "BEGIN{ printf \"%.${2:-3}f\", $1 }"; }
 
 # start_tracer NAME OUTFILE CMD...: run CMD in the background, wait until it
 # printed "Attaching" (rtrace prints it once attached; bpftrace just before
@@ -166,6 +147,20 @@ SU_RT_EXIT=$(field exit_med "$SU_RT");     SU_BT_EXIT=$(field exit_med "$SU_BT")
 SU_RT_EXITMIN=$(field exit_min "$SU_RT");  SU_BT_EXITMIN=$(field exit_min "$SU_BT")
 SU_RT_READY=$(field marker_med "$SU_RT");  SU_BT_READY=$(field marker_med "$SU_BT")
 SU_RT_READYMIN=$(field marker_min "$SU_RT"); SU_BT_READYMIN=$(field marker_min "$SU_BT")
+
+# ------------------------------------------------------------ 1b. many probes
+NPROBES=$(ls -d /sys/kernel/tracing/events/syscalls/sys_enter_* 2>/dev/null | wc -l)
+log "== 1b. attaching tracepoint:syscalls:sys_enter_* ($NPROBES tracepoints), $MANY_RUNS runs each"
+MANY=$("$TMP/timeit" -n "$MANY_RUNS" -w 1 -m ready -- \
+    "$RT" "$PROGS/many.rhai" :: "$BT" "$PROGS/many.bt")
+log "$MANY"
+MANY_RT=$(sed -n 1p <<<"$MANY"); MANY_BT=$(sed -n 2p <<<"$MANY")
+for pair in "rtrace:$MANY_RT" "bpftrace:$MANY_BT"; do
+    f=$(field fail "${pair#*:}")
+    ((f == 0)) || note "many probes: ${pair%%:*} failed $f of $MANY_RUNS runs (non-zero exit or no 'ready')"
+done
+MANY_RT_READY=$(field marker_med "$MANY_RT"); MANY_BT_READY=$(field marker_med "$MANY_BT")
+MANY_RT_EXIT=$(field exit_med "$MANY_RT");    MANY_BT_EXIT=$(field exit_med "$MANY_BT")
 
 # ------------------------------------------------------------ 2. memory
 log "== 2. resident memory while tracing sys_enter_read with hist() ($MEM_REPS samples each)"
@@ -278,6 +273,8 @@ row "start-up, launch->attached+BEGIN, median ms" "$SU_RT_READY" "$SU_BT_READY" 
 row "  same, min ms" "$SU_RT_READYMIN" "$SU_BT_READYMIN" "$(ratio "$SU_RT_READYMIN" "$SU_BT_READYMIN")" "" "info"
 row "  launch->exit incl. detach, median ms" "$SU_RT_EXIT" "$SU_BT_EXIT" "$(ratio "$SU_RT_EXIT" "$SU_BT_EXIT")" "" "info"
 row "  launch->exit incl. detach, min ms" "$SU_RT_EXITMIN" "$SU_BT_EXITMIN" "$(ratio "$SU_RT_EXITMIN" "$SU_BT_EXITMIN")" "" "info"
+row "$NPROBES sys_enter_* probes: launch->BEGIN, ms" "$MANY_RT_READY" "$MANY_BT_READY" "$(ratio "$MANY_RT_READY" "$MANY_BT_READY")" "< 1000" "$(awk -v v="$MANY_RT_READY" 'BEGIN{ print (v < 1000 ? "PASS" : "MISS") }')"
+row "  same, launch->exit incl. detach, ms" "$MANY_RT_EXIT" "$MANY_BT_EXIT" "$(ratio "$MANY_RT_EXIT" "$MANY_BT_EXIT")" "" "info"
 row "RSS while tracing (VmRSS), MiB" "$(mb "$MEM_RT_RSS")" "$(mb "$MEM_BT_RSS")" "$R_MEM" "<= 1/8" "$V_MEM"
 row "  peak RSS (VmHWM), MiB" "$(mb "$MEM_RT_HWM")" "$(mb "$MEM_BT_HWM")" "$(ratio "$MEM_RT_HWM" "$MEM_BT_HWM")" "" "info"
 row "per event, m[pid] = count(), added ns" "$EV_RT_COUNT" "$EV_BT_COUNT" "$R_EV" "<= 0.8x" "$V_EV"

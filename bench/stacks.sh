@@ -19,6 +19,8 @@
 #   FIXTURE_CFLAGS     gcc flags for tests/fixtures/stacks.c
 #                      (default: -O0 -fno-omit-frame-pointer -g)
 set -euo pipefail
+# shellcheck source=bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(dirname "$HERE")
@@ -39,9 +41,6 @@ EXIT_LIMIT=${EXIT_LIMIT:-90}
 FIXTURE_CFLAGS=${FIXTURE_CFLAGS:--O0 -fno-omit-frame-pointer -g}
 NCPU=$(nproc)
 HZ=$(getconf CLK_TCK)
-
-die() { echo "stacks.sh: $*" >&2; exit 2; }
-log() { echo "$*" >&2; }
 
 [[ $(id -u) -eq 0 ]] || die "must run as root (BPF)"
 for t in gcc taskset awk; do command -v $t >/dev/null || die "$t not found"; done
@@ -74,11 +73,6 @@ FX=$TMP/$FX_NAME
 # shellcheck disable=SC2086
 gcc $FIXTURE_CFLAGS -o "$FX" "$FIXTURE_SRC"
 
-NOTES=()
-note() { NOTES+=("$*"); log "NOTE: $*"; }
-
-median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END{ if(NR==0){print "nan"} else if(NR%2){print v[(NR+1)/2]} else {print (v[NR/2]+v[NR/2+1])/2} }'; }
-calc() { awk "BEGIN{ printf \"%.${2:-3}f\", $1 }"; }
 now_ns() { date +%s%N; }
 
 # CPU time of every thread of PID so far, in ns (schedstat: run time).

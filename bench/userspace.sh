@@ -19,6 +19,8 @@
 #   SETTLE=0.3         seconds to wait after "Attaching" before starting the generator
 #   DRAIN_LIMIT=120    most seconds to wait for a busy tracer's backlog after the generator ended
 set -euo pipefail
+# shellcheck source=bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(dirname "$HERE")
@@ -52,9 +54,6 @@ GEN_CPU=${GEN_CPU:-$((NCPU - 1))}
 # the rest (an idle one is given 2 s) before it is stopped with SIGINT.
 DRAIN_LIMIT=${DRAIN_LIMIT:-120}
 
-die() { echo "userspace.sh: $*" >&2; exit 2; }
-log() { echo "$*" >&2; }
-
 [[ $(id -u) -eq 0 ]] || die "must run as root (BPF)"
 for t in gcc taskset awk mkfifo; do command -v $t >/dev/null || die "$t not found"; done
 BPFTRACE=${BPFTRACE:-$(command -v bpftrace || true)}
@@ -86,25 +85,9 @@ BT=$BPFTRACE
 gcc -O2 -Wall -o "$TMP/ubench" "$HERE/ubench.c"
 UB=$TMP/ubench
 
-NOTES=()
-note() { NOTES+=("$*"); log "NOTE: $*"; }
-
-check_foreign() {
-    local p comm others=()
-    for p in /proc/[0-9]*; do
-        comm=$(cat "$p/comm" 2>/dev/null) || continue
-        case $comm in rtrace|bpftrace|rtrace-*) others+=("${p#/proc/}($comm)") ;; esac
-    done
-    if ((${#others[@]})); then
-        note "other tracer processes were running $1: ${others[*]}; figures may be skewed"
-    fi
-}
 check_foreign "at the start"
 LOAD_START=$(cut -d' ' -f1 /proc/loadavg)
 
-median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END{ if(NR==0){print "nan"} else if(NR%2){print v[(NR+1)/2]} else {print (v[NR/2]+v[NR/2+1])/2} }'; }
-field() { awk -v k="$1" '{for(i=1;i<=NF;i++){split($i,a,"="); if(a[1]==k) print a[2]}}' <<<"$2"; }
-calc() { awk "BEGIN{ printf \"%.${2:-3}f\", $1 }"; }
 # rate in events/s -> "1.234" M/s
 mps() { awk -v r="$1" 'BEGIN{ if (r == "" || r == "n/a") print "n/a"; else printf "%.3f", r / 1e6 }'; }
 
