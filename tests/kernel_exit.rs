@@ -320,3 +320,23 @@ fn duration_option_after_the_script_file() {
     assert_eq!(out.code, Some(0), "{out}");
     assert_eq!(out.map_lines("c"), vec!["@c: 2"], "{out}");
 }
+
+/// With hundreds of tracepoints, closing them takes the kernel seconds
+/// (an RCU wait each). Ctrl-C stops every probe at once (a flag they check
+/// first) and prints the maps before that closing, which then finishes
+/// before rtrace exits.
+#[test]
+fn maps_print_before_many_probes_are_closed() {
+    let Some(_g) = setup() else { return };
+    let src = r#"let c = map(); probe("tracepoint:syscalls:sys_enter_*", |e| { c = count(); });"#;
+    let mut t = Tracer::start(&["-e", src]);
+    assert!(t.wait_attached() > 300, "expected every sys_enter_* tracepoint");
+    getppid_n(10);
+    let asked = Instant::now();
+    t.interrupt();
+    t.wait_line("the map", Duration::from_secs(3), |l| l.starts_with("@c: "));
+    let printed = asked.elapsed();
+    let out = t.finish_within(Duration::from_secs(120));
+    assert_eq!(out.code, Some(0), "{out}");
+    eprintln!("map printed {printed:?} after SIGINT; rtrace exited {:?} after it", out.ended_at - asked);
+}

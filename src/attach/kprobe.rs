@@ -230,7 +230,6 @@ impl ProbeType for KernelFunctionProbe {
         // The kprobe PMU's retprobe flag is config bit 0.
         let fd = perf::open_probe(pmu, *ret as u64, name.as_ptr() as u64, 0, -1, 0)
             .map_err(|e| anyhow!("cannot attach {}: {e}", point.name))?;
-        perf::attach_bpf(&fd, prog)?;
-        Ok(Attachment::new(vec![fd]))
+        perf::attach_bpf(vec![fd], prog)
     }
 }

@@ -48,12 +48,23 @@ pub enum Target {
 
 /// A live attachment; dropping it detaches.
 pub struct Attachment {
-    _fds: Vec<OwnedFd>,
+    /// BPF links (raw tracepoints, tp_btf, perf-event links): closing one
+    /// detaches its program at once.
+    links: Vec<OwnedFd>,
+    /// Perf events the programs run on.
+    events: Vec<OwnedFd>,
 }
 
 impl Attachment {
-    pub fn new(fds: Vec<OwnedFd>) -> Attachment {
-        Attachment { _fds: fds }
+    /// Programs attached by BPF links alone.
+    pub fn new(links: Vec<OwnedFd>) -> Attachment {
+        Attachment { links, events: vec![] }
+    }
+
+    /// Programs on perf events; `links` empty when they were attached
+    /// without links (the program then runs until the events close).
+    pub fn perf(events: Vec<OwnedFd>, links: Vec<OwnedFd>) -> Attachment {
+        Attachment { links, events }
     }
 }
 
@@ -62,6 +73,27 @@ impl Attachment {
 pub struct LoadAttrs {
     pub expected_attach_type: u32,
     pub attach_btf_id: u32,
+}
+
+/// Detach everything. Closing a tracepoint's perf event waits for RCU grace
+/// periods in the kernel (tens of milliseconds each, one close at a time);
+/// closing them from several threads overlaps what can overlap.
+pub fn detach_all(attachments: Vec<Attachment>) {
+    const PER_THREAD: usize = 4;
+    if attachments.len() <= PER_THREAD {
+        drop(attachments);
+        return;
+    }
+    let mut rest = attachments;
+    std::thread::scope(|s| {
+        while !rest.is_empty() {
+            let chunk: Vec<Attachment> = rest.drain(..PER_THREAD.min(rest.len())).collect();
+            if std::thread::Builder::new().name("rtrace-detach".into()).spawn_scoped(s, move || drop(chunk)).is_err() {
+                // No thread to spare: the chunk was moved into the failed
+                // spawn and is dropped (closed) here, just not in parallel.
+            }
+        }
+    });
 }
 
 /// What rtrace needs to know about one kind of probe.

@@ -6,6 +6,8 @@ use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use anyhow::{anyhow, Result};
 use libbpf_rs::libbpf_sys;
 
+use super::Attachment;
+
 pub const PERF_TYPE_HARDWARE: u32 = 0;
 pub const PERF_TYPE_SOFTWARE: u32 = 1;
 pub const PERF_TYPE_TRACEPOINT: u32 = 2;
@@ -64,17 +66,30 @@ fn open_attr(attr: &libbpf_sys::perf_event_attr, pid: i32, cpu: i32) -> std::io:
     Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
 
-/// Run `prog` on every occurrence of the perf event.
-pub fn attach_bpf(event: &OwnedFd, prog: BorrowedFd<'_>) -> Result<()> {
-    let rc = unsafe { libc::ioctl(event.as_raw_fd(), PERF_EVENT_IOC_SET_BPF as _, prog.as_raw_fd()) };
-    if rc < 0 {
-        return Err(anyhow!("cannot attach the program: {}", std::io::Error::last_os_error()));
+/// Run `prog` on every occurrence of each perf event. The program is
+/// attached through a BPF link where the kernel has them (closing the link
+/// detaches it at once; closing a tracepoint's perf event is slow), else
+/// with the older ioctl.
+pub fn attach_bpf(events: Vec<OwnedFd>, prog: BorrowedFd<'_>) -> Result<Attachment> {
+    let mut links = Vec::with_capacity(events.len());
+    for event in &events {
+        let link = unsafe {
+            libbpf_sys::bpf_link_create(prog.as_raw_fd(), event.as_raw_fd(), libbpf_sys::BPF_PERF_EVENT, std::ptr::null())
+        };
+        if link >= 0 {
+            links.push(unsafe { OwnedFd::from_raw_fd(link) });
+        } else {
+            let rc = unsafe { libc::ioctl(event.as_raw_fd(), PERF_EVENT_IOC_SET_BPF as _, prog.as_raw_fd()) };
+            if rc < 0 {
+                return Err(anyhow!("cannot attach the program: {}", std::io::Error::last_os_error()));
+            }
+        }
+        let rc = unsafe { libc::ioctl(event.as_raw_fd(), PERF_EVENT_IOC_ENABLE as _, 0) };
+        if rc < 0 {
+            return Err(anyhow!("cannot enable the event: {}", std::io::Error::last_os_error()));
+        }
     }
-    let rc = unsafe { libc::ioctl(event.as_raw_fd(), PERF_EVENT_IOC_ENABLE as _, 0) };
-    if rc < 0 {
-        return Err(anyhow!("cannot enable the event: {}", std::io::Error::last_os_error()));
-    }
-    Ok(())
+    Ok(Attachment::perf(events, links))
 }
 
 /// Open a kprobe/uprobe PMU event: `config` holds the PMU's flag bits (e.g.

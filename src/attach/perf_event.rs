@@ -102,11 +102,9 @@ impl ProbeType for PerfEventProbe {
                 Some(hz) => perf::open_freq(*type_, *config, *hz, -1, cpu),
                 None => perf::open(*type_, *config, *period, -1, cpu),
             };
-            let fd = opened.map_err(|e| open_error(point, *type_, *freq, cpu, e))?;
-            perf::attach_bpf(&fd, prog).map_err(|e| anyhow!("{}: {e}", point.name))?;
-            fds.push(fd);
+            fds.push(opened.map_err(|e| open_error(point, *type_, *freq, cpu, e))?);
         }
-        Ok(Attachment::new(fds))
+        perf::attach_bpf(fds, prog).map_err(|e| anyhow!("{}: {e}", point.name))
     }
 }
 

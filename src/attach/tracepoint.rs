@@ -44,7 +44,6 @@ impl ProbeType for Tracepoint {
         let id = tracefs::tracepoint_id(category, event)?;
         let fd = perf::open(perf::PERF_TYPE_TRACEPOINT, id as u64, 1, -1, 0)
             .map_err(|e| anyhow!("cannot open {}: {e}", point.name))?;
-        perf::attach_bpf(&fd, prog).map_err(|e| anyhow!("{}: {e}", point.name))?;
-        Ok(Attachment::new(vec![fd]))
+        perf::attach_bpf(vec![fd], prog).map_err(|e| anyhow!("{}: {e}", point.name))
     }
 }

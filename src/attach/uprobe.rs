@@ -151,8 +151,7 @@ impl ProbeType for UprobeProbe {
         };
         let fd = open_uprobe(path, *offset, *retprobe, 0, super::target_pid())
             .map_err(|e| anyhow!("cannot attach {}: {e}", point.name))?;
-        perf::attach_bpf(&fd, prog).map_err(|e| anyhow!("{}: {e}", point.name))?;
-        Ok(Attachment::new(vec![fd]))
+        perf::attach_bpf(vec![fd], prog).map_err(|e| anyhow!("{}: {e}", point.name))
     }
 }
 

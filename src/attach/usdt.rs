@@ -381,8 +381,7 @@ impl ProbeType for Usdt {
         let site = format!("USDT probe {provider}:{name} at offset {offset:#x} of {path}");
         let fd = uprobe::open_uprobe(path, *offset, false, *semaphore, super::target_pid())
             .map_err(|e| anyhow!("cannot attach {site}: {e}"))?;
-        perf::attach_bpf(&fd, prog).map_err(|e| anyhow!("{site}: {e}"))?;
-        Ok(Attachment::new(vec![fd]))
+        perf::attach_bpf(vec![fd], prog).map_err(|e| anyhow!("{site}: {e}"))
     }
 }
 

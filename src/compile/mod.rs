@@ -81,6 +81,8 @@ pub struct Plan {
     pub probes: Vec<String>,
     /// `-c`: the map of followed pids (the command and its descendants).
     pub follow_map: Option<MapId>,
+    /// A one-slot array every program checks first: non-zero = stopped.
+    pub stop_map: MapId,
 }
 
 impl Plan {
@@ -110,6 +112,7 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
         stack_maps: vec![],
         probes: vec![],
         follow_map: None,
+        stop_map: 0,
     };
     let stack_maps = std::cell::RefCell::new(Vec::new());
     let stack_base = lost_map + 2;
@@ -237,6 +240,8 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
         plan.follow_map = Some(layouts.len() as MapId);
         layouts.push(MapLayout { key: vec![ir::Ty::Int], value: ValueKind::Value(ir::Ty::Int) });
     }
+    plan.stop_map = layouts.len() as MapId;
+    layouts.push(MapLayout { key: vec![], value: ValueKind::Value(ir::Ty::Int) });
     let pid = ir::Expr::Builtin(ir::Builtin::Pid);
     for (lowered, name, ptype, points, probe) in pending {
         let site_ids = lowered.sites.iter().map(|s| s.id).collect();
@@ -252,9 +257,9 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
             (None, None) => None,
         };
         if let Some(cond) = not_target {
-            let leave = ir::Stmt { kind: ir::StmtKind::Return, span: ir::Span::default() };
-            body.insert(0, ir::Stmt { kind: ir::StmtKind::If { cond, then: vec![leave], otherwise: vec![] }, span: ir::Span::default() });
+            body.insert(0, leave_if(cond));
         }
+        body.insert(0, leave_if(stopped(plan.stop_map)));
         let program = ir::Program {
             name: name.clone(),
             context: ptype.context(),
@@ -267,13 +272,25 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
         plan.programs.push(CompiledProgram { name, probe_type: ptype, ir: program, code, points, probe, site_ids, internal: false });
     }
     if let Some(map) = plan.follow_map {
-        plan.programs.push(follow_program(map, layouts).map_err(|e| anyhow!("{file}: error: -c: {e}"))?);
+        plan.programs.push(follow_program(map, plan.stop_map, layouts).map_err(|e| anyhow!("{file}: error: -c: {e}"))?);
     }
     Ok(plan)
 }
 
+/// `if cond { return }`, first thing in a program.
+fn leave_if(cond: ir::Expr) -> ir::Stmt {
+    let leave = ir::Stmt { kind: ir::StmtKind::Return, span: ir::Span::default() };
+    ir::Stmt { kind: ir::StmtKind::If { cond, then: vec![leave], otherwise: vec![] }, span: ir::Span::default() }
+}
+
+/// Tracing has stopped: every program leaves at once, while the (slow)
+/// detaching happens after the output is written.
+fn stopped(stop_map: MapId) -> ir::Expr {
+    ir::Expr::MapGet { map: stop_map, key: vec![] }
+}
+
 /// `-c`: on every fork by a followed process, follow the child too.
-fn follow_program(map: MapId, maps: Vec<MapLayout>) -> Result<CompiledProgram> {
+fn follow_program(map: MapId, stop_map: MapId, maps: Vec<MapLayout>) -> Result<CompiledProgram> {
     let ptype: &'static dyn ProbeType = &attach::tracepoint::Tracepoint;
     let spec = spec::ProbeSpec { kind: ProbeKind::Tracepoint, target: "sched:sched_process_fork".into() };
     let points = ptype.expand(&spec)?;
@@ -284,7 +301,7 @@ fn follow_program(map: MapId, maps: Vec<MapLayout>) -> Result<CompiledProgram> {
     // The tracepoint runs in the forking (parent) process.
     let followed = ir::Expr::MapContains { map, key: vec![ir::Expr::Builtin(ir::Builtin::Pid)] };
     let add = stmt(ir::StmtKind::MapStore { map, key: vec![child_pid], value: ir::Expr::Int(1) });
-    let body = vec![stmt(ir::StmtKind::If { cond: followed, then: vec![add], otherwise: vec![] })];
+    let body = vec![leave_if(stopped(stop_map)), stmt(ir::StmtKind::If { cond: followed, then: vec![add], otherwise: vec![] })];
     let program =
         ir::Program { name: "rtrace_follow".into(), context: ptype.context(), locals: vec![], maps, body };
     let code = probes_ebpf::generate(&program).map_err(|e| anyhow!("{}", e.message))?;

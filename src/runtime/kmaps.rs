@@ -453,6 +453,17 @@ pub fn default_stack_entries(depth: u32) -> u32 {
     pow2.clamp(4096, 65536)
 }
 
+/// The stop flag every program checks first (one u64 in an array).
+pub fn create_stop_flag() -> Result<libbpf_rs::MapHandle> {
+    create_map(MapType::Array, "rtrace_stop", 4, 8, 1, 0).map_err(|e| anyhow!("cannot create the stop flag: {e}"))
+}
+
+/// Raise the stop flag: from now on every program returns at once.
+pub fn set_stop_flag(map: &libbpf_rs::MapHandle) -> Result<()> {
+    map.update(&0u32.to_ne_bytes(), &1u64.to_ne_bytes(), libbpf_rs::MapFlags::ANY)
+        .map_err(|e| anyhow!("cannot stop the probes: {e}"))
+}
+
 /// A stack trace map of `depth` frames per stack.
 pub fn create_stack_map(depth: u32, entries: u32) -> Result<libbpf_rs::MapHandle> {
     create_map(MapType::StackTrace, "rtrace_stacks", 4, depth * 8, entries, 0)

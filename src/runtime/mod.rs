@@ -45,6 +45,8 @@ pub struct Loaded {
     pub programs: Vec<OwnedFd>,
     /// `-c`: the followed pids (kept open while programs use it).
     _follow: Option<libbpf_rs::MapHandle>,
+    /// Every program's stop flag.
+    pub stop: libbpf_rs::MapHandle,
 }
 
 /// Create the maps and load every program through the verifier.
@@ -87,6 +89,8 @@ pub fn load_all(session: &Session, plan: &Plan, ring_size: u32) -> Result<Loaded
         }
         None => None,
     };
+    let stop = kmaps::create_stop_flag()?;
+    fds.push(stop.as_fd().as_raw_fd());
     let mut programs = Vec::new();
     for prog in &plan.programs {
         let insns = patch_maps(prog, &fds);
@@ -99,7 +103,7 @@ pub fn load_all(session: &Session, plan: &Plan, ring_size: u32) -> Result<Loaded
             Err(e) => return Err(verifier_error(session, plan, prog, &e)),
         }
     }
-    Ok(Loaded { maps, control, data, lost, programs, _follow: follow })
+    Ok(Loaded { maps, control, data, lost, programs, stop, _follow: follow })
 }
 
 fn patch_maps(prog: &CompiledProgram, fds: &[i32]) -> Vec<Insn> {
@@ -176,7 +180,13 @@ pub fn run(session: &Session, plan: &Plan, opts: &RunOptions, traced: Option<&mu
     let mut attachments: Vec<Attachment> = Vec::new();
     for (prog, fd) in plan.programs.iter().zip(&loaded.programs) {
         for point in &prog.points {
-            attachments.push(prog.probe_type.attach(point, fd.as_fd())?);
+            match prog.probe_type.attach(point, fd.as_fd()) {
+                Ok(a) => attachments.push(a),
+                Err(e) => {
+                    crate::attach::detach_all(attachments);
+                    return Err(e);
+                }
+            }
         }
     }
     let dup = |m: &libbpf_rs::MapHandle| libbpf_rs::MapHandle::try_from(m).map_err(|e| anyhow!("ring buffer: {e}"));
@@ -198,8 +208,14 @@ pub fn run(session: &Session, plan: &Plan, opts: &RunOptions, traced: Option<&mu
         t.stop();
     }
 
-    // Detach first so nothing changes while END runs and maps print.
-    drop(attachments);
+    // Stop every probe first so nothing changes while END runs and maps
+    // print. Programs check the stop flag first; detaching (slow in the
+    // kernel: tens of ms per tracepoint) waits until the output is out.
+    let mut attachments = attachments;
+    if let Err(e) = kmaps::set_stop_flag(&loaded.stop) {
+        eprintln!("rtrace: {e}; detaching now");
+        crate::attach::detach_all(std::mem::take(&mut attachments));
+    }
     reader.stop();
     let mut result = result;
     let skipped = drain(session, plan, &loaded, &reader, &mut conts, &mut result);
@@ -224,6 +240,7 @@ pub fn run(session: &Session, plan: &Plan, opts: &RunOptions, traced: Option<&mu
     }
     crate::script::userlib::finish_system_commands();
     sink::flush();
+    crate::attach::detach_all(attachments);
     result?;
     let reg = session.registry.lock().unwrap();
     if let Some(msg) = &reg.failure {
