@@ -21,6 +21,7 @@ const TESTED: &[&str] = &[
     "count_events.rhai",
     "execsnoop.rhai",
     "opensnoop.rhai",
+    "profile.rhai",
     "profile_kstacks.rhai",
     "read_latency.rhai",
     "read_sizes.rhai",
@@ -152,6 +153,40 @@ fn with_busy_cpu<T>(f: impl FnOnce() -> T) -> T {
     stop.store(true, Ordering::Relaxed);
     let _ = busy.join();
     r
+}
+
+/// A command spinning in main -> outer -> middle -> inner (the stack fixture,
+/// built with frame pointers): its folded samples name that chain, and
+/// `-c` keeps every other process out.
+#[test]
+fn profile_of_a_command() {
+    let Some(_g) = setup() else { return };
+    let dir = std::env::temp_dir().join(format!("rtrace-profile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bin = dir.join("rtt_prof");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/stacks.c");
+    let built = Command::new("gcc").args(["-O0", "-fno-omit-frame-pointer", "-g", "-o"]).arg(&bin).arg(&src).status();
+    if !built.is_ok_and(|s| s.success()) {
+        eprintln!("skipped: cannot build tests/fixtures/stacks.c with gcc");
+        return;
+    }
+    let cmd = format!("{} spin 700", bin.display());
+    let run = rtrace(&["-q", "-c", &cmd, &example("profile.rhai")]);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_ok(&run, "profile");
+    let lines = run.lines();
+    assert!(!lines.is_empty(), "no folded stacks\n{run}");
+    let mut spinning = 0;
+    for l in &lines {
+        let (stack, count) = l.rsplit_once(' ').unwrap_or_else(|| panic!("not a folded line: {l:?}\n{run}"));
+        let n: u64 = count.parse().unwrap_or_else(|_| panic!("bad count in {l:?}\n{run}"));
+        assert!(stack.starts_with("rtt_prof;") || stack.starts_with("rtrace;"), "another process: {l:?}\n{run}");
+        if stack.contains(";outer;middle;inner") {
+            spinning += n;
+        }
+    }
+    // 700 ms at 49 Hz: about 34 samples on the spinning CPU.
+    assert!(spinning >= 10, "only {spinning} samples in outer;middle;inner\n{run}");
 }
 
 #[test]
