@@ -177,10 +177,12 @@ fn profile_of_a_command() {
     let lines = run.lines();
     assert!(!lines.is_empty(), "no folded stacks\n{run}");
     let mut spinning = 0;
+    let mut seen = BTreeSet::new();
     for l in &lines {
         let (stack, count) = l.rsplit_once(' ').unwrap_or_else(|| panic!("not a folded line: {l:?}\n{run}"));
         let n: u64 = count.parse().unwrap_or_else(|_| panic!("bad count in {l:?}\n{run}"));
         assert!(stack.starts_with("rtt_prof;") || stack.starts_with("rtrace;"), "another process: {l:?}\n{run}");
+        assert!(seen.insert(stack.to_string()), "stack folded to two lines (they should be summed): {stack}\n{run}");
         if stack.contains(";outer;middle;inner") {
             spinning += n;
         }

@@ -108,10 +108,12 @@ impl KernelMap {
         parts
     }
 
-    /// Folded stacks for flame graphs: `comm;root;...;leaf count` per entry,
-    /// from maps keyed by stacks (and optionally strings) with counts.
+    /// Folded stacks for flame graphs: `comm;root;...;leaf count`, from maps
+    /// keyed by stacks (and optionally strings) with counts. Keys that fold
+    /// to the same line (stacks differing only in offsets within the same
+    /// functions) are summed into one line.
     pub fn folded_lines(&self) -> Result<Vec<String>, String> {
-        let mut lines = Vec::new();
+        let mut folded: std::collections::BTreeMap<String, i64> = std::collections::BTreeMap::new();
         for key in self.all_keys() {
             let Some(value) = self.combine(&self.slots(&key)?) else { continue };
             let count = match value {
@@ -137,10 +139,9 @@ impl KernelMap {
                     (Ty::Int, Sem::Plain) => names.push(i64_at(slot, 0).to_string()),
                 }
             }
-            lines.push(format!("{} {count}", names.join(";")));
+            *folded.entry(names.join(";")).or_insert(0) += count;
         }
-        lines.sort();
-        Ok(lines)
+        Ok(folded.into_iter().map(|(stack, count)| format!("{stack} {count}")).collect())
     }
 
     /// Per-CPU slots of one key (a single slot for non-per-CPU maps).
