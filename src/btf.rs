@@ -92,25 +92,30 @@ impl KernelBtf {
     /// Arguments of raw tracepoint `event` as the kernel passes them to BPF
     /// (the prototype's leading `void *__data` is not one of them).
     /// The prototype only has types; the names come from the kernel's
-    /// `__bpf_trace_EVENT` function, which has the same parameters.
+    /// `__probestub_EVENT` (or, on older kernels, `__bpf_trace_EVENT`)
+    /// function, which has the same parameters.
     pub fn tracepoint_params(&self, event: &str) -> Option<Vec<Param>> {
         let typedef = self.ty(self.tracepoint_id(event)?)?;
         let ptr = typedef.next_type()?.skip_mods_and_typedefs();
         let proto = ptr.next_type()?.skip_mods_and_typedefs();
         let mut params = self.params(proto)?;
-        if let Some((named, _)) = self.function_params(&format!("__bpf_trace_{event}")) {
-            if named.len() == params.len() {
-                for (p, n) in params.iter_mut().zip(named) {
-                    p.name = n.name;
-                }
+        let named = [format!("__probestub_{event}"), format!("__bpf_trace_{event}")]
+            .iter()
+            .filter_map(|f| self.function_params(f))
+            .map(|(named, _)| named)
+            .find(|named| named.len() == params.len());
+        if let Some(named) = named {
+            for (p, n) in params.iter_mut().zip(named) {
+                p.name = n.name;
             }
         }
+        // Unnamed parameters were called argN counting `__data`; count without it.
         Some(
             params
                 .into_iter()
                 .skip(1)
                 .enumerate()
-                .map(|(i, p)| Param { name: if p.name.starts_with("arg") { format!("arg{i}") } else { p.name }, ty: p.ty })
+                .map(|(i, p)| Param { name: if p.name == format!("arg{}", i + 1) { format!("arg{i}") } else { p.name }, ty: p.ty })
                 .collect(),
         )
     }
@@ -179,9 +184,14 @@ impl KernelBtf {
         }
     }
 
-    /// Whether `id` is a one-byte integer (`char`, `u8`, `signed char`).
+    /// Whether `id` is C's `char` (what strings are made of; not `u8` or `bool`).
     pub fn is_char(&self, id: u32) -> bool {
-        matches!(self.shape(id), Shape::Int { size: 1, .. })
+        let Some(t) = self.ty(id) else { return false };
+        let t = t.skip_mods_and_typedefs();
+        match Int::try_from(t) {
+            Ok(i) => i.size() == 1 && (matches!(i.encoding, IntEncoding::Char) || t.name().and_then(|n| n.to_str()) == Some("char")),
+            Err(_) => false,
+        }
     }
 
     /// Member `name` of the struct or union `id`, looking inside anonymous

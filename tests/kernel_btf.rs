@@ -153,22 +153,22 @@ fn wrong_members_are_one_line_errors() {
             "1:65",
             &["struct task_struct has no member `tgdi`; did you mean", "tgid"],
         ),
-        (r#"probe("tp_btf:sched_switch", |e| { print(e.args.bogus); });"#, "1:4", &["no argument `bogus`", "prev_state"]),
+        (r#"probe("tp_btf:sched_switch", |e| { print(e.args.bogus); });"#, "1:43", &["no argument `bogus`", "prev_state"]),
         (
             r#"let m = map(); probe("tp_btf:sched_switch", |e| { m[e.args.prev.se] = count(); });"#,
-            "1:",
+            "1:65",
             &["struct sched_entity", "name one of its members"],
         ),
         (
             r#"probe("tracepoint:syscalls:sys_enter_getppid", |e| { print(e.curtask.pid.x); });"#,
-            "1:",
+            "1:61",
             &["`e.curtask.pid` is `pid_t`, which has no members"],
         ),
     ];
     for (src, at, wants) in cases {
         let out = run(&["-e", src]);
         let line = assert_clean_error(&out);
-        assert!(line.starts_with(&format!("-e:{at}")), "position: {line}");
+        assert!(line.starts_with(&format!("-e:{at}: ")), "position: {line}");
         for w in *wants {
             assert!(line.contains(w), "`{w}` missing: {line}");
         }
@@ -227,4 +227,42 @@ fn verifier_rejection_names_the_statement() {
     assert!(line.contains("RTRACE_VERIFIER_LOG"), "{line}");
     let out = run_env(&["-e", src], &[("RTRACE_VERIFIER_LOG", "1")]);
     assert!(out.stderr.contains("processed ") && out.stderr.contains("r6 &= 4095"), "the full log\n{out}");
+}
+
+/// Tracepoints defined from a shared event class (`sched_wakeup` uses
+/// `sched_wakeup_template`) have their argument names too.
+#[test]
+fn class_tracepoints_have_argument_names() {
+    let Some(_g) = setup_btf() else { return };
+    let out = run(&["-lv", "tp_btf:sched_wakeup,tp_btf:sched_process_fork"]);
+    assert_eq!(out.code, Some(0), "{out}");
+    for want in ["struct task_struct * p", "struct task_struct * parent", "struct task_struct * child"] {
+        assert!(out.lines().iter().any(|l| l.trim() == want), "missing `{want}`\n{out}");
+    }
+}
+
+/// A struct pointer and one of its members in the same userspace
+/// statements can't both arrive (the first would be an object map): a
+/// compile error says what to do.
+#[test]
+fn a_pointer_and_its_member_in_userspace_is_an_error() {
+    let Some(_g) = setup_btf() else { return };
+    let src = r#"probe("tracepoint:syscalls:sys_enter_getppid", |e| { print(`${e.curtask} ${e.curtask.pid}`); });"#;
+    let line = assert_clean_error(&run(&["-e", src]));
+    assert!(line.starts_with("-e:1:") && line.contains("`e.curtask` and `e.curtask.pid`") && line.contains("let"), "{line}");
+}
+
+/// fexit of a function returning `int`: the return value is cut to 32 bits
+/// and sign-extended (the register's upper half is undefined), and so is an
+/// `int` argument. Checked in the generated code, whether or not this
+/// kernel loads fexit programs.
+#[test]
+fn narrow_trampoline_values_are_cut_to_their_type() {
+    let Some(_g) = setup_btf() else { return };
+    // int vfs_fsync(struct file *file, int datasync)
+    let src = r#"let m = map(); probe("fexit:vfs_fsync", |e| { m[e.args.datasync] = sum(e.retval); });"#;
+    let out = run(&["--explain", "-e", src]);
+    assert_eq!(out.code, Some(0), "{out}");
+    let shifts = out.stdout.lines().filter(|l| l.contains("<<= 32") || l.contains("s>>= 32")).count();
+    assert!(shifts >= 4, "two sign extensions (<<= 32, s>>= 32) expected\n{}", out.stdout);
 }

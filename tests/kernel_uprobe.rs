@@ -374,6 +374,9 @@ probe("usdt:__BIN__:rttg:global", |e| {
 "#,
         &[("BIN", &t.p())],
     );
+    // The note really reads globals (a compiler could have used registers).
+    let listed = run(&["-lv", &format!("usdt:{}:rttg:global", t.p())]);
+    assert!(listed.stdout.contains("rtt_counter(%rip)"), "{listed}");
     let (attached, _, out) = trace_run(&src, &t, 3);
     assert_eq!(attached, 1);
     assert_eq!(out.map_lines("counter"), vec!["@counter[7]: 1", "@counter[14]: 1", "@counter[21]: 1"], "{out}");

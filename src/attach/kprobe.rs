@@ -142,10 +142,12 @@ pub fn alternative(func: &str, ret: bool) -> Option<String> {
 }
 
 impl KernelFunctionProbe {
-    /// Programs are fentry/fexit trampolines (spelled so, or a kprobe on a
-    /// kernel that loads them) rather than kprobes.
-    fn trampoline(&self) -> bool {
-        self.trampoline_only || fentry_available()
+    /// The program at `point` is an fentry/fexit trampoline (spelled so, or
+    /// a kprobe on a function with BTF on a kernel that loads trampolines,
+    /// since they are cheaper) rather than a kprobe.
+    fn trampoline(&self, point: &AttachPoint) -> bool {
+        let Target::KernelFunction { function, .. } = &point.target else { return false };
+        self.trampoline_only || (fentry_available() && crate::btf::kernel().is_some_and(|b| b.function_id(function).is_some()))
     }
 }
 
@@ -154,25 +156,31 @@ const BPF_TRACE_FEXIT: u32 = 25;
 
 impl ProbeType for KernelFunctionProbe {
     fn prog_type(&self) -> u32 {
-        if self.trampoline() {
+        BPF_PROG_TYPE_KPROBE
+    }
+    fn context(&self) -> ContextKind {
+        ContextKind::PtRegs
+    }
+    fn prog_type_at(&self, point: &AttachPoint) -> u32 {
+        if self.trampoline(point) {
             super::tp_btf::BPF_PROG_TYPE_TRACING
         } else {
             BPF_PROG_TYPE_KPROBE
         }
     }
-    fn context(&self) -> ContextKind {
+    fn context_at(&self, point: &AttachPoint) -> ContextKind {
         // Trampolines see the arguments as `u64 args[]` (return value last).
-        if self.trampoline() {
+        if self.trampoline(point) {
             ContextKind::RawTracepoint
         } else {
             ContextKind::PtRegs
         }
     }
     fn program_per_point(&self) -> bool {
-        self.trampoline()
+        self.trampoline_only || fentry_available()
     }
     fn load_attrs(&self, point: &AttachPoint) -> Result<LoadAttrs> {
-        if !self.trampoline() {
+        if !self.trampoline(point) {
             return Ok(LoadAttrs::default());
         }
         let Target::KernelFunction { function, ret } = &point.target else {
@@ -189,10 +197,17 @@ impl ProbeType for KernelFunctionProbe {
     }
     fn btf_args(&self, point: &AttachPoint) -> Option<Vec<crate::btf::Param>> {
         let Target::KernelFunction { function, .. } = &point.target else { return None };
-        if !self.trampoline() {
+        if !self.trampoline(point) {
             return None;
         }
         crate::btf::kernel()?.function_params(function).map(|(params, _)| params)
+    }
+    fn btf_return(&self, point: &AttachPoint) -> Option<u32> {
+        let Target::KernelFunction { function, ret: true } = &point.target else { return None };
+        if !self.trampoline(point) {
+            return None;
+        }
+        crate::btf::kernel()?.function_params(function).map(|(_, ret)| ret)
     }
     fn expand(&self, spec: &ProbeSpec) -> Result<Vec<AttachPoint>> {
         let pattern = spec.target.rsplit(':').next().unwrap_or(&spec.target);
@@ -218,7 +233,7 @@ impl ProbeType for KernelFunctionProbe {
         let Target::KernelFunction { function, ret } = &point.target else {
             bail!("not a kernel function probe: {}", point.name);
         };
-        if self.trampoline() {
+        if self.trampoline(point) {
             return super::tp_btf::attach_by_btf_id(point, prog);
         }
         if let Err(why) = availability(function, self.trampoline_only) {

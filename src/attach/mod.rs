@@ -48,23 +48,23 @@ pub enum Target {
 
 /// A live attachment; dropping it detaches.
 pub struct Attachment {
-    /// BPF links (raw tracepoints, tp_btf, perf-event links): closing one
-    /// detaches its program at once.
-    links: Vec<OwnedFd>,
-    /// Perf events the programs run on.
-    events: Vec<OwnedFd>,
+    /// BPF links (raw tracepoints, tp_btf, perf-event links), held until
+    /// the attachment is dropped: closing one detaches its program.
+    _links: Vec<OwnedFd>,
+    /// Perf events the programs run on, held likewise.
+    _events: Vec<OwnedFd>,
 }
 
 impl Attachment {
     /// Programs attached by BPF links alone.
     pub fn new(links: Vec<OwnedFd>) -> Attachment {
-        Attachment { links, events: vec![] }
+        Attachment { _links: links, _events: vec![] }
     }
 
     /// Programs on perf events; `links` empty when they were attached
     /// without links (the program then runs until the events close).
     pub fn perf(events: Vec<OwnedFd>, links: Vec<OwnedFd>) -> Attachment {
-        Attachment { links, events }
+        Attachment { _links: links, _events: events }
     }
 }
 
@@ -79,21 +79,28 @@ pub struct LoadAttrs {
 /// periods in the kernel (tens of milliseconds each, one close at a time);
 /// closing them from several threads overlaps what can overlap.
 pub fn detach_all(attachments: Vec<Attachment>) {
-    const PER_THREAD: usize = 4;
-    if attachments.len() <= PER_THREAD {
+    const THREADS: usize = 64;
+    if attachments.len() <= 2 {
         drop(attachments);
         return;
     }
-    let mut rest = attachments;
+    let queue = std::sync::Mutex::new(attachments);
+    let next = || queue.lock().unwrap_or_else(|e| e.into_inner()).pop();
     std::thread::scope(|s| {
-        while !rest.is_empty() {
-            let chunk: Vec<Attachment> = rest.drain(..PER_THREAD.min(rest.len())).collect();
-            if std::thread::Builder::new().name("rtrace-detach".into()).spawn_scoped(s, move || drop(chunk)).is_err() {
-                // No thread to spare: the chunk was moved into the failed
-                // spawn and is dropped (closed) here, just not in parallel.
-            }
+        let n = THREADS.min(queue.lock().map(|q| q.len()).unwrap_or(0));
+        for _ in 0..n {
+            // A thread that can't start leaves its share to the others.
+            let _ = std::thread::Builder::new().name("rtrace-detach".into()).spawn_scoped(s, || {
+                while let Some(a) = next() {
+                    drop(a);
+                }
+            });
         }
     });
+    // Whatever no thread took (none could start) closes here.
+    while let Some(a) = next() {
+        drop(a);
+    }
 }
 
 /// What rtrace needs to know about one kind of probe.
@@ -115,6 +122,18 @@ pub trait ProbeType: Sync {
     /// BTF-typed arguments at `point`, for `e.args.NAME`.
     fn btf_args(&self, _point: &AttachPoint) -> Option<Vec<crate::btf::Param>> {
         None
+    }
+    /// BTF type of the return value at `point` (fexit), for `e.retval`.
+    fn btf_return(&self, _point: &AttachPoint) -> Option<u32> {
+        None
+    }
+    /// Program type at `point`, where it depends on the point.
+    fn prog_type_at(&self, _point: &AttachPoint) -> u32 {
+        self.prog_type()
+    }
+    /// Program context at `point`, where it depends on the point.
+    fn context_at(&self, _point: &AttachPoint) -> ContextKind {
+        self.context()
     }
 }
 

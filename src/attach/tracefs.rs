@@ -245,6 +245,7 @@ pub struct FormatField {
     pub common: bool,
 }
 
+    #[cfg(test)]
 impl FormatField {
     /// Element count of an array field (`Some(16)` for `char[16]`, `Some(0)`
     /// for a flexible `u32[]`), `None` for non-arrays and `__data_loc` fields.
@@ -266,6 +267,8 @@ impl FormatField {
 pub struct TracepointFormat {
     pub category: String,
     pub name: String,
+    /// The tracepoint's perf event id (attaching reads only the id file).
+    #[cfg_attr(not(test), allow(dead_code))]
     pub id: u32,
     /// All fields in file order, common header fields first.
     pub fields: Vec<FormatField>,
@@ -491,6 +494,7 @@ fn check_path_component(part: &str, what: &str) -> Result<()> {
 // listing and wildcard expansion
 // ---------------------------------------------------------------------------
 
+#[cfg(test)]
 /// All tracepoints as sorted (category, name) pairs, from `available_events`
 /// (falling back to walking `events/`). Cached for the process lifetime.
 pub fn list_tracepoints() -> Result<Vec<(String, String)>> {

@@ -87,8 +87,28 @@ pub fn main() -> i32 {
 
 fn one_line(e: &anyhow::Error) -> String {
     let msg = format!("{e:#}");
-    let first = msg.lines().next().unwrap_or("").to_string();
+    let first = without_errno_numbers(msg.lines().next().unwrap_or(""));
     if first.starts_with("rtrace") || first.contains(": error:") { first } else { format!("rtrace: error: {first}") }
+}
+
+/// Drop the ` (os error N)` that system errors carry: the text before it
+/// already says what went wrong.
+fn without_errno_numbers(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    while let Some(at) = rest.find(" (os error ") {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at + " (os error ".len()..];
+        match tail.find(')') {
+            Some(close) if tail[..close].chars().all(|c| c.is_ascii_digit()) => rest = &tail[close + 1..],
+            _ => {
+                out.push_str(" (os error ");
+                rest = tail;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 fn run(cli: Cli) -> Result<i32> {
@@ -233,4 +253,18 @@ fn check_privileges() -> Result<()> {
         return Ok(());
     }
     bail!("tracing needs root, or the CAP_BPF and CAP_PERFMON capabilities: run with sudo")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errno_numbers_are_dropped() {
+        assert_eq!(
+            without_errno_numbers("cannot open x: No such file or directory (os error 2); use y (os error 13)"),
+            "cannot open x: No such file or directory; use y"
+        );
+        assert_eq!(without_errno_numbers("keep (os error here)"), "keep (os error here)");
+    }
 }

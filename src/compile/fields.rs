@@ -22,8 +22,6 @@ enum Place {
 /// The result of a member chain.
 pub struct Access {
     pub expr: Expr,
-    /// C spelling of the final type, for messages and listings.
-    pub c_type: String,
     /// The value is a `char *` (userspace statements get the string).
     pub char_pointer: bool,
 }
@@ -103,10 +101,9 @@ fn finish(btf: &KernelBtf, place: Place, written: &str) -> Result<Access, (usize
     Ok(match place {
         Place::Pointer { value, to } => Access {
             expr: value,
-            c_type: format!("{} *", btf.type_name(to)),
             char_pointer: btf.is_char(to),
         },
-        Place::Scalar { value, ty } => Access { expr: value, c_type: btf.type_name(ty), char_pointer: false },
+        Place::Scalar { value, .. } => Access { expr: value, char_pointer: false },
         Place::Memory { addr, ty, bitfield } => {
             let c_type = btf.type_name(ty);
             match (btf.shape(ty), bitfield) {
@@ -118,16 +115,17 @@ fn finish(btf: &KernelBtf, place: Place, written: &str) -> Result<Access, (usize
                         Expr::Binary(BinOp::Shr, Box::new(up), Box::new(Expr::Int((64 - bits) as i64)))
                     } else {
                         let down = Expr::Binary(BinOp::Shr, Box::new(unit), Box::new(Expr::Int(shift as i64)));
-                        Expr::Binary(BinOp::And, Box::new(down), Box::new(Expr::Int(((1u64 << bits) - 1) as i64)))
+                        let mask = if bits >= 64 { -1 } else { ((1u64 << bits) - 1) as i64 };
+                        Expr::Binary(BinOp::And, Box::new(down), Box::new(Expr::Int(mask)))
                     };
-                    Access { expr, c_type, char_pointer: false }
+                    Access { expr, char_pointer: false }
                 }
                 (Shape::Int { size, signed }, None) if matches!(size, 1 | 2 | 4 | 8) => {
-                    Access { expr: read(addr, size, signed), c_type, char_pointer: false }
+                    Access { expr: read(addr, size, signed), char_pointer: false }
                 }
-                (Shape::Pointer { to }, _) => Access { expr: read(addr, 8, false), c_type, char_pointer: btf.is_char(to) },
+                (Shape::Pointer { to }, _) => Access { expr: read(addr, 8, false), char_pointer: btf.is_char(to) },
                 (Shape::CharArray { len }, _) if len > 0 => {
-                    Access { expr: Expr::ReadStr { ptr: Box::new(addr), max: len.min(256), user: false }, c_type, char_pointer: false }
+                    Access { expr: Expr::ReadStr { ptr: Box::new(addr), max: len.min(256), user: false }, char_pointer: false }
                 }
                 (Shape::Composite { id }, _) => {
                     let mut names = btf.member_names(id);

@@ -62,8 +62,9 @@ pub struct Target<'a> {
     /// BTF-typed arguments (tp_btf, raw tracepoints, fentry/fexit), for
     /// `e.args.NAME`: argument i is the i-th u64 of the context.
     pub btf_args: Option<&'a [crate::btf::Param]>,
-    /// fexit: the return value follows the arguments in the context.
-    pub btf_retval: bool,
+    /// fexit: the BTF type of the return value, which follows the
+    /// arguments in the context.
+    pub btf_retval: Option<u32>,
 }
 
 impl Target<'_> {
@@ -189,8 +190,6 @@ pub struct Lowered {
     pub uses: Vec<MapUse>,
     /// Userspace statements and what their records carry.
     pub sites: Vec<Site>,
-    /// The closure reads `e.args.*` (so each attach point needs its own program).
-    pub uses_args: bool,
 }
 
 /// Whether a closure body mentions `e.args` or `e.probe` (decides whether
@@ -267,14 +266,13 @@ pub fn lower(body: &ClosureBody, curry: &[Dynamic], target: &Target) -> Result<L
         scopes: vec![Vec::new()],
         locals: Vec::new(),
         uses: Vec::new(),
-        uses_args: false,
         sites: Vec::new(),
         next_site: target.first_site,
         userspace_vars,
         local_sems: HashMap::new(),
     };
     let stmts = l.block(&body.body)?;
-    Ok(Lowered { locals: l.locals, body: stmts, uses: l.uses, sites: l.sites, uses_args: l.uses_args })
+    Ok(Lowered { locals: l.locals, body: stmts, uses: l.uses, sites: l.sites })
 }
 
 struct Lowerer<'a> {
@@ -286,7 +284,6 @@ struct Lowerer<'a> {
     scopes: Vec<Vec<(String, Option<LocalId>)>>,
     locals: Vec<Ty>,
     uses: Vec<MapUse>,
-    uses_args: bool,
     sites: Vec<Site>,
     next_site: u32,
     /// Variables computed in userspace: where, and by which site (None: a
@@ -301,7 +298,6 @@ struct Snapshot {
     locals: usize,
     uses: usize,
     scope: Vec<(String, Option<LocalId>)>,
-    uses_args: bool,
 }
 
 fn span(pos: Position) -> Span {
@@ -357,7 +353,6 @@ impl<'a> Lowerer<'a> {
             locals: self.locals.len(),
             uses: self.uses.len(),
             scope: self.scopes.last().cloned().unwrap_or_default(),
-            uses_args: self.uses_args,
         }
     }
 
@@ -365,7 +360,6 @@ impl<'a> Lowerer<'a> {
         self.locals.truncate(s.locals);
         self.uses.truncate(s.uses);
         *self.scopes.last_mut().unwrap() = s.scope;
-        self.uses_args = s.uses_args;
     }
 
     /// Lower a block: kernel statements become IR; each run of consecutive
@@ -475,6 +469,26 @@ impl<'a> Lowerer<'a> {
         }
         if let Some(p) = problem {
             return Err(p);
+        }
+        // `e.curtask` arrives as an object map when its members are used too,
+        // so it can't also be a number in the same run.
+        for (a, _) in &wanted {
+            for (b, bpos) in &wanted {
+                if let (Capture::Event(short), Capture::Event(long)) = (a, b) {
+                    if long.len() > short.len() && long.starts_with(short) && !matches!(short[0].as_str(), "kstack" | "ustack") {
+                        let ev = event.as_deref().unwrap_or("e");
+                        return err(
+                            *bpos,
+                            format!(
+                                "`{ev}.{}` and `{ev}.{}` are both used here; in userspace one value can't be both: keep one in a `let` first (`let x = {ev}.{};`)",
+                                short.join("."),
+                                long.join("."),
+                                long.join(".")
+                            ),
+                        );
+                    }
+                }
+            }
         }
         // Locals visible before the run: the run's own `let`s (the last entries
         // of the innermost scope) are created when it runs.
@@ -1241,7 +1255,6 @@ impl<'a> Lowerer<'a> {
             "comm" => Expr::Comm,
             "elapsed" => Expr::Binary(BinOp::Sub, Box::new(Expr::Builtin(Builtin::Nsecs)), Box::new(Expr::Int(self.target.start_ns))),
             "probe" => {
-                self.uses_args = true;
                 str_literal(self.target.probe_name)
             }
             "args" => return err(pos, "`e.args` needs a field name, e.g. `e.args.filename`"),
@@ -1259,6 +1272,10 @@ impl<'a> Lowerer<'a> {
             n if n.starts_with("arg") && n[3..].parse::<u32>().is_ok() => {
                 let i: u32 = n[3..].parse().unwrap_or(0);
                 match self.target.context {
+                    ContextKind::RawTracepoint if self.target.btf_args.is_some_and(|a| i as usize >= a.len()) => {
+                        let n = self.target.btf_args.map_or(0, |a| a.len());
+                        return err(pos, format!("`e.arg{i}`: {} has {n} argument(s)", self.target.probe_name));
+                    }
                     ContextKind::RawTracepoint if i < 10 => Expr::CtxInt { offset: i * 8, size: 8, signed: false },
                     ContextKind::PtRegs if i < 6 => {
                         // x86-64 pt_regs: di, si, dx, cx, r8, r9.
@@ -1275,16 +1292,18 @@ impl<'a> Lowerer<'a> {
                     _ => return err(pos, format!("`{n}` isn't available for this probe type (tracepoints use e.args.NAME)")),
                 }
             }
-            "retval" if self.target.btf_retval => {
+            "retval" if self.target.btf_retval.is_some() => {
                 let n = self.target.btf_args.map_or(0, |a| a.len());
-                Expr::CtxInt { offset: n as u32 * 8, size: 8, signed: true }
+                match (crate::btf::kernel(), self.target.btf_retval) {
+                    (Some(btf), Some(ty)) => btf_slot(btf, n as u32, ty),
+                    _ => Expr::CtxInt { offset: n as u32 * 8, size: 8, signed: true },
+                }
             }
             "retval" if self.target.context == ContextKind::PtRegs => {
                 // x86-64 pt_regs.ax
                 Expr::CtxInt { offset: 80, size: 8, signed: true }
             }
             "func" if self.target.func.is_some() => {
-                self.uses_args = true;
                 str_literal(self.target.func.unwrap_or(""))
             }
             "kstack" | "ustack" => return self.stack_expr(&[name.to_string()], pos),
@@ -1317,24 +1336,22 @@ impl<'a> Lowerer<'a> {
                 let (field, fpos) = (&chain[1].0, chain[1].1);
                 let name = format!("{ev}.args.{field}");
                 if let Some(params) = self.target.btf_args {
-                    self.uses_args = true;
                     let Some(i) = params.iter().position(|p| &p.name == field) else {
                         let names: Vec<&str> = params.iter().map(|p| p.name.as_str()).collect();
                         return err(fpos, format!("{} has no argument `{field}` (arguments: {})", self.target.probe_name, names.join(", ")));
                     };
-                    let value = Expr::CtxInt { offset: i as u32 * 8, size: 8, signed: true };
+                    let Some(btf) = crate::btf::kernel() else { return no_btf(fpos) };
+                    let value = btf_slot(btf, i as u32, params[i].ty);
                     if chain.len() == 2 {
-                        let Some(btf) = crate::btf::kernel() else { return no_btf(fpos) };
-                        let c_type = btf.type_name(params[i].ty);
                         let char_pointer = matches!(btf.shape(params[i].ty), crate::btf::Shape::Pointer { to } if btf.is_char(to));
-                        return Ok(fields::Access { expr: value, c_type, char_pointer });
+                        return Ok(fields::Access { expr: value, char_pointer });
                     }
                     (fields::Base { value, ty: params[i].ty, pointee: false, name }, &chain[2..])
                 } else {
                     let value = self.tracepoint_arg(field, fpos)?;
                     let c_type = self.target.format.and_then(|f| f.field(field)).map(|f| f.c_type.clone()).unwrap_or_default();
                     if chain.len() == 2 {
-                        return Ok(fields::Access { expr: value, c_type, char_pointer: false });
+                        return Ok(fields::Access { expr: value, char_pointer: false });
                     }
                     // A tracepoint field that points to a struct (`struct mm_struct *mm`).
                     let Some(btf) = crate::btf::kernel() else { return no_btf(fpos) };
@@ -1359,7 +1376,6 @@ impl<'a> Lowerer<'a> {
             let chain = [("args".to_string(), pos), (field.to_string(), pos)];
             return self.member_chain(&chain).map(|a| a.expr);
         }
-        self.uses_args = true;
         let Some(format) = self.target.format else {
             return err(pos, "`e.args` is only available for tracepoint probes (raw tracepoints use e.arg0..)");
         };
@@ -1384,6 +1400,25 @@ impl<'a> Lowerer<'a> {
             FieldKind::DataLocString => Expr::CtxDataLocStr { offset: f.offset, max: self.target.str_max },
             _ => return err(pos, format!("field `{field}` has type `{}`, which probes can't read yet", f.c_type)),
         })
+    }
+}
+
+/// Argument slot `i` of a BTF-typed context (`u64 args[]`) holding a value
+/// of type `ty`: the whole slot is loaded, then cut to the type's width and
+/// sign (the bits above a narrow argument are not defined).
+fn btf_slot(btf: &crate::btf::KernelBtf, i: u32, ty: u32) -> Expr {
+    let slot = Expr::CtxInt { offset: i * 8, size: 8, signed: true };
+    match btf.shape(ty) {
+        crate::btf::Shape::Int { size, signed } if size < 8 => {
+            let bits = 64 - size as i64 * 8;
+            if signed {
+                let up = Expr::Binary(BinOp::Shl, Box::new(slot), Box::new(Expr::Int(bits)));
+                Expr::Binary(BinOp::Shr, Box::new(up), Box::new(Expr::Int(bits)))
+            } else {
+                Expr::Binary(BinOp::And, Box::new(slot), Box::new(Expr::Int((1i64 << (size * 8)) - 1)))
+            }
+        }
+        _ => slot,
     }
 }
 

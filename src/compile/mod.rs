@@ -49,7 +49,6 @@ pub struct SitePlan {
 pub struct CompiledProgram {
     pub name: String,
     pub probe_type: &'static dyn ProbeType,
-    pub ir: ir::Program,
     pub code: Generated,
     pub points: Vec<AttachPoint>,
     /// Index into `Plan::probes`.
@@ -176,7 +175,7 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
                     usdt_args: attach::usdt::args_of(&group[0]),
                     user_space: matches!(group[0].target, AttachTarget::Uprobe { .. } | AttachTarget::Usdt { .. }),
                     probe_name: &probe_name,
-                    context: ptype.context(),
+                    context: ptype.context_at(&group[0]),
                     format: format.as_ref(),
                     start_ns: opts.start_ns,
                     str_max: opts.str_max,
@@ -191,7 +190,7 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
                     stack_lost: lost_map + 1,
                     stack_depth: opts.stack_depth,
                     btf_args: btf_args.as_deref(),
-                    btf_retval: btf_args.is_some() && matches!(group[0].target, AttachTarget::KernelFunction { ret: true, .. }),
+                    btf_retval: if per_point { ptype.btf_return(&group[0]) } else { None },
                 };
                 let lowered = lower::lower(&body, def.closure.curry(), &target)
                     .map_err(|e| anyhow!("{file}:{}: error: {}", position_text(e.pos), e.message))?;
@@ -262,17 +261,17 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
         body.insert(0, leave_if(stopped(plan.stop_map)));
         let program = ir::Program {
             name: name.clone(),
-            context: ptype.context(),
+            context: ptype.context_at(&points[0]),
             locals: lowered.locals,
             maps: layouts.clone(),
             body,
         };
         let code = probes_ebpf::generate(&program)
             .map_err(|e| anyhow!("{file}:{}:{}: error: {}", e.span.line, e.span.col, e.message))?;
-        plan.programs.push(CompiledProgram { name, probe_type: ptype, ir: program, code, points, probe, site_ids, internal: false });
+        plan.programs.push(CompiledProgram { name, probe_type: ptype, code, points, probe, site_ids, internal: false });
     }
     if let Some(map) = plan.follow_map {
-        plan.programs.push(follow_program(map, plan.stop_map, layouts).map_err(|e| anyhow!("{file}: error: -c: {e}"))?);
+        plan.programs.extend(follow_programs(map, plan.stop_map, layouts).map_err(|e| anyhow!("{file}: error: -c: {e}"))?);
     }
     Ok(plan)
 }
@@ -289,30 +288,37 @@ fn stopped(stop_map: MapId) -> ir::Expr {
     ir::Expr::MapGet { map: stop_map, key: vec![] }
 }
 
-/// `-c`: on every fork by a followed process, follow the child too.
-fn follow_program(map: MapId, stop_map: MapId, maps: Vec<MapLayout>) -> Result<CompiledProgram> {
-    let ptype: &'static dyn ProbeType = &attach::tracepoint::Tracepoint;
-    let spec = spec::ProbeSpec { kind: ProbeKind::Tracepoint, target: "sched:sched_process_fork".into() };
-    let points = ptype.expand(&spec)?;
-    let format = tracefs::read_format("sched", "sched_process_fork")?;
-    let child = format.field("child_pid").ok_or_else(|| anyhow!("sched_process_fork has no child_pid field"))?;
-    let child_pid = ir::Expr::CtxInt { offset: child.offset, size: child.size, signed: true };
+/// `-c`: two programs keep the followed pids. A new process (not a thread)
+/// started by a followed one is followed too; a followed process whose last
+/// thread exits is dropped (its pid may be reused).
+fn follow_programs(map: MapId, stop_map: MapId, maps: Vec<MapLayout>) -> Result<Vec<CompiledProgram>> {
+    const CLONE_THREAD: i64 = 0x10000;
+    let pid = || ir::Expr::Builtin(ir::Builtin::Pid);
     let stmt = |kind| ir::Stmt { kind, span: ir::Span::default() };
-    // The tracepoint runs in the forking (parent) process.
-    let followed = ir::Expr::MapContains { map, key: vec![ir::Expr::Builtin(ir::Builtin::Pid)] };
-    let add = stmt(ir::StmtKind::MapStore { map, key: vec![child_pid], value: ir::Expr::Int(1) });
-    let body = vec![leave_if(stopped(stop_map)), stmt(ir::StmtKind::If { cond: followed, then: vec![add], otherwise: vec![] })];
-    let program =
-        ir::Program { name: "rtrace_follow".into(), context: ptype.context(), locals: vec![], maps, body };
-    let code = probes_ebpf::generate(&program).map_err(|e| anyhow!("{}", e.message))?;
-    Ok(CompiledProgram {
-        name: program.name.clone(),
-        probe_type: ptype,
-        ir: program,
-        code,
-        points,
-        probe: 0,
-        site_ids: vec![],
-        internal: true,
-    })
+    let field = |category: &str, event: &str, name: &str| -> Result<ir::Expr> {
+        let format = tracefs::read_format(category, event)?;
+        let f = format.field(name).ok_or_else(|| anyhow!("{category}:{event} has no {name} field"))?;
+        Ok(ir::Expr::CtxInt { offset: f.offset, size: f.size, signed: f.signed })
+    };
+    // task_newtask runs in the parent, before the child runs.
+    let followed = ir::Expr::MapContains { map, key: vec![pid()] };
+    let thread = ir::Expr::Binary(ir::BinOp::And, Box::new(field("task", "task_newtask", "clone_flags")?), Box::new(ir::Expr::Int(CLONE_THREAD)));
+    let new_process = ir::Expr::LogicalAnd(Box::new(followed.clone()), Box::new(ir::Expr::Unary(ir::UnOp::Not, Box::new(thread))));
+    let add = stmt(ir::StmtKind::MapStore { map, key: vec![field("task", "task_newtask", "pid")?], value: ir::Expr::Int(1) });
+    let on_new = vec![stmt(ir::StmtKind::If { cond: new_process, then: vec![add], otherwise: vec![] })];
+    // sched_process_exit runs in the exiting thread; group_dead: the last one.
+    let last = ir::Expr::LogicalAnd(Box::new(followed), Box::new(field("sched", "sched_process_exit", "group_dead")?));
+    let drop = stmt(ir::StmtKind::MapDelete { map, key: vec![pid()] });
+    let on_exit = vec![stmt(ir::StmtKind::If { cond: last, then: vec![drop], otherwise: vec![] })];
+
+    let ptype: &'static dyn ProbeType = &attach::tracepoint::Tracepoint;
+    let mut out = Vec::new();
+    for (name, target, mut body) in [("rtrace_follow", "task:task_newtask", on_new), ("rtrace_unfollow", "sched:sched_process_exit", on_exit)] {
+        body.insert(0, leave_if(stopped(stop_map)));
+        let points = ptype.expand(&spec::ProbeSpec { kind: ProbeKind::Tracepoint, target: target.into() })?;
+        let program = ir::Program { name: name.into(), context: ptype.context(), locals: vec![], maps: maps.clone(), body };
+        let code = probes_ebpf::generate(&program).map_err(|e| anyhow!("{}", e.message))?;
+        out.push(CompiledProgram { name: name.into(), probe_type: ptype, code, points, probe: 0, site_ids: vec![], internal: true });
+    }
+    Ok(out)
 }

@@ -16,7 +16,6 @@ const BAR_WIDTH: usize = 52;
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum KeyPart {
     Int(i64),
-    Uint(u64),
     Str(String),
 }
 
@@ -83,6 +82,7 @@ impl MapDump {
     }
 }
 
+#[cfg(test)]
 /// Log2 histogram bucket of `v` (see [`HIST_LEN`]).
 pub fn hist_bucket(v: i64) -> usize {
     match v {
@@ -92,6 +92,7 @@ pub fn hist_bucket(v: i64) -> usize {
     }
 }
 
+#[cfg(test)]
 /// Linear histogram bucket of `v`: 0 below `min`, `1 + (v - min) / step` up
 /// to `max`, and `1 + (max - min) / step` from `max` on (the `[max, ...)` bucket).
 pub fn lhist_bucket(v: i64, min: i64, max: i64, step: i64) -> usize {
@@ -159,6 +160,7 @@ pub fn format_attached_text(n: usize) -> String {
     }
 }
 
+#[cfg(test)]
 /// `Lost N events` line.
 pub fn format_lost_events_text(lost: u64) -> String {
     format!("Lost {lost} events\n")
@@ -279,7 +281,6 @@ pub(super) fn join_key(key: &[KeyPart], separator: &str) -> String {
         .iter()
         .map(|part| match part {
             KeyPart::Int(v) => v.to_string(),
-            KeyPart::Uint(v) => v.to_string(),
             KeyPart::Str(s) => s.clone(),
         })
         .collect();
@@ -427,7 +428,6 @@ fn key_part_byte_order(x: &KeyPart, y: &KeyPart) -> Ordering {
 fn integer_bits(part: &KeyPart) -> Option<u64> {
     match part {
         KeyPart::Int(v) => Some(*v as u64),
-        KeyPart::Uint(v) => Some(*v),
         KeyPart::Str(_) => None,
     }
 }

@@ -13,7 +13,4 @@ pub mod sink;
 pub use json::{
     format_attached_json, format_lost_events_json, format_map_json, format_printf_json,
 };
-pub use maps::{
-    format_attached_text, format_empty_map_text, format_lost_events_text, format_map_text,
-    hist_bucket, lhist_bucket, lhist_len, KeyPart, MapDump, MapKind, MapValue, HIST_LEN,
-};
+pub use maps::{format_attached_text, format_map_text, lhist_len, KeyPart, MapDump, MapValue, HIST_LEN};

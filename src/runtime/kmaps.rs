@@ -483,7 +483,6 @@ fn parts_dynamic(parts: Vec<KeyPart>) -> Dynamic {
         .into_iter()
         .map(|p| match p {
             KeyPart::Int(i) => Dynamic::from(i),
-            KeyPart::Uint(u) => Dynamic::from(u as i64),
             KeyPart::Str(s) => Dynamic::from(s),
         })
         .collect();

@@ -61,15 +61,19 @@ pub fn load_all(session: &Session, plan: &Plan, ring_size: u32) -> Result<Loaded
     let control = kmaps::create_ring("rtrace_control", 64 * 1024)?;
     let data = kmaps::create_ring("rtrace_data", ring_size)?;
     let lost = kmaps::create_lost_counters(plan.probes.len().max(1) as u32)?;
-    let mut fds: Vec<i32> = maps.iter().map(|m| m.map.as_fd().as_raw_fd()).collect();
-    fds.push(control.as_fd().as_raw_fd());
-    fds.push(data.as_fd().as_raw_fd());
-    fds.push(lost.as_fd().as_raw_fd());
-    if plan.stack_maps.is_empty() {
-        fds.push(-1); // the lost-stack counters: no program refers to them
-    } else {
+    // Map fds by the map ids the programs were generated with; the stop
+    // flag has the last id. Unused ids (a script map no probe uses in the
+    // kernel keeps its id) stay -1.
+    let mut fds: Vec<i32> = vec![-1; plan.stop_map as usize + 1];
+    for (i, m) in maps.iter().enumerate() {
+        fds[i] = m.map.as_fd().as_raw_fd();
+    }
+    fds[plan.control_ring as usize] = control.as_fd().as_raw_fd();
+    fds[plan.data_ring as usize] = data.as_fd().as_raw_fd();
+    fds[plan.lost_map as usize] = lost.as_fd().as_raw_fd();
+    if !plan.stack_maps.is_empty() {
         let m = kmaps::create_stack_lost_counters()?;
-        fds.push(m.as_fd().as_raw_fd());
+        fds[plan.stack_lost as usize] = m.as_fd().as_raw_fd();
         stacks::register_lost_counters(m);
     }
     let entries = match std::env::var_os("RTRACE_STACK_ENTRIES") {
@@ -78,19 +82,19 @@ pub fn load_all(session: &Session, plan: &Plan, ring_size: u32) -> Result<Loaded
     };
     for (id, depth, _) in &plan.stack_maps {
         let m = kmaps::create_stack_map(*depth, entries.unwrap_or_else(|| kmaps::default_stack_entries(*depth)))?;
-        fds.push(m.as_fd().as_raw_fd());
+        fds[*id as usize] = m.as_fd().as_raw_fd();
         stacks::register(*id, m);
     }
     let follow = match plan.follow_map {
-        Some(_) => {
+        Some(id) => {
             let m = kmaps::create_follow_map(crate::attach::target_pid().unwrap_or(0))?;
-            fds.push(m.as_fd().as_raw_fd());
+            fds[id as usize] = m.as_fd().as_raw_fd();
             Some(m)
         }
         None => None,
     };
     let stop = kmaps::create_stop_flag()?;
-    fds.push(stop.as_fd().as_raw_fd());
+    fds[plan.stop_map as usize] = stop.as_fd().as_raw_fd();
     let mut programs = Vec::new();
     for prog in &plan.programs {
         let insns = patch_maps(prog, &fds);
@@ -98,7 +102,7 @@ pub fn load_all(session: &Session, plan: &Plan, ring_size: u32) -> Result<Loaded
             .probe_type
             .load_attrs(&prog.points[0])
             .map_err(|e| anyhow!("{}:{}: error: {e}", session.file_name, probe_position(session, plan, prog)))?;
-        match load::load_program(prog.probe_type.prog_type(), attrs, &prog.name, &insns) {
+        match load::load_program(prog.probe_type.prog_type_at(&prog.points[0]), attrs, &prog.name, &insns) {
             Ok(fd) => programs.push(fd),
             Err(e) => return Err(verifier_error(session, plan, prog, &e)),
         }
@@ -128,6 +132,9 @@ fn probe_position(session: &Session, plan: &Plan, prog: &CompiledProgram) -> Str
 fn verifier_error(session: &Session, plan: &Plan, prog: &CompiledProgram, e: &load::LoadError) -> anyhow::Error {
     let file = &session.file_name;
     let reason = e.reason();
+    if prog.internal {
+        return anyhow!("{file}: error: -c: the kernel refused the program that follows the command's children ({}): {reason}", prog.name);
+    }
     if e.errno == libc::EPERM && e.log.is_empty() {
         return anyhow!(
             "{file}: error: the kernel refused to load BPF programs (EPERM): run as root or with CAP_BPF and CAP_PERFMON"

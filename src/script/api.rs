@@ -84,9 +84,6 @@ impl MapHandle {
     pub fn attach_backend(&self, backend: Arc<dyn MapBackend>) {
         let _ = self.0.backend.set(backend);
     }
-    pub fn backend(&self) -> Option<&Arc<dyn MapBackend>> {
-        self.0.backend.get()
-    }
     pub fn handled_by_script(&self) -> bool {
         self.0.handled.load(Ordering::Relaxed)
     }

@@ -506,6 +506,7 @@ pub fn assert_clean_error(out: &Outcome) -> String {
     let lines = out.stderr_lines();
     assert_eq!(lines.len(), 1, "expected exactly one line on stderr\n{out}");
     assert!(!out.has_attach_line(), "an error run must not attach anything\n{out}");
+    assert!(!lines[0].contains("(os error"), "a raw errno in the error line\n{out}");
     lines[0].to_string()
 }
 
