@@ -1221,22 +1221,6 @@ mod tests {
     }
 
     #[test]
-    fn unsigned_keys_print_unsigned() {
-        let dump = MapDump {
-            name: String::new(),
-            keyless: false,
-            entries: vec![
-                (vec![KeyPart::Uint(u64::MAX)], MapValue::Int(1)),
-                (vec![KeyPart::Int(-1)], MapValue::Int(2)),
-            ],
-        };
-        assert_eq!(
-            format_map_text(&dump),
-            "@[18446744073709551615]: 1\n@[-1]: 2\n"
-        );
-    }
-
-    #[test]
     fn int_ties_sort_by_key() {
         let dump = MapDump {
             name: "m".to_string(),

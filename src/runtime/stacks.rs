@@ -101,6 +101,10 @@ pub fn report() {
     if full > 0 {
         eprintln!("rtrace: {full} stack(s) lost because the stack map was full (raise RTRACE_STACK_ENTRIES)");
     }
+    let tracking = crate::symbols::procmaps::TRACKING_LOST.load(Ordering::Relaxed);
+    if tracking > 0 {
+        eprintln!("rtrace: {tracking} process mapping change(s) were lost; some user stacks may print as addresses");
+    }
     let f = FAILED.load(Ordering::Relaxed);
     if f > 0 {
         eprintln!("rtrace: {f} stack(s) shown as unavailable (see the bracketed reasons in the output)");

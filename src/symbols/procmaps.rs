@@ -239,11 +239,13 @@ impl Drop for Ring {
     }
 }
 
+/// Mapping-change records the kernel dropped because a tracking ring was
+/// full (reported at exit: some user stacks may then print as addresses).
+pub static TRACKING_LOST: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// Reads the mmap-tracking events into the tables; owned by the reader thread.
 pub struct Tracker {
     rings: Vec<Ring>,
-    /// Records the kernel dropped because a ring was full.
-    pub lost: u64,
 }
 
 // The rings are only touched by the thread that owns the tracker.
@@ -283,7 +285,7 @@ impl Tracker {
         if rings.is_empty() {
             return Err(last_err.map(|e| e.to_string()).unwrap_or_else(|| "no CPUs".into()));
         }
-        Ok(Tracker { rings, lost: 0 })
+        Ok(Tracker { rings })
     }
 
     /// Apply everything the kernel has reported so far, in time order.
@@ -306,7 +308,7 @@ impl Tracker {
                 rec.clear();
                 rec.extend((0..size).map(byte));
                 if u32_at(&rec, 0) == Some(PERF_RECORD_LOST) {
-                    self.lost += u64_at(&rec, 16).unwrap_or(0);
+                    TRACKING_LOST.fetch_add(u64_at(&rec, 16).unwrap_or(0), std::sync::atomic::Ordering::Relaxed);
                 } else if let Some(ev) = parse_record(&rec) {
                     events.push(ev);
                 }
