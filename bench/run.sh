@@ -135,14 +135,20 @@ stop_tracer() {
 
 # ------------------------------------------------------------ 1. start-up
 log "== 1. start-up: launch -> probes attached -> BEGIN prints 'ready' -> exit ($STARTUP_RUNS runs each, alternating)"
-SU=$("$TMP/timeit" -n "$STARTUP_RUNS" -w 2 -m ready -- \
-    "$RT" "$PROGS/startup.rhai" :: "$BT" "$PROGS/startup.bt")
-log "$SU"
-SU_RT=$(sed -n 1p <<<"$SU"); SU_BT=$(sed -n 2p <<<"$SU")
-for pair in "rtrace:$SU_RT" "bpftrace:$SU_BT"; do
-    f=$(field fail "${pair#*:}")
-    ((f == 0)) || note "start-up: ${pair%%:*} failed $f of $STARTUP_RUNS runs (non-zero exit or no 'ready')"
-done
+# time_pair LABEL RUNS WARMUPS PROG: launch -> 'ready' -> exit of both
+# tracers on progs/PROG.*; sets TP_RT and TP_BT to timeit's result lines.
+time_pair() {
+    local label=$1 runs=$2 warm=$3 prog=$4 out pair f
+    out=$("$TMP/timeit" -n "$runs" -w "$warm" -m ready -- "$RT" "$PROGS/$prog.rhai" :: "$BT" "$PROGS/$prog.bt")
+    log "$out"
+    TP_RT=$(sed -n 1p <<<"$out"); TP_BT=$(sed -n 2p <<<"$out")
+    for pair in "rtrace:$TP_RT" "bpftrace:$TP_BT"; do
+        f=$(field fail "${pair#*:}")
+        ((f == 0)) || note "$label: ${pair%%:*} failed $f of $runs runs (non-zero exit or no 'ready')"
+    done
+}
+time_pair start-up "$STARTUP_RUNS" 2 startup
+SU_RT=$TP_RT; SU_BT=$TP_BT
 SU_RT_EXIT=$(field exit_med "$SU_RT");     SU_BT_EXIT=$(field exit_med "$SU_BT")
 SU_RT_EXITMIN=$(field exit_min "$SU_RT");  SU_BT_EXITMIN=$(field exit_min "$SU_BT")
 SU_RT_READY=$(field marker_med "$SU_RT");  SU_BT_READY=$(field marker_med "$SU_BT")
@@ -151,14 +157,8 @@ SU_RT_READYMIN=$(field marker_min "$SU_RT"); SU_BT_READYMIN=$(field marker_min "
 # ------------------------------------------------------------ 1b. many probes
 NPROBES=$(ls -d /sys/kernel/tracing/events/syscalls/sys_enter_* 2>/dev/null | wc -l)
 log "== 1b. attaching tracepoint:syscalls:sys_enter_* ($NPROBES tracepoints), $MANY_RUNS runs each"
-MANY=$("$TMP/timeit" -n "$MANY_RUNS" -w 1 -m ready -- \
-    "$RT" "$PROGS/many.rhai" :: "$BT" "$PROGS/many.bt")
-log "$MANY"
-MANY_RT=$(sed -n 1p <<<"$MANY"); MANY_BT=$(sed -n 2p <<<"$MANY")
-for pair in "rtrace:$MANY_RT" "bpftrace:$MANY_BT"; do
-    f=$(field fail "${pair#*:}")
-    ((f == 0)) || note "many probes: ${pair%%:*} failed $f of $MANY_RUNS runs (non-zero exit or no 'ready')"
-done
+time_pair "many probes" "$MANY_RUNS" 1 many
+MANY_RT=$TP_RT; MANY_BT=$TP_BT
 MANY_RT_READY=$(field marker_med "$MANY_RT"); MANY_BT_READY=$(field marker_med "$MANY_BT")
 MANY_RT_EXIT=$(field exit_med "$MANY_RT");    MANY_BT_EXIT=$(field exit_med "$MANY_BT")
 
