@@ -259,3 +259,57 @@ impl KernelBtf {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The running kernel's BTF, or None (the test then says why it skips).
+    fn btf() -> Option<&'static KernelBtf> {
+        let k = kernel();
+        if k.is_none() {
+            eprintln!("skipped: no kernel BTF (/sys/kernel/btf/vmlinux)");
+        }
+        k
+    }
+
+    #[test]
+    fn tracepoint_arguments_have_names_and_types() {
+        let Some(b) = btf() else { return };
+        let params = b.tracepoint_params("sched_switch").expect("sched_switch has a BTF prototype");
+        let names: Vec<&str> = params.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["preempt", "prev", "next", "prev_state"]);
+        assert_eq!(b.type_name(params[1].ty), "struct task_struct *");
+        assert!(matches!(b.shape(params[0].ty), Shape::Int { size: 1, .. }));
+        assert!(matches!(b.shape(params[3].ty), Shape::Int { size: 4, signed: false }));
+    }
+
+    #[test]
+    fn members_are_found_through_anonymous_members() {
+        let Some(b) = btf() else { return };
+        let task = b.struct_named("task_struct").expect("struct task_struct");
+        let pid = b.member(task, "pid").expect("task_struct.pid");
+        assert_eq!(pid.bitfield_bits, 0);
+        assert_eq!(b.shape(pid.ty), Shape::Int { size: 4, signed: true });
+        let comm = b.member(task, "comm").expect("task_struct.comm");
+        assert_eq!(b.shape(comm.ty), Shape::CharArray { len: 16 });
+        // `struct sk_buff` keeps `len` inside anonymous unions/structs.
+        if let Some(skb) = b.struct_named("sk_buff") {
+            assert!(b.member(skb, "len").is_some(), "sk_buff.len through anonymous members");
+            assert!(b.member_names(skb).iter().any(|n| n == "len"));
+        }
+        assert!(b.member(task, "no_such_member").is_none());
+    }
+
+    #[test]
+    fn only_char_makes_strings() {
+        let Some(b) = btf() else { return };
+        let (params, _) = b.function_params("vfs_read").expect("vfs_read has BTF");
+        let buf = params.iter().find(|p| p.name == "buf").expect("vfs_read(buf)");
+        let Shape::Pointer { to } = b.shape(buf.ty) else { panic!("buf is a pointer") };
+        assert!(b.is_char(to), "char *buf");
+        let u8_id = b.find("u8", BTF_KIND_TYPEDEF).expect("typedef u8");
+        assert!(!b.is_char(u8_id), "u8 is not char");
+        assert!(matches!(b.shape(u8_id), Shape::Int { size: 1, signed: false }));
+    }
+}

@@ -266,3 +266,21 @@ fn narrow_trampoline_values_are_cut_to_their_type() {
     let shifts = out.stdout.lines().filter(|l| l.contains("<<= 32") || l.contains("s>>= 32")).count();
     assert!(shifts >= 4, "two sign extensions (<<= 32, s>>= 32) expected\n{}", out.stdout);
 }
+
+/// A one-bit bitfield (`unsigned sched_reset_on_fork:1` of task_struct) is
+/// read from its 4-byte storage unit and masked to one bit.
+#[test]
+fn bitfields_are_extracted() {
+    let Some(_g) = setup_btf() else { return };
+    let src = r#"let m = map(); probe("tracepoint:syscalls:sys_enter_getppid", |e| { m[e.curtask.sched_reset_on_fork] = count(); });"#;
+    let out = run(&["--explain", "-e", src]);
+    assert_eq!(out.code, Some(0), "{out}");
+    let code: Vec<&str> = out.stdout.lines().map(str::trim).collect();
+    let read = code.iter().position(|l| l.ends_with("call probe_read_kernel#113")).unwrap_or_else(|| panic!("no read\n{}", out.stdout));
+    assert!(code[..read].iter().rev().take(3).any(|l| l.ends_with("r2 = 4")), "a 4-byte unit\n{}", out.stdout);
+    assert!(code[read..].iter().take(5).any(|l| l.ends_with("&= 1")), "masked to one bit\n{}", out.stdout);
+    // And it runs: the current task never has it set here.
+    let run_out = run(&["-d", "200ms", "-e", src]);
+    assert_eq!(run_out.code, Some(0), "{run_out}");
+    assert!(run_out.map_lines("m").iter().all(|l| l.starts_with("@m[0]: ")), "{run_out}");
+}

@@ -114,7 +114,7 @@ fn finish(btf: &KernelBtf, place: Place, written: &str) -> Result<Access, (usize
                         let up = Expr::Binary(BinOp::Shl, Box::new(unit), Box::new(Expr::Int((64 - shift - bits) as i64)));
                         Expr::Binary(BinOp::Shr, Box::new(up), Box::new(Expr::Int((64 - bits) as i64)))
                     } else {
-                        let down = Expr::Binary(BinOp::Shr, Box::new(unit), Box::new(Expr::Int(shift as i64)));
+                        let down = if shift == 0 { unit } else { Expr::Binary(BinOp::Shr, Box::new(unit), Box::new(Expr::Int(shift as i64))) };
                         let mask = if bits >= 64 { -1 } else { ((1u64 << bits) - 1) as i64 };
                         Expr::Binary(BinOp::And, Box::new(down), Box::new(Expr::Int(mask)))
                     };
