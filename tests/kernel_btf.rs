@@ -284,3 +284,37 @@ fn bitfields_are_extracted() {
     assert_eq!(run_out.code, Some(0), "{run_out}");
     assert!(run_out.map_lines("m").iter().all(|l| l.starts_with("@m[0]: ")), "{run_out}");
 }
+
+/// `let t = e.curtask;` keeps the pointer's type: `t.real_parent.tgid` and
+/// `let p = t.real_parent; p.comm` read through BTF in the kernel. A member
+/// of such a local in a userspace statement is an error saying what to do.
+#[test]
+fn locals_holding_struct_pointers_have_members() {
+    let Some(_g) = setup_btf() else { return };
+    let name = format!("rtl_{}", token());
+    let cname = CString::new(name.clone()).unwrap();
+    let src = format!(
+        r#"let m = map();
+probe("tracepoint:syscalls:sys_enter_getppid", |e| {{
+    let t = e.curtask;
+    let p = t.real_parent;
+    if t.comm == "{name}" {{
+        m[[p.tgid, t.group_leader.pid]] = count();
+    }}
+}});"#
+    );
+    let mut t = Tracer::start(&["-e", &src]);
+    assert_eq!(t.wait_attached(), 1);
+    let child = fork_and_wait(|| {
+        set_comm_raw(&cname);
+        getppid_n(2);
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    let out = t.interrupt_and_finish();
+    assert_eq!(out.code, Some(0), "{out}");
+    assert_eq!(out.map_lines("m"), vec![format!("@m[{}, {child}]: 2", pid())], "{out}");
+
+    let src = r#"probe("tracepoint:syscalls:sys_enter_getppid", |e| { let t = e.curtask; print(t.pid); });"#;
+    let line = assert_clean_error(&run(&["-e", src]));
+    assert!(line.contains("`t` is a kernel pointer") && line.contains("let x = t.pid;"), "{line}");
+}

@@ -24,6 +24,17 @@ pub struct Access {
     pub expr: Expr,
     /// The value is a `char *` (userspace statements get the string).
     pub char_pointer: bool,
+    /// The value points to this struct or union (a `let` of it can be
+    /// followed further: `let t = e.curtask; t.pid`).
+    pub pointee: Option<u32>,
+}
+
+/// The struct or union a pointer to `to` leads to, if any.
+pub fn composite(btf: &KernelBtf, to: u32) -> Option<u32> {
+    match btf.shape(to) {
+        Shape::Composite { id } => Some(id),
+        _ => None,
+    }
 }
 
 /// A starting point, written `name` in the script: a value of BTF type
@@ -99,11 +110,8 @@ fn read(addr: Expr, size: u32, signed: bool) -> Expr {
 fn finish(btf: &KernelBtf, place: Place, written: &str) -> Result<Access, (usize, String)> {
     let last = usize::MAX;
     Ok(match place {
-        Place::Pointer { value, to } => Access {
-            expr: value,
-            char_pointer: btf.is_char(to),
-        },
-        Place::Scalar { value, .. } => Access { expr: value, char_pointer: false },
+        Place::Pointer { value, to } => Access { expr: value, char_pointer: btf.is_char(to), pointee: composite(btf, to) },
+        Place::Scalar { value, .. } => Access { expr: value, char_pointer: false, pointee: None },
         Place::Memory { addr, ty, bitfield } => {
             let c_type = btf.type_name(ty);
             match (btf.shape(ty), bitfield) {
@@ -118,14 +126,14 @@ fn finish(btf: &KernelBtf, place: Place, written: &str) -> Result<Access, (usize
                         let mask = if bits >= 64 { -1 } else { ((1u64 << bits) - 1) as i64 };
                         Expr::Binary(BinOp::And, Box::new(down), Box::new(Expr::Int(mask)))
                     };
-                    Access { expr, char_pointer: false }
+                    Access { expr, char_pointer: false, pointee: None }
                 }
                 (Shape::Int { size, signed }, None) if matches!(size, 1 | 2 | 4 | 8) => {
-                    Access { expr: read(addr, size, signed), char_pointer: false }
+                    Access { expr: read(addr, size, signed), char_pointer: false, pointee: None }
                 }
-                (Shape::Pointer { to }, _) => Access { expr: read(addr, 8, false), char_pointer: btf.is_char(to) },
+                (Shape::Pointer { to }, _) => Access { expr: read(addr, 8, false), char_pointer: btf.is_char(to), pointee: composite(btf, to) },
                 (Shape::CharArray { len }, _) if len > 0 => {
-                    Access { expr: Expr::ReadStr { ptr: Box::new(addr), max: len.min(256), user: false }, char_pointer: false }
+                    Access { expr: Expr::ReadStr { ptr: Box::new(addr), max: len.min(256), user: false }, char_pointer: false, pointee: None }
                 }
                 (Shape::Composite { id }, _) => {
                     let mut names = btf.member_names(id);

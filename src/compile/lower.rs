@@ -270,6 +270,7 @@ pub fn lower(body: &ClosureBody, curry: &[Dynamic], target: &Target) -> Result<L
         next_site: target.first_site,
         userspace_vars,
         local_sems: HashMap::new(),
+        local_btf: HashMap::new(),
     };
     let stmts = l.block(&body.body)?;
     Ok(Lowered { locals: l.locals, body: stmts, uses: l.uses, sites: l.sites })
@@ -291,6 +292,8 @@ struct Lowerer<'a> {
     userspace_vars: HashMap<String, (Position, Option<u32>)>,
     /// Locals holding stacks or symbols.
     local_sems: HashMap<LocalId, Sem>,
+    /// Locals holding kernel pointers to BTF structs: the struct's type id.
+    local_btf: HashMap<LocalId, u32>,
 }
 
 /// Lowering state to roll back when a statement turns out to be userspace.
@@ -357,6 +360,8 @@ impl<'a> Lowerer<'a> {
     }
 
     fn restore(&mut self, s: Snapshot) {
+        self.local_sems.retain(|id, _| (*id as usize) < s.locals);
+        self.local_btf.retain(|id, _| (*id as usize) < s.locals);
         self.locals.truncate(s.locals);
         self.uses.truncate(s.uses);
         *self.scopes.last_mut().unwrap() = s.scope;
@@ -438,6 +443,19 @@ impl<'a> Lowerer<'a> {
                 match path.last() {
                     Some(ASTNode::Expr(RExpr::Dot(x, _, pos))) => {
                         if let RExpr::Variable(v, _, _) = &x.lhs {
+                            let name = v.1.as_str();
+                            if let (Some(id), None) = (self.lookup_local(name), &problem) {
+                                if self.local_btf.contains_key(&id) && matches!(x.rhs, RExpr::Property(..) | RExpr::Dot(..)) {
+                                    problem = Some(LowerError {
+                                        pos: *pos,
+                                        message: format!(
+                                            "`{name}` is a kernel pointer: read its members in a kernel statement first, e.g. `let x = {name}.{};`, then use `x` here",
+                                            property_chain(&x.rhs).0.iter().map(|c| c.0.as_str()).collect::<Vec<_>>().join(".")
+                                        ),
+                                        userspace: false,
+                                    });
+                                }
+                            }
                             if Some(v.1.as_str()) == event.as_deref() {
                                 if let Some(p) = event_path(&x.rhs) {
                                     wanted.push((Capture::Event(p), *pos));
@@ -615,9 +633,13 @@ impl<'a> Lowerer<'a> {
                 let value = self.expr(init)?;
                 let ty = self.ty(&value);
                 let sem = self.sem(&value);
+                let pointee = self.btf_pointee(init);
                 let id = self.new_local(ident.name.as_str(), ty);
                 if sem != Sem::Plain {
                     self.local_sems.insert(id, sem);
+                }
+                if let Some(p) = pointee {
+                    self.local_btf.insert(id, p);
                 }
                 push(StmtKind::SetLocal(id, value));
             }
@@ -1169,8 +1191,55 @@ impl<'a> Lowerer<'a> {
         false
     }
 
+    /// The struct a kernel value points to, when `init` is a BTF-typed
+    /// pointer (`e.curtask`, `e.args.prev`, `t.real_parent` of such a local).
+    fn btf_pointee(&mut self, init: &RExpr) -> Option<u32> {
+        let RExpr::Dot(x, _, _) = init else { return None };
+        let RExpr::Variable(v, _, _) = &x.lhs else { return None };
+        let (chain, rest) = property_chain(&x.rhs);
+        if rest || chain.is_empty() {
+            return None;
+        }
+        let name = v.1.as_str();
+        if let Some((id, to)) = self.btf_local(name) {
+            let names: Vec<String> = chain.iter().map(|c| c.0.clone()).collect();
+            let base = fields::Base { value: Expr::Local(id), ty: to, pointee: true, name: name.to_string() };
+            return fields::walk(crate::btf::kernel()?, base, &names).ok()?.pointee;
+        }
+        if Some(name) != self.event.as_deref() {
+            return None;
+        }
+        match chain[0].0.as_str() {
+            "curtask" if chain.len() == 1 => crate::btf::kernel()?.struct_named("task_struct"),
+            "curtask" | "args" if chain.len() >= 2 => self.member_chain(&chain).ok()?.pointee,
+            _ => None,
+        }
+    }
+
+    /// A kernel local holding a BTF struct pointer: its id and struct type.
+    fn btf_local(&self, name: &str) -> Option<(LocalId, u32)> {
+        let id = self.lookup_local(name)?;
+        self.local_btf.get(&id).map(|to| (id, *to))
+    }
+
     /// `e.FIELD`, `e.args.FIELD`.
     fn dot(&mut self, lhs: &RExpr, rhs: &RExpr, pos: Position) -> Result<Expr> {
+        if let RExpr::Variable(v, _, _) = lhs {
+            if let Some((id, to)) = self.btf_local(v.1.as_str()) {
+                // `t.pid` where `let t = e.curtask;`: members through BTF.
+                let (chain, rest) = property_chain(rhs);
+                if rest || chain.is_empty() {
+                    return Err(userspace_only(&format!("`{}...`", v.1), pos));
+                }
+                let Some(btf) = crate::btf::kernel() else { return err(pos, "this kernel has no BTF") };
+                let names: Vec<String> = chain.iter().map(|c| c.0.clone()).collect();
+                let base = fields::Base { value: Expr::Local(id), ty: to, pointee: true, name: v.1.to_string() };
+                return fields::walk(btf, base, &names).map(|a| a.expr).map_err(|(i, msg)| {
+                    let at = chain.get(i).or(chain.last()).map(|c| c.1).unwrap_or(pos);
+                    LowerError { pos: at, message: msg, userspace: false }
+                });
+            }
+        }
         let is_event = matches!(lhs, RExpr::Variable(v, _, _) if Some(v.1.as_str()) == self.event.as_deref() && self.lookup_local(v.1.as_str()).is_none());
         if !is_event {
             if let RExpr::MethodCall(call, _) = rhs {
@@ -1343,20 +1412,26 @@ impl<'a> Lowerer<'a> {
                     let Some(btf) = crate::btf::kernel() else { return no_btf(fpos) };
                     let value = btf_slot(btf, i as u32, params[i].ty);
                     if chain.len() == 2 {
-                        let char_pointer = matches!(btf.shape(params[i].ty), crate::btf::Shape::Pointer { to } if btf.is_char(to));
-                        return Ok(fields::Access { expr: value, char_pointer });
+                        let (char_pointer, pointee) = match btf.shape(params[i].ty) {
+                            crate::btf::Shape::Pointer { to } => (btf.is_char(to), fields::composite(btf, to)),
+                            _ => (false, None),
+                        };
+                        return Ok(fields::Access { expr: value, char_pointer, pointee });
                     }
                     (fields::Base { value, ty: params[i].ty, pointee: false, name }, &chain[2..])
                 } else {
                     let value = self.tracepoint_arg(field, fpos)?;
                     let c_type = self.target.format.and_then(|f| f.field(field)).map(|f| f.c_type.clone()).unwrap_or_default();
-                    if chain.len() == 2 {
-                        return Ok(fields::Access { expr: value, char_pointer: false });
-                    }
                     // A tracepoint field that points to a struct (`struct mm_struct *mm`).
-                    let Some(btf) = crate::btf::kernel() else { return no_btf(fpos) };
                     let struct_name = c_type.trim().strip_prefix("struct ").and_then(|t| t.strip_suffix('*')).map(str::trim);
-                    let Some(id) = struct_name.and_then(|n| btf.struct_named(n)) else {
+                    let pointee = struct_name.and_then(|n| crate::btf::kernel()?.struct_named(n));
+                    if chain.len() == 2 {
+                        return Ok(fields::Access { expr: value, char_pointer: false, pointee });
+                    }
+                    let Some(id) = pointee else {
+                        if crate::btf::kernel().is_none() {
+                            return no_btf(fpos);
+                        }
                         return err(chain[2].1, format!("`{name}` is `{c_type}`, not a pointer to a struct"));
                     };
                     (fields::Base { value, ty: id, pointee: true, name }, &chain[2..])
