@@ -21,6 +21,29 @@ fn setup_btf() -> Option<std::sync::MutexGuard<'static, ()>> {
     Some(guard)
 }
 
+/// Trace `script(comm)` while a forked child named `comm` (fresh, from
+/// `prefix`) makes `calls` getppid() calls; `settle` waits for the output.
+/// Returns the comm, the child's pid and the run (which ended with 0).
+fn with_forked_child(
+    prefix: &str,
+    script: impl Fn(&str) -> String,
+    calls: usize,
+    settle: impl FnOnce(&mut Tracer),
+) -> (String, i64, Outcome) {
+    let name = format!("{prefix}_{}", token());
+    let cname = CString::new(name.clone()).unwrap();
+    let mut t = Tracer::start(&["-e", &script(&name)]);
+    assert_eq!(t.wait_attached(), 1);
+    let child = fork_and_wait(|| {
+        set_comm_raw(&cname);
+        getppid_n(calls);
+    });
+    settle(&mut t);
+    let out = t.interrupt_and_finish();
+    assert_eq!(out.code, Some(0), "{out}");
+    (name, child, out)
+}
+
 /// Sleep `n` times for 1 ms each: every sleep switches the thread out and back in.
 fn sleeps(n: usize) {
     for _ in 0..n {
@@ -88,26 +111,20 @@ fn raw_tracepoint_arguments_have_btf_names() {
 #[test]
 fn curtask_members_through_pointers() {
     let Some(_g) = setup_btf() else { return };
-    let name = format!("rtc_{}", token());
-    let cname = CString::new(name.clone()).unwrap();
-    let src = format!(
-        r#"let parents = map();
+    let script = |name: &str| {
+        format!(
+            r#"let parents = map();
 probe("tracepoint:syscalls:sys_enter_getppid", |e| {{
     if e.comm == "{name}" {{
         parents[e.curtask.real_parent.tgid] = count();
         print(`CHILD ${{e.pid}} ${{e.curtask.tgid}} ${{e.curtask.real_parent.tgid}} ${{e.curtask.group_leader.comm}}`);
     }}
 }});"#
-    );
-    let mut t = Tracer::start(&["-e", &src]);
-    assert_eq!(t.wait_attached(), 1);
-    let child = fork_and_wait(|| {
-        set_comm_raw(&cname);
-        getppid_n(3);
+        )
+    };
+    let (name, child, out) = with_forked_child("rtc", script, 3, |t| {
+        t.wait_count("3 getppid calls", Duration::from_secs(10), 3, |l| l.starts_with("CHILD "))
     });
-    t.wait_count("3 getppid calls", Duration::from_secs(10), 3, |l| l.starts_with("CHILD "));
-    let out = t.interrupt_and_finish();
-    assert_eq!(out.code, Some(0), "{out}");
     let me = pid();
     let want = format!("CHILD {child} {child} {me} {name}");
     let got: Vec<&str> = out.lines().into_iter().filter(|l| l.starts_with("CHILD ")).collect();
@@ -291,10 +308,9 @@ fn bitfields_are_extracted() {
 #[test]
 fn locals_holding_struct_pointers_have_members() {
     let Some(_g) = setup_btf() else { return };
-    let name = format!("rtl_{}", token());
-    let cname = CString::new(name.clone()).unwrap();
-    let src = format!(
-        r#"let m = map();
+    let script = |name: &str| {
+        format!(
+            r#"let m = map();
 probe("tracepoint:syscalls:sys_enter_getppid", |e| {{
     let t = e.curtask;
     let p = t.real_parent;
@@ -302,16 +318,9 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| {{
         m[[p.tgid, t.group_leader.pid]] = count();
     }}
 }});"#
-    );
-    let mut t = Tracer::start(&["-e", &src]);
-    assert_eq!(t.wait_attached(), 1);
-    let child = fork_and_wait(|| {
-        set_comm_raw(&cname);
-        getppid_n(2);
-    });
-    std::thread::sleep(Duration::from_millis(100));
-    let out = t.interrupt_and_finish();
-    assert_eq!(out.code, Some(0), "{out}");
+        )
+    };
+    let (_, child, out) = with_forked_child("rtl", script, 2, |_| std::thread::sleep(Duration::from_millis(100)));
     assert_eq!(out.map_lines("m"), vec![format!("@m[{}, {child}]: 2", pid())], "{out}");
 
     let src = r#"probe("tracepoint:syscalls:sys_enter_getppid", |e| { let t = e.curtask; print(t.pid); });"#;
