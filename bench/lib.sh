@@ -24,3 +24,19 @@ check_foreign() {
         note "other tracer processes were running $1: ${others[*]}; figures may be skewed"
     fi
 }
+
+# check_setup TOOL...: root, the tools, bpftrace and rtrace (built when
+# missing; ROOT is the repository). Sets BPFTRACE and RTRACE, keeping values
+# given in the environment.
+check_setup() {
+    local t
+    [[ $(id -u) -eq 0 ]] || die "must run as root (BPF)"
+    for t in "$@"; do command -v "$t" >/dev/null || die "$t not found"; done
+    BPFTRACE=${BPFTRACE:-$(command -v bpftrace || true)}
+    [[ -n $BPFTRACE && -x $BPFTRACE ]] || die "bpftrace not found (scripts/setup.sh installs it)"
+    RTRACE=${RTRACE:-$ROOT/target/release/rtrace}
+    if [[ ! -x $RTRACE ]]; then
+        log "building rtrace (cargo build --release) ..."
+        (cd "$ROOT" && cargo build --release -q) || die "cargo build failed"
+    fi
+}

@@ -51,15 +51,7 @@ SETTLE=${SETTLE:-0.3}
 NCPU=$(nproc)
 GEN_CPU=${GEN_CPU:-$((NCPU - 1))}
 
-[[ $(id -u) -eq 0 ]] || die "must run as root (BPF)"
-for t in gcc taskset awk; do command -v $t >/dev/null || die "$t not found"; done
-BPFTRACE=${BPFTRACE:-$(command -v bpftrace || true)}
-[[ -n $BPFTRACE && -x $BPFTRACE ]] || die "bpftrace not found (scripts/setup.sh installs it)"
-RTRACE=${RTRACE:-$ROOT/target/release/rtrace}
-if [[ ! -x $RTRACE ]]; then
-    log "building rtrace (cargo build --release) ..."
-    (cd "$ROOT" && cargo build --release -q) || die "cargo build failed"
-fi
+check_setup gcc taskset awk
 
 TMP=$(mktemp -d /tmp/rtrace-bench.XXXXXX)
 TRACER_PID=

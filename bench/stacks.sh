@@ -42,15 +42,7 @@ FIXTURE_CFLAGS=${FIXTURE_CFLAGS:--O0 -fno-omit-frame-pointer -g}
 NCPU=$(nproc)
 HZ=$(getconf CLK_TCK)
 
-[[ $(id -u) -eq 0 ]] || die "must run as root (BPF)"
-for t in gcc taskset awk; do command -v $t >/dev/null || die "$t not found"; done
-BPFTRACE=${BPFTRACE:-$(command -v bpftrace || true)}
-[[ -n $BPFTRACE && -x $BPFTRACE ]] || die "bpftrace not found (scripts/setup.sh installs it)"
-RTRACE=${RTRACE:-$ROOT/target/release/rtrace}
-if [[ ! -x $RTRACE ]]; then
-    log "building rtrace (cargo build --release) ..."
-    (cd "$ROOT" && cargo build --release -q) || die "cargo build failed"
-fi
+check_setup gcc taskset awk
 GNU_TIME=
 if /usr/bin/time -f %U true >/dev/null 2>&1; then GNU_TIME=/usr/bin/time; fi
 

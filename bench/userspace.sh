@@ -54,15 +54,7 @@ GEN_CPU=${GEN_CPU:-$((NCPU - 1))}
 # the rest (an idle one is given 2 s) before it is stopped with SIGINT.
 DRAIN_LIMIT=${DRAIN_LIMIT:-120}
 
-[[ $(id -u) -eq 0 ]] || die "must run as root (BPF)"
-for t in gcc taskset awk mkfifo; do command -v $t >/dev/null || die "$t not found"; done
-BPFTRACE=${BPFTRACE:-$(command -v bpftrace || true)}
-[[ -n $BPFTRACE && -x $BPFTRACE ]] || die "bpftrace not found (scripts/setup.sh installs it)"
-RTRACE=${RTRACE:-$ROOT/target/release/rtrace}
-if [[ ! -x $RTRACE ]]; then
-    log "building rtrace (cargo build --release) ..."
-    (cd "$ROOT" && cargo build --release -q) || die "cargo build failed"
-fi
+check_setup gcc taskset awk mkfifo
 
 TMP=$(mktemp -d /tmp/rtrace-ubench.XXXXXX)
 TRACER_PID=
