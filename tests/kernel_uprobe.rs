@@ -18,7 +18,6 @@ const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/uprob
 struct Target {
     dir: TempDir,
     path: PathBuf,
-    name: String,
 }
 
 impl Target {
@@ -35,7 +34,7 @@ impl Target {
             }
         };
         assert!(out.status.success(), "gcc failed:\n{}", String::from_utf8_lossy(&out.stderr));
-        Some(Target { dir, path, name })
+        Some(Target { dir, path })
     }
 
     fn p(&self) -> &str {
@@ -66,12 +65,16 @@ impl Target {
     }
 }
 
-fn usdt_ready(t: &Target) -> bool {
+/// `setup()` and the fixture built with its USDT probes; `None` (after
+/// saying why) when a test of USDT probes can't run here.
+fn usdt_setup() -> Option<(std::sync::MutexGuard<'static, ()>, Target)> {
+    let guard = setup()?;
+    let t = Target::build()?;
     if !t.has_usdt() {
         eprintln!("skipped: <sys/sdt.h> is missing (install systemtap-sdt-dev)");
-        return false;
+        return None;
     }
-    true
+    Some((guard, t))
 }
 
 /// (label, count) of each row of the histogram under `header`.
@@ -267,11 +270,7 @@ fn uprobe_errors_name_what_is_wrong() {
 
 #[test]
 fn usdt_arguments_strings_and_memory_operands() {
-    let Some(_g) = setup() else { return };
-    let Some(t) = Target::build() else { return };
-    if !usdt_ready(&t) {
-        return;
-    }
+    let Some((_g, t)) = usdt_setup() else { return };
     let src = fill(
         r#"
 let by_name = map();
@@ -301,11 +300,7 @@ probe("usdt:__BIN__:rtt:tick", |e| {
 
 #[test]
 fn usdt_semaphore_is_set_while_attached() {
-    let Some(_g) = setup() else { return };
-    let Some(t) = Target::build() else { return };
-    if !usdt_ready(&t) {
-        return;
-    }
+    let Some((_g, t)) = usdt_setup() else { return };
     let src = fill(
         r#"
 let c = map();
@@ -325,11 +320,7 @@ probe("U:__BIN__:guarded", |e| { c[e.probe] = count(); s = sum(e.arg0); });
 
 #[test]
 fn usdt_wildcards_and_errors() {
-    let Some(_g) = setup() else { return };
-    let Some(t) = Target::build() else { return };
-    if !usdt_ready(&t) {
-        return;
-    }
+    let Some((_g, t)) = usdt_setup() else { return };
     let bin = t.p();
     let src = fill(r#"let c = map(); probe("usdt:__BIN__:rtt:*", |e| { c[e.probe] = count(); });"#, &[("BIN", &bin)]);
     let (attached, guarded, out) = trace_run(&src, &t, 4);
@@ -358,11 +349,7 @@ fn usdt_wildcards_and_errors() {
 /// them through the binary's symbols, wherever the PIE is loaded.
 #[test]
 fn usdt_arguments_in_globals() {
-    let Some(_g) = setup() else { return };
-    let Some(t) = Target::build() else { return };
-    if !usdt_ready(&t) {
-        return;
-    }
+    let Some((_g, t)) = usdt_setup() else { return };
     let src = fill(
         r#"
 let counter = map();
