@@ -30,8 +30,7 @@ impl ProbeType for TpBtf {
             bail!("tp_btf probes need kernel BTF (/sys/kernel/btf/vmlinux), which this kernel lacks; use rawtracepoint:");
         };
         let pattern = spec.target.rsplit(':').next().unwrap_or(&spec.target);
-        let found: Vec<String> =
-            tracefs::expand_raw_tracepoints(pattern)?.into_iter().filter(|e| kernel.tracepoint_id(e).is_some()).collect();
+        let found = matching(kernel, pattern);
         if found.is_empty() {
             let all = kernel.tracepoint_names();
             let close = tracefs::suggest(pattern, all.iter().map(String::as_str));
@@ -58,6 +57,18 @@ impl ProbeType for TpBtf {
     }
     fn attach(&self, point: &AttachPoint, prog: BorrowedFd<'_>) -> Result<Attachment> {
         attach_by_btf_id(point, prog)
+    }
+}
+
+/// The vmlinux raw tracepoints with a BTF prototype matching `pattern`
+/// (a name or a `*`/`?` wildcard), sorted.
+pub fn matching(kernel: &btf::KernelBtf, pattern: &str) -> Vec<String> {
+    if tracefs::has_wildcard(pattern) {
+        kernel.tracepoint_names().into_iter().filter(|n| tracefs::wildcard_match(pattern, n)).collect()
+    } else if kernel.tracepoint_id(pattern).is_some() {
+        vec![pattern.to_string()]
+    } else {
+        vec![]
     }
 }
 

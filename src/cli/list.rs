@@ -140,17 +140,15 @@ fn list_kind(
         Kind::RawTracepoint | Kind::TpBtf => {
             let name = or_star(rest.rsplit(':').next().unwrap_or(""));
             let btf = crate::btf::kernel();
-            for n in tracefs::expand_raw_tracepoints(name)? {
-                let params = match btf {
-                    Some(b) if verbose || kind == Kind::TpBtf => b.tracepoint_params(&n),
-                    _ => None,
-                };
-                if kind == Kind::TpBtf && params.is_none() {
-                    continue;
-                }
-                let details = match (verbose, params, btf) {
-                    (true, Some(ps), Some(b)) => ps.iter().map(|p| field_decl(&p.name, &b.type_name(p.ty))).collect(),
-                    _ => vec![],
+            let names = match (kind, btf) {
+                (Kind::TpBtf, Some(b)) => crate::attach::tp_btf::matching(b, name),
+                (Kind::TpBtf, None) => vec![],
+                _ => tracefs::expand_raw_tracepoints(name)?,
+            };
+            for n in names {
+                let details = match btf.filter(|_| verbose).and_then(|b| Some((b, b.tracepoint_params(&n)?))) {
+                    Some((b, ps)) => ps.iter().map(|p| field_decl(&p.name, &b.type_name(p.ty))).collect(),
+                    None => vec![],
                 };
                 out.insert(format!("{}:{n}", kind.name()), details);
             }

@@ -630,10 +630,17 @@ impl<'a> Lowerer<'a> {
                 if matches!(init, RExpr::Unit(_)) {
                     return err(*pos, format!("`let {}` needs a value in a probe", ident.name));
                 }
-                let value = self.expr(init)?;
+                // A typed pointer keeps its struct type (`let t = e.curtask;`).
+                let typed = match init {
+                    RExpr::Dot(x, _, dpos) => self.pointer_access(&x.lhs, &x.rhs, *dpos),
+                    _ => None,
+                };
+                let (value, pointee) = match typed {
+                    Some(access) => access.map(|a| (a.expr, a.pointee))?,
+                    None => (self.expr(init)?, None),
+                };
                 let ty = self.ty(&value);
                 let sem = self.sem(&value);
-                let pointee = self.btf_pointee(init);
                 let id = self.new_local(ident.name.as_str(), ty);
                 if sem != Sem::Plain {
                     self.local_sems.insert(id, sem);
@@ -1191,27 +1198,36 @@ impl<'a> Lowerer<'a> {
         false
     }
 
-    /// The struct a kernel value points to, when `init` is a BTF-typed
-    /// pointer (`e.curtask`, `e.args.prev`, `t.real_parent` of such a local).
-    fn btf_pointee(&mut self, init: &RExpr) -> Option<u32> {
-        let RExpr::Dot(x, _, _) = init else { return None };
-        let RExpr::Variable(v, _, _) = &x.lhs else { return None };
-        let (chain, rest) = property_chain(&x.rhs);
+    /// A typed kernel value reached by a property chain: `e.curtask`,
+    /// `e.args.X...`, `e.curtask.X...`, or `t.X...` of a local holding a BTF
+    /// struct pointer. `None` for every other property access.
+    fn pointer_access(&mut self, lhs: &RExpr, rhs: &RExpr, pos: Position) -> Option<Result<fields::Access>> {
+        let RExpr::Variable(v, _, _) = lhs else { return None };
+        let (chain, rest) = property_chain(rhs);
         if rest || chain.is_empty() {
             return None;
         }
         let name = v.1.as_str();
         if let Some((id, to)) = self.btf_local(name) {
+            // `t.pid` where `let t = e.curtask;`: members through BTF.
+            let Some(btf) = crate::btf::kernel() else { return Some(err(pos, "this kernel has no BTF")) };
             let names: Vec<String> = chain.iter().map(|c| c.0.clone()).collect();
             let base = fields::Base { value: Expr::Local(id), ty: to, pointee: true, name: name.to_string() };
-            return fields::walk(crate::btf::kernel()?, base, &names).ok()?.pointee;
+            return Some(fields::walk(btf, base, &names).map_err(|(i, msg)| {
+                let at = chain.get(i).or(chain.last()).map(|c| c.1).unwrap_or(pos);
+                LowerError { pos: at, message: msg, userspace: false }
+            }));
         }
-        if Some(name) != self.event.as_deref() {
+        if Some(name) != self.event.as_deref() || self.lookup_local(name).is_some() {
             return None;
         }
         match chain[0].0.as_str() {
-            "curtask" if chain.len() == 1 => crate::btf::kernel()?.struct_named("task_struct"),
-            "curtask" | "args" if chain.len() >= 2 => self.member_chain(&chain).ok()?.pointee,
+            "curtask" if chain.len() == 1 => Some(Ok(fields::Access {
+                expr: Expr::Builtin(Builtin::CurTask),
+                char_pointer: false,
+                pointee: crate::btf::kernel().and_then(|b| b.struct_named("task_struct")),
+            })),
+            "curtask" | "args" if chain.len() >= 2 => Some(self.member_chain(&chain)),
             _ => None,
         }
     }
@@ -1224,20 +1240,12 @@ impl<'a> Lowerer<'a> {
 
     /// `e.FIELD`, `e.args.FIELD`.
     fn dot(&mut self, lhs: &RExpr, rhs: &RExpr, pos: Position) -> Result<Expr> {
+        if let Some(access) = self.pointer_access(lhs, rhs, pos) {
+            return access.map(|a| a.expr);
+        }
         if let RExpr::Variable(v, _, _) = lhs {
-            if let Some((id, to)) = self.btf_local(v.1.as_str()) {
-                // `t.pid` where `let t = e.curtask;`: members through BTF.
-                let (chain, rest) = property_chain(rhs);
-                if rest || chain.is_empty() {
-                    return Err(userspace_only(&format!("`{}...`", v.1), pos));
-                }
-                let Some(btf) = crate::btf::kernel() else { return err(pos, "this kernel has no BTF") };
-                let names: Vec<String> = chain.iter().map(|c| c.0.clone()).collect();
-                let base = fields::Base { value: Expr::Local(id), ty: to, pointee: true, name: v.1.to_string() };
-                return fields::walk(btf, base, &names).map(|a| a.expr).map_err(|(i, msg)| {
-                    let at = chain.get(i).or(chain.last()).map(|c| c.1).unwrap_or(pos);
-                    LowerError { pos: at, message: msg, userspace: false }
-                });
+            if self.btf_local(v.1.as_str()).is_some() {
+                return Err(userspace_only(&format!("`{}...`", v.1), pos));
             }
         }
         let is_event = matches!(lhs, RExpr::Variable(v, _, _) if Some(v.1.as_str()) == self.event.as_deref() && self.lookup_local(v.1.as_str()).is_none());
@@ -1255,9 +1263,6 @@ impl<'a> Lowerer<'a> {
                 match (names.first().map(String::as_str), rest) {
                     (Some("args"), _) if names.len() == 1 => {
                         err(chain[0].1, "`e.args` needs a field name, e.g. `e.args.filename`")
-                    }
-                    (Some(first), false) if names.len() >= 2 && matches!(first, "args" | "curtask") => {
-                        self.member_chain(&chain).map(|a| a.expr)
                     }
                     // e.g. `e.comm.len()`: string work on a captured field.
                     (Some(first), _) => {
