@@ -115,7 +115,10 @@ impl KernelBtf {
                 .into_iter()
                 .skip(1)
                 .enumerate()
-                .map(|(i, p)| Param { name: if p.name == format!("arg{}", i + 1) { format!("arg{i}") } else { p.name }, ty: p.ty })
+                .map(|(i, p)| Param {
+                    name: if p.name == format!("arg{}", i + 1) { format!("arg{i}") } else { p.name },
+                    ty: p.ty,
+                })
                 .collect(),
         )
     }
@@ -135,7 +138,11 @@ impl KernelBtf {
                 .iter()
                 .enumerate()
                 .map(|(i, p)| Param {
-                    name: p.name.map(|n| n.to_string_lossy().into_owned()).filter(|n| !n.is_empty()).unwrap_or(format!("arg{i}")),
+                    name: p
+                        .name
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .filter(|n| !n.is_empty())
+                        .unwrap_or(format!("arg{i}")),
                     ty: u32::from(p.ty),
                 })
                 .collect(),
@@ -189,7 +196,10 @@ impl KernelBtf {
         let Some(t) = self.ty(id) else { return false };
         let t = t.skip_mods_and_typedefs();
         match Int::try_from(t) {
-            Ok(i) => i.size() == 1 && (matches!(i.encoding, IntEncoding::Char) || t.name().and_then(|n| n.to_str()) == Some("char")),
+            Ok(i) => {
+                i.size() == 1
+                    && (matches!(i.encoding, IntEncoding::Char) || t.name().and_then(|n| n.to_str()) == Some("char"))
+            }
             Err(_) => false,
         }
     }
@@ -241,9 +251,15 @@ impl KernelBtf {
             BtfKind::Ptr => {
                 let to = t.next_type().map(|n| u32::from(n.type_id())).unwrap_or(0);
                 let inner = self.type_name(to);
-                if inner.ends_with('*') { format!("{inner}*") } else { format!("{inner} *") }
+                if inner.ends_with('*') {
+                    format!("{inner}*")
+                } else {
+                    format!("{inner} *")
+                }
             }
-            BtfKind::Const => format!("const {}", self.type_name(t.next_type().map(|n| u32::from(n.type_id())).unwrap_or(0))),
+            BtfKind::Const => {
+                format!("const {}", self.type_name(t.next_type().map(|n| u32::from(n.type_id())).unwrap_or(0)))
+            }
             BtfKind::Volatile | BtfKind::Restrict | BtfKind::TypeTag => {
                 self.type_name(t.next_type().map(|n| u32::from(n.type_id())).unwrap_or(0))
             }

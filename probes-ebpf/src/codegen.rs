@@ -98,12 +98,7 @@ pub fn generate(prog: &Program) -> Result<Generated> {
             g.insns.len()
         )));
     }
-    Ok(Generated {
-        insns: g.insns,
-        spans: g.spans,
-        map_relocs: g.map_relocs,
-        stack_size: g.stack_max as u32,
-    })
+    Ok(Generated { insns: g.insns, spans: g.spans, map_relocs: g.map_relocs, stack_size: g.stack_max as u32 })
 }
 
 struct Gen<'a> {
@@ -180,9 +175,9 @@ impl<'a> Gen<'a> {
         let size = ((size + 7) & !7) as i32;
         self.stack_used += size;
         if self.stack_used > MAX_STACK {
-            return Err(self.err(
-                "the probe needs more than 512 bytes of BPF stack; use shorter str() lengths or smaller keys",
-            ));
+            return Err(
+                self.err("the probe needs more than 512 bytes of BPF stack; use shorter str() lengths or smaller keys")
+            );
         }
         self.stack_max = self.stack_max.max(self.stack_used);
         Ok(-self.stack_used as i16)
@@ -249,9 +244,8 @@ impl<'a> Gen<'a> {
                     self.emit(Insn::store(8, FP, slot, R0));
                     self.block(body)?;
                     if self.insns.len() > MAX_INSNS {
-                        return Err(self.err(format!(
-                            "the unrolled loop exceeds {MAX_INSNS} BPF instructions; lower its count"
-                        )));
+                        return Err(self
+                            .err(format!("the unrolled loop exceeds {MAX_INSNS} BPF instructions; lower its count")));
                     }
                 }
             }
@@ -295,7 +289,15 @@ impl<'a> Gen<'a> {
     }
 
     /// Assemble a record on the stack and `ringbuf_output` it.
-    fn emit_record(&mut self, ring: MapId, lost: MapId, site: u32, probe: u32, fields: &[Expr], wake_bytes: u32) -> Result<()> {
+    fn emit_record(
+        &mut self,
+        ring: MapId,
+        lost: MapId,
+        site: u32,
+        probe: u32,
+        fields: &[Expr],
+        wake_bytes: u32,
+    ) -> Result<()> {
         let size: u32 = 8 + fields.iter().map(|f| self.ty(f).slot_size()).sum::<u32>();
         let buf = self.alloc(size)?;
         self.emit(Insn::store_imm(4, FP, buf, site as i32));
@@ -800,7 +802,20 @@ impl<'a> Gen<'a> {
                     return self.materialize(e);
                 }
                 let ra = self.int(a)?;
-                if let (Some(k), true) = (small_const(b), matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::And | BinOp::Or | BinOp::Xor | BinOp::Shl | BinOp::Shr)) {
+                if let (Some(k), true) = (
+                    small_const(b),
+                    matches!(
+                        op,
+                        BinOp::Add
+                            | BinOp::Sub
+                            | BinOp::Mul
+                            | BinOp::And
+                            | BinOp::Or
+                            | BinOp::Xor
+                            | BinOp::Shl
+                            | BinOp::Shr
+                    ),
+                ) {
                     let alu = alu_of(*op);
                     self.emit(Insn::alu_imm(alu, ra, k));
                     return Ok(ra);
@@ -861,9 +876,11 @@ impl<'a> Gen<'a> {
                 self.patch_all_here(missing);
                 Ok(r)
             }
-            Expr::Str { .. } | Expr::Comm | Expr::CtxCharArray { .. } | Expr::CtxDataLocStr { .. } | Expr::ReadStr { .. } => {
-                Err(self.err("a string is used where a number is expected"))
-            }
+            Expr::Str { .. }
+            | Expr::Comm
+            | Expr::CtxCharArray { .. }
+            | Expr::CtxDataLocStr { .. }
+            | Expr::ReadStr { .. } => Err(self.err("a string is used where a number is expected")),
         }
     }
 

@@ -50,7 +50,11 @@ fn jmp_sym(op: u8) -> &'static str {
 }
 
 fn off(o: i16) -> String {
-    if o < 0 { format!("{o}") } else { format!("+{o}") }
+    if o < 0 {
+        format!("{o}")
+    } else {
+        format!("+{o}")
+    }
 }
 
 /// One instruction as text. `next` is the following slot (for `ld_imm64`).

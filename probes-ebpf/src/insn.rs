@@ -134,17 +134,11 @@ impl Insn {
     }
     /// The two slots of `dst = imm64`.
     pub fn ld_imm64(dst: Reg, imm: i64) -> [Insn; 2] {
-        [
-            Insn::new(BPF_LD | BPF_DW | BPF_IMM, dst, 0, 0, imm as i32),
-            Insn::new(0, 0, 0, 0, (imm >> 32) as i32),
-        ]
+        [Insn::new(BPF_LD | BPF_DW | BPF_IMM, dst, 0, 0, imm as i32), Insn::new(0, 0, 0, 0, (imm >> 32) as i32)]
     }
     /// The two slots of `dst = map` (the loader patches `imm` with the map's fd).
     pub fn ld_map(dst: Reg, map_index: u32) -> [Insn; 2] {
-        [
-            Insn::new(BPF_LD | BPF_DW | BPF_IMM, dst, BPF_PSEUDO_MAP_FD, 0, map_index as i32),
-            Insn::new(0, 0, 0, 0, 0),
-        ]
+        [Insn::new(BPF_LD | BPF_DW | BPF_IMM, dst, BPF_PSEUDO_MAP_FD, 0, map_index as i32), Insn::new(0, 0, 0, 0, 0)]
     }
     /// `dst = *(size *)(src + off)`.
     pub fn load(size: u32, dst: Reg, src: Reg, off: i16) -> Insn {
@@ -184,9 +178,7 @@ impl Insn {
         self.code & 0x07
     }
     pub fn is_jump(&self) -> bool {
-        matches!(self.class(), BPF_JMP | BPF_JMP32)
-            && self.code & 0xf0 != BPF_CALL
-            && self.code & 0xf0 != BPF_EXIT
+        matches!(self.class(), BPF_JMP | BPF_JMP32) && self.code & 0xf0 != BPF_CALL && self.code & 0xf0 != BPF_EXIT
     }
     pub fn is_ld_imm64(&self) -> bool {
         self.code == BPF_LD | BPF_DW | BPF_IMM
@@ -195,10 +187,7 @@ impl Insn {
     /// The kernel's `struct bpf_insn` encoding.
     pub fn encode(&self) -> u64 {
         let regs = (self.dst & 0x0f) | ((self.src & 0x0f) << 4);
-        (self.code as u64)
-            | ((regs as u64) << 8)
-            | ((self.off as u16 as u64) << 16)
-            | ((self.imm as u32 as u64) << 32)
+        (self.code as u64) | ((regs as u64) << 8) | ((self.off as u16 as u64) << 16) | ((self.imm as u32 as u64) << 32)
     }
 }
 

@@ -101,27 +101,53 @@ pub const STACK_LOST_FULL: u32 = 1;
 pub enum Expr {
     Int(i64),
     /// A byte string literal, NUL-padded to `len`.
-    Str { bytes: Vec<u8>, len: u32 },
+    Str {
+        bytes: Vec<u8>,
+        len: u32,
+    },
     Local(LocalId),
     Builtin(Builtin),
     /// `comm` of the current task (16 bytes).
     Comm,
     /// An integer field of the context at a fixed offset.
-    CtxInt { offset: u32, size: u32, signed: bool },
+    CtxInt {
+        offset: u32,
+        size: u32,
+        signed: bool,
+    },
     /// A `char[len]` array inside the context.
-    CtxCharArray { offset: u32, len: u32 },
+    CtxCharArray {
+        offset: u32,
+        len: u32,
+    },
     /// A `__data_loc char[]` string of a tracepoint record, read up to `max`.
-    CtxDataLocStr { offset: u32, max: u32 },
+    CtxDataLocStr {
+        offset: u32,
+        max: u32,
+    },
     /// `bpf_get_stackid` into the stack map `map`: the stack id (negative on
     /// failure). For user stacks the pid is packed above it: `pid << 32 | id`.
     /// Taken once per event and map (later uses reuse it); a failed capture
     /// adds 1 to slot [`STACK_LOST_COLLISION`] or [`STACK_LOST_FULL`] of the
     /// per-CPU array `lost`.
-    StackId { map: MapId, user: bool, lost: MapId },
+    StackId {
+        map: MapId,
+        user: bool,
+        lost: MapId,
+    },
     /// An integer of `size` bytes read from memory at `addr` (0 if unreadable).
-    ReadMem { addr: Box<Expr>, size: u32, signed: bool, user: bool },
+    ReadMem {
+        addr: Box<Expr>,
+        size: u32,
+        signed: bool,
+        user: bool,
+    },
     /// A NUL-terminated string read from memory at `ptr`, up to `max` bytes.
-    ReadStr { ptr: Box<Expr>, max: u32, user: bool },
+    ReadStr {
+        ptr: Box<Expr>,
+        max: u32,
+        user: bool,
+    },
     Binary(BinOp, Box<Expr>, Box<Expr>),
     Unary(UnOp, Box<Expr>),
     /// Short-circuit `&&` / `||`, yielding 0 or 1.
@@ -133,9 +159,15 @@ pub enum Expr {
     /// both NUL-terminated), yielding 0 or 1.
     StrEq(Box<Expr>, Box<Expr>),
     /// A map's integer value for `key`, 0 when the key is missing.
-    MapGet { map: MapId, key: Vec<Expr> },
+    MapGet {
+        map: MapId,
+        key: Vec<Expr>,
+    },
     /// 1 when `key` is in the map, else 0.
-    MapContains { map: MapId, key: Vec<Expr> },
+    MapContains {
+        map: MapId,
+        key: Vec<Expr>,
+    },
 }
 
 impl Expr {
@@ -180,23 +212,61 @@ pub struct Stmt {
 pub enum StmtKind {
     /// Declare or assign a local.
     SetLocal(LocalId, Expr),
-    If { cond: Expr, then: Vec<Stmt>, otherwise: Vec<Stmt> },
+    If {
+        cond: Expr,
+        then: Vec<Stmt>,
+        otherwise: Vec<Stmt>,
+    },
     /// `for var in 0..count { body }`, unrolled.
-    Repeat { var: LocalId, start: i64, count: u32, body: Vec<Stmt> },
+    Repeat {
+        var: LocalId,
+        start: i64,
+        count: u32,
+        body: Vec<Stmt>,
+    },
     /// `m[key] = value` on a value map.
-    MapStore { map: MapId, key: Vec<Expr>, value: Expr },
+    MapStore {
+        map: MapId,
+        key: Vec<Expr>,
+        value: Expr,
+    },
     /// `m[key] += value` (and other compound ops) on a value map: read-modify-write.
-    MapUpdate { map: MapId, key: Vec<Expr>, op: BinOp, value: Expr },
+    MapUpdate {
+        map: MapId,
+        key: Vec<Expr>,
+        op: BinOp,
+        value: Expr,
+    },
     /// `m[key] = count()` and friends.
-    Aggregate { map: MapId, key: Vec<Expr>, op: AggOp, value: Option<Expr> },
-    MapDelete { map: MapId, key: Vec<Expr> },
+    Aggregate {
+        map: MapId,
+        key: Vec<Expr>,
+        op: AggOp,
+        value: Option<Expr>,
+    },
+    MapDelete {
+        map: MapId,
+        key: Vec<Expr>,
+    },
     /// Send a fixed-size control message `{kind, probe, arg}` on the control ring.
-    Control { ring: MapId, kind: u32, probe: u32, arg: Expr },
+    Control {
+        ring: MapId,
+        kind: u32,
+        probe: u32,
+        arg: Expr,
+    },
     /// Send the record `{u32 site, u32 0, fields...}` (each field in its
     /// 8-aligned slot) to the `ring` buffer for userspace. Wake-ups are batched:
     /// the reader is only woken once `wake_bytes` are pending (it also polls on
     /// a timer). A failed send adds 1 to slot `probe` of the `lost` array.
-    Emit { ring: MapId, lost: MapId, site: u32, probe: u32, fields: Vec<Expr>, wake_bytes: u32 },
+    Emit {
+        ring: MapId,
+        lost: MapId,
+        site: u32,
+        probe: u32,
+        fields: Vec<Expr>,
+        wake_bytes: u32,
+    },
     /// Leave the program.
     Return,
 }

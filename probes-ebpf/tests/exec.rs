@@ -119,7 +119,8 @@ fn signed_division_and_modulo() {
     // Truncating division; the remainder takes the dividend's sign.
     let cases = [(7, 2, 3, 1), (-7, 2, -3, -1), (7, -2, -3, 1), (-7, -2, 3, -1), (6, -3, -2, 0), (-1, 5, 0, -1)];
     for (a, b, q, r) in cases {
-        let body = vec![out(0, bin(BinOp::Div, ctx_i64(0), ctx_i64(8))), out(1, bin(BinOp::Mod, ctx_i64(0), ctx_i64(8)))];
+        let body =
+            vec![out(0, bin(BinOp::Div, ctx_i64(0), ctx_i64(8))), out(1, bin(BinOp::Mod, ctx_i64(0), ctx_i64(8)))];
         let h = Harness::new(&program(vec![], vec![out_map()], body));
         h.run(&mut Ctx::new(16).i64(0, a).i64(8, b).0);
         assert_eq!((h.at(OUT, 0), h.at(OUT, 1)), (q, r), "{a} / {b}, {a} % {b}");
@@ -374,7 +375,12 @@ fn string_if_expressions() {
         st(set_local(0, cond(pos(), lit("positive"), Expr::Comm))),
         st(store(strs, vec![int(0)], local(0))),
         st(store(strs, vec![int(1)], cond(pos(), Expr::Comm, lit("not positive")))),
-        st(agg(by_str, vec![cond(pos(), lit("p"), cond(bin(BinOp::Eq, ctx_i64(0), int(0)), lit("zero"), Expr::Comm))], AggOp::Count, None)),
+        st(agg(
+            by_str,
+            vec![cond(pos(), lit("p"), cond(bin(BinOp::Eq, ctx_i64(0), int(0)), lit("zero"), Expr::Comm))],
+            AggOp::Count,
+            None,
+        )),
         // The branches differ in length: the comparison sees all of each.
         out(0, str_eq(cond(pos(), lit("a"), Expr::Comm), lit("b"))),
         out(1, str_eq(cond(pos(), lit("a"), Expr::Comm), lit("bash"))),
@@ -902,8 +908,8 @@ fn min_and_max() {
         body,
     );
     let cases: [(&[i64], i64, i64); 6] = [
-        (&[10], 10, 10),           // first value, positive: min is not 0
-        (&[-7], -7, -7),           // first value, negative: max is not 0
+        (&[10], 10, 10), // first value, positive: min is not 0
+        (&[-7], -7, -7), // first value, negative: max is not 0
         (&[10, 3, 7], 3, 10),
         (&[-5, -3, -9], -9, -3),
         (&[0, i64::MIN, i64::MAX], i64::MIN, i64::MAX),
@@ -928,10 +934,7 @@ fn min_with_string_key() {
     run_values(&h, &[3, -2]);
     h.set_comm("zsh");
     run_values(&h, &[9]);
-    assert_eq!(
-        h.entries(1),
-        vec![(sk("bash", 16), key(&[ik(-2), ik(1)])), (sk("zsh", 16), key(&[ik(9), ik(1)]))]
-    );
+    assert_eq!(h.entries(1), vec![(sk("bash", 16), key(&[ik(-2), ik(1)])), (sk("zsh", 16), key(&[ik(9), ik(1)]))]);
 }
 
 #[test]
@@ -1017,11 +1020,8 @@ fn lhist_buckets() {
             st(agg(1, vec![], op, Some(ctx_i64(0)))),
             st(agg(2, vec![Expr::Comm, ctx_i64(0)], op, Some(ctx_i64(0)))),
         ];
-        let maps = vec![
-            out_map(),
-            agg_map(vec![], AggKind::Hist),
-            agg_map(vec![Ty::Bytes(16), Ty::Int], AggKind::Hist),
-        ];
+        let maps =
+            vec![out_map(), agg_map(vec![], AggKind::Hist), agg_map(vec![Ty::Bytes(16), Ty::Int], AggKind::Hist)];
         for &(v, bucket) in values {
             let h = Harness::new(&program(vec![], maps.clone(), body.clone()));
             run_values(&h, &[v]);
@@ -1096,10 +1096,7 @@ fn emit_records() {
     let second = [0xffff_fff0u32.to_le_bytes(), 0u32.to_le_bytes()].concat();
     let rec = |bytes: &Vec<u8>, flags| Record { map: ring, bytes: bytes.clone(), flags };
     // Below wake_bytes pending: no wake-up (1); at or above: forced (2).
-    assert_eq!(
-        h.records(),
-        vec![rec(&first, 1), rec(&second, 2), rec(&first, 2), rec(&second, 2)]
-    );
+    assert_eq!(h.records(), vec![rec(&first, 1), rec(&second, 2), rec(&first, 2), rec(&second, 2)]);
     assert_eq!(h.int(lost, &3u32.to_le_bytes()), 0);
     // A full ring counts the loss in lost[probe].
     h.set_ring(0, true);
@@ -1236,11 +1233,7 @@ fn too_much_stack_is_reported_at_the_statement() {
 #[test]
 fn aggregation_errors_carry_the_span() {
     let maps = vec![out_map(), agg_map(vec![], AggKind::Hist), agg_map(vec![], AggKind::Min)];
-    for (op, map) in [
-        (AggOp::Hist, 1),
-        (AggOp::Lhist { min: 0, max: 10, step: 1 }, 1),
-        (AggOp::Min, 2),
-    ] {
+    for (op, map) in [(AggOp::Hist, 1), (AggOp::Lhist { min: 0, max: 10, step: 1 }, 1), (AggOp::Min, 2)] {
         let prog = program(vec![], maps.clone(), vec![at(4, 9, agg(map, vec![], op, None))]);
         let err = generate(&prog).unwrap_err();
         assert_eq!(err.span, sp(4, 9), "{op:?} without a value: {err}");
@@ -1284,11 +1277,7 @@ fn too_long_jumps_are_errors() {
 
 #[test]
 fn unrolled_loops_are_bounded() {
-    let body = vec![at(
-        5,
-        2,
-        StmtKind::Repeat { var: 0, start: 0, count: 100_000, body: vec![out(0, local(0))] },
-    )];
+    let body = vec![at(5, 2, StmtKind::Repeat { var: 0, start: 0, count: 100_000, body: vec![out(0, local(0))] })];
     let err = generate(&program(vec![Ty::Int], vec![out_map()], body)).unwrap_err();
     assert_eq!(err.span, sp(5, 2));
 }

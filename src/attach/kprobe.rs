@@ -72,7 +72,8 @@ fn probe_trampoline(function: &str) -> Result<(), String> {
     let Some(btf) = crate::btf::kernel() else { return Err("no kernel BTF".into()) };
     let Some(id) = btf.function_id(function) else { return Err(format!("{function} has no BTF entry")) };
     unsafe {
-        let insns = probes_ebpf::insn::to_bytes(&[probes_ebpf::insn::Insn::mov_imm(0, 0), probes_ebpf::insn::Insn::exit()]);
+        let insns =
+            probes_ebpf::insn::to_bytes(&[probes_ebpf::insn::Insn::mov_imm(0, 0), probes_ebpf::insn::Insn::exit()]);
         let mut opts = libbpf_sys::bpf_prog_load_opts {
             sz: std::mem::size_of::<libbpf_sys::bpf_prog_load_opts>() as _,
             expected_attach_type: BPF_TRACE_FENTRY,
@@ -147,7 +148,8 @@ impl KernelFunctionProbe {
     /// since they are cheaper) rather than a kprobe.
     fn trampoline(&self, point: &AttachPoint) -> bool {
         let Target::KernelFunction { function, .. } = &point.target else { return false };
-        self.trampoline_only || (fentry_available() && crate::btf::kernel().is_some_and(|b| b.function_id(function).is_some()))
+        self.trampoline_only
+            || (fentry_available() && crate::btf::kernel().is_some_and(|b| b.function_id(function).is_some()))
     }
 }
 

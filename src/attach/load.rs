@@ -51,7 +51,9 @@ impl LoadError {
             .map(str::to_string)
             .unwrap_or_else(|| std::io::Error::from_raw_os_error(self.errno).to_string());
         if reason.contains("on pointer prohibited") || reason.contains("pointer arithmetic") {
-            return format!("{reason} (this value is a kernel pointer here: compare it, add to it or read members through it)");
+            return format!(
+                "{reason} (this value is a kernel pointer here: compare it, add to it or read members through it)"
+            );
         }
         reason
     }
@@ -90,7 +92,14 @@ pub fn load_program(prog_type: u32, attrs: LoadAttrs, name: &str, insns: &[Insn]
     Err(LoadError { errno, log: String::from_utf8_lossy(&log[..end]).into_owned() })
 }
 
-unsafe fn load_raw(prog_type: u32, attrs: LoadAttrs, name: &CString, license: &std::ffi::CStr, bytes: &[u8], log: Option<&mut Vec<u8>>) -> i32 {
+unsafe fn load_raw(
+    prog_type: u32,
+    attrs: LoadAttrs,
+    name: &CString,
+    license: &std::ffi::CStr,
+    bytes: &[u8],
+    log: Option<&mut Vec<u8>>,
+) -> i32 {
     let mut opts = libbpf_sys::bpf_prog_load_opts {
         sz: std::mem::size_of::<libbpf_sys::bpf_prog_load_opts>() as _,
         expected_attach_type: attrs.expected_attach_type,
@@ -145,7 +154,11 @@ R6 bitwise operator &= on pointer prohibited\n\
 processed 4 insns (limit 1000000) max_states_per_insn 0 total_states 0 peak_states 0 mark_read 0\n";
         let e = LoadError { errno: libc::EACCES, log: log.to_string() };
         assert_eq!(e.failing_insn(), Some(3));
-        assert!(e.reason().starts_with("R6 bitwise operator &= on pointer prohibited (this value is a kernel pointer"), "{}", e.reason());
+        assert!(
+            e.reason().starts_with("R6 bitwise operator &= on pointer prohibited (this value is a kernel pointer"),
+            "{}",
+            e.reason()
+        );
         assert!(is_register_state("R1_w=scalar()"));
         assert!(!is_register_state("R6 invalid mem access 'scalar'"));
     }

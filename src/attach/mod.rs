@@ -7,8 +7,8 @@ pub mod load;
 pub mod perf;
 pub mod perf_event;
 pub mod rawtracepoint;
-pub mod tracefs;
 pub mod tp_btf;
+pub mod tracefs;
 pub mod tracepoint;
 pub mod uprobe;
 pub mod usdt;
@@ -30,20 +30,48 @@ pub struct AttachPoint {
 
 #[derive(Clone, Debug)]
 pub enum Target {
-    Tracepoint { category: String, event: String },
-    RawTracepoint { event: String },
+    Tracepoint {
+        category: String,
+        event: String,
+    },
+    RawTracepoint {
+        event: String,
+    },
     /// tp_btf: a raw tracepoint attached by its BTF prototype.
-    BtfTracepoint { event: String },
+    BtfTracepoint {
+        event: String,
+    },
     /// profile/interval/software/hardware: a perf event type and config,
     /// sampled every `period` events or at `freq` Hz, on `cpus`.
-    PerfEvent { type_: u32, config: u64, period: u64, freq: Option<u64>, cpus: Vec<i32> },
+    PerfEvent {
+        type_: u32,
+        config: u64,
+        period: u64,
+        freq: Option<u64>,
+        cpus: Vec<i32>,
+    },
     /// uprobe/uretprobe: a file and an offset into it.
-    Uprobe { path: String, offset: u64, retprobe: bool, symbol: String },
+    Uprobe {
+        path: String,
+        offset: u64,
+        retprobe: bool,
+        symbol: String,
+    },
     /// kprobe/kretprobe/fentry/fexit on a kernel function.
-    KernelFunction { function: String, ret: bool },
+    KernelFunction {
+        function: String,
+        ret: bool,
+    },
     /// usdt: a probe site at `offset` in `path`, its argument specs, and the
     /// file offset of its semaphore (0: none).
-    Usdt { path: String, offset: u64, provider: String, name: String, args: Vec<usdt::UsdtArg>, semaphore: u64 },
+    Usdt {
+        path: String,
+        offset: u64,
+        provider: String,
+        name: String,
+        args: Vec<usdt::UsdtArg>,
+        semaphore: u64,
+    },
 }
 
 /// A live attachment; dropping it detaches.

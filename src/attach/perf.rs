@@ -57,9 +57,8 @@ fn new_attr(type_: u32, config: u64) -> libbpf_sys::perf_event_attr {
 }
 
 fn open_attr(attr: &libbpf_sys::perf_event_attr, pid: i32, cpu: i32) -> std::io::Result<OwnedFd> {
-    let fd = unsafe {
-        libc::syscall(libc::SYS_perf_event_open, attr as *const _, pid, cpu, -1i32, PERF_FLAG_FD_CLOEXEC)
-    };
+    let fd =
+        unsafe { libc::syscall(libc::SYS_perf_event_open, attr as *const _, pid, cpu, -1i32, PERF_FLAG_FD_CLOEXEC) };
     if fd < 0 {
         return Err(std::io::Error::last_os_error());
     }
@@ -74,7 +73,12 @@ pub fn attach_bpf(events: Vec<OwnedFd>, prog: BorrowedFd<'_>) -> Result<Attachme
     let mut links = Vec::with_capacity(events.len());
     for event in &events {
         let link = unsafe {
-            libbpf_sys::bpf_link_create(prog.as_raw_fd(), event.as_raw_fd(), libbpf_sys::BPF_PERF_EVENT, std::ptr::null())
+            libbpf_sys::bpf_link_create(
+                prog.as_raw_fd(),
+                event.as_raw_fd(),
+                libbpf_sys::BPF_PERF_EVENT,
+                std::ptr::null(),
+            )
         };
         if link >= 0 {
             links.push(unsafe { OwnedFd::from_raw_fd(link) });

@@ -118,7 +118,11 @@ fn expand_timer(spec: &ProbeSpec) -> Result<Vec<AttachPoint>> {
     let (unit, count) = match parts.as_slice() {
         [unit, count] if !count.is_empty() => (*unit, *count),
         [unit] | [unit, _] if ["hz", "s", "ms", "us"].contains(unit) => {
-            bail!("{name}: missing the {}; e.g. {kind}:{unit}:{}", if *unit == "hz" { "rate" } else { "count" }, example(unit))
+            bail!(
+                "{name}: missing the {}; e.g. {kind}:{unit}:{}",
+                if *unit == "hz" { "rate" } else { "count" },
+                example(unit)
+            )
         }
         [_] | [_, _] => bail!("{name}: expected UNIT:N; {usage}"),
         _ => bail!("{name}: too many fields; {usage}"),
@@ -150,7 +154,13 @@ fn expand_timer(spec: &ProbeSpec) -> Result<Vec<AttachPoint>> {
     let cpus = if spec.kind == ProbeKind::Interval { online[..1].to_vec() } else { online };
     Ok(vec![AttachPoint {
         name,
-        target: Target::PerfEvent { type_: perf::PERF_TYPE_SOFTWARE, config: PERF_COUNT_SW_CPU_CLOCK, period, freq, cpus },
+        target: Target::PerfEvent {
+            type_: perf::PERF_TYPE_SOFTWARE,
+            config: PERF_COUNT_SW_CPU_CLOCK,
+            period,
+            freq,
+            cpus,
+        },
     }])
 }
 
@@ -176,8 +186,9 @@ fn expand_named(spec: &ProbeSpec) -> Result<Vec<AttachPoint>> {
     let (event, count) = match parts.as_slice() {
         [event] | [event, ""] => (*event, None),
         [event, count] => {
-            let n = parse_count(count)
-                .ok_or_else(|| anyhow!("{name}: the count '{count}' is not a whole number; write {kind}:EVENT:COUNT"))?;
+            let n = parse_count(count).ok_or_else(|| {
+                anyhow!("{name}: the count '{count}' is not a whole number; write {kind}:EVENT:COUNT")
+            })?;
             if n == 0 {
                 bail!("{name}: the count must be at least 1");
             }
@@ -201,7 +212,11 @@ fn expand_named(spec: &ProbeSpec) -> Result<Vec<AttachPoint>> {
             .collect();
         let hint = if wildcard { vec![] } else { tracefs::suggest(event, table.iter().map(|e| e.name)) };
         let did_you_mean = if hint.is_empty() { String::new() } else { format!("; did you mean {}?", hint.join(", ")) };
-        let what = if wildcard { format!("no {kind} event matches '{event}'") } else { format!("unknown {kind} event '{event}'") };
+        let what = if wildcard {
+            format!("no {kind} event matches '{event}'")
+        } else {
+            format!("unknown {kind} event '{event}'")
+        };
         bail!("{what}{did_you_mean} (known: {})", known.join(", "));
     }
     let cpus = online_cpus()?;
@@ -285,7 +300,9 @@ fn open_error(point: &AttachPoint, type_: u32, freq: Option<u64>, cpu: i32, err:
             );
         }
         if errno == libc::EOPNOTSUPP {
-            return anyhow!("{name}: the hardware counters here can't sample this event (perf_event_open: {err}); {instead}");
+            return anyhow!(
+                "{name}: the hardware counters here can't sample this event (perf_event_open: {err}); {instead}"
+            );
         }
         return anyhow!("{name}: this CPU has no counter for this event (perf_event_open: {err})");
     }

@@ -34,7 +34,10 @@ impl ProbeType for RawTracepoint {
         }
         Ok(found
             .into_iter()
-            .map(|event| AttachPoint { name: format!("rawtracepoint:{event}"), target: Target::RawTracepoint { event } })
+            .map(|event| AttachPoint {
+                name: format!("rawtracepoint:{event}"),
+                target: Target::RawTracepoint { event },
+            })
             .collect())
     }
     fn btf_args(&self, point: &AttachPoint) -> Option<Vec<crate::btf::Param>> {

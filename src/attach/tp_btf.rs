@@ -27,7 +27,9 @@ impl ProbeType for TpBtf {
     }
     fn expand(&self, spec: &ProbeSpec) -> Result<Vec<AttachPoint>> {
         let Some(kernel) = btf::kernel() else {
-            bail!("tp_btf probes need kernel BTF (/sys/kernel/btf/vmlinux), which this kernel lacks; use rawtracepoint:");
+            bail!(
+                "tp_btf probes need kernel BTF (/sys/kernel/btf/vmlinux), which this kernel lacks; use rawtracepoint:"
+            );
         };
         let pattern = spec.target.rsplit(':').next().unwrap_or(&spec.target);
         let found = matching(kernel, pattern);
@@ -48,7 +50,9 @@ impl ProbeType for TpBtf {
         let Target::BtfTracepoint { event } = &point.target else {
             bail!("not a BTF tracepoint: {}", point.name);
         };
-        let id = btf::kernel().and_then(|k| k.tracepoint_id(event)).ok_or_else(|| anyhow!("{} has no BTF prototype", point.name))?;
+        let id = btf::kernel()
+            .and_then(|k| k.tracepoint_id(event))
+            .ok_or_else(|| anyhow!("{} has no BTF prototype", point.name))?;
         Ok(LoadAttrs { expected_attach_type: BPF_TRACE_RAW_TP, attach_btf_id: id })
     }
     fn btf_args(&self, point: &AttachPoint) -> Option<Vec<Param>> {

@@ -28,16 +28,8 @@ const BTF_TRACE_PREFIX: &[u8] = b"btf_trace_";
 /// Tracefs event categories that have no raw tracepoint of the same name
 /// (syscall events are synthesized from `raw_syscalls:sys_enter`/`sys_exit`,
 /// the rest are dynamic events). Used only when BTF is unavailable.
-const NON_RAW_CATEGORIES: &[&str] = &[
-    "syscalls",
-    "ftrace",
-    "kprobes",
-    "uprobes",
-    "synthetic",
-    "eprobes",
-    "fprobes",
-    "tracepoints",
-];
+const NON_RAW_CATEGORIES: &[&str] =
+    &["syscalls", "ftrace", "kprobes", "uprobes", "synthetic", "eprobes", "fprobes", "tracepoints"];
 
 /// Category of ftrace's own events (`ftrace:function`, ...): they are not in
 /// `available_events` and cannot take BPF programs, so wildcards skip them.
@@ -61,9 +53,7 @@ pub fn tracefs_root() -> Result<PathBuf> {
     if let Some(root) = TRACEFS_ROOT.get() {
         return Ok(root.clone());
     }
-    let _lookup = TRACEFS_ROOT_LOOKUP
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let _lookup = TRACEFS_ROOT_LOOKUP.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     if let Some(root) = TRACEFS_ROOT.get() {
         return Ok(root.clone());
     }
@@ -100,10 +90,9 @@ fn probe_tracefs_dir(dir: &Path) -> Result<bool> {
     let events = dir.join("events");
     match std::fs::metadata(&events) {
         Ok(meta) => Ok(meta.is_dir()),
-        Err(e) if e.kind() == ErrorKind::PermissionDenied => bail!(
-            "cannot access {}: permission denied (reading tracefs needs root)",
-            events.display()
-        ),
+        Err(e) if e.kind() == ErrorKind::PermissionDenied => {
+            bail!("cannot access {}: permission denied (reading tracefs needs root)", events.display())
+        }
         Err(_) => Ok(false),
     }
 }
@@ -129,9 +118,7 @@ fn unescape_mount_path(path: &str) -> String {
         if bytes[i] == b'\\' && i + 3 < bytes.len() {
             let digits = &bytes[i + 1..i + 4];
             if digits.iter().all(|d| (b'0'..=b'7').contains(d)) {
-                let value = digits
-                    .iter()
-                    .fold(0u32, |acc, d| acc * 8 + u32::from(d - b'0'));
+                let value = digits.iter().fold(0u32, |acc, d| acc * 8 + u32::from(d - b'0'));
                 if let Ok(value) = u8::try_from(value) {
                     out.push(value);
                     i += 4;
@@ -161,12 +148,9 @@ fn mount_tracefs() -> Result<PathBuf> {
             Some(libc::ENODEV) => {
                 bail!("this kernel has no tracefs (built without CONFIG_FTRACE/CONFIG_TRACING?)")
             }
-            Some(libc::ENOENT) => mount_debugfs_tracing().with_context(|| {
-                format!("tracefs is not mounted and {TRACEFS_MOUNT_POINT} does not exist")
-            }),
-            _ => bail!(
-                "tracefs is not mounted and mounting it at {TRACEFS_MOUNT_POINT} failed: {err}"
-            ),
+            Some(libc::ENOENT) => mount_debugfs_tracing()
+                .with_context(|| format!("tracefs is not mounted and {TRACEFS_MOUNT_POINT} does not exist")),
+            _ => bail!("tracefs is not mounted and mounting it at {TRACEFS_MOUNT_POINT} failed: {err}"),
         },
     }
 }
@@ -190,15 +174,7 @@ fn mount_fs(fstype: &str, target: &str) -> std::io::Result<()> {
     let target_c = CString::new(target).expect("no NUL in mount point");
     let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
     // SAFETY: all pointers are valid NUL-terminated strings or null (data).
-    let rc = unsafe {
-        libc::mount(
-            source.as_ptr(),
-            target_c.as_ptr(),
-            source.as_ptr(),
-            flags,
-            std::ptr::null(),
-        )
-    };
+    let rc = unsafe { libc::mount(source.as_ptr(), target_c.as_ptr(), source.as_ptr(), flags, std::ptr::null()) };
     if rc == 0 {
         Ok(())
     } else {
@@ -245,7 +221,7 @@ pub struct FormatField {
     pub common: bool,
 }
 
-    #[cfg(test)]
+#[cfg(test)]
 impl FormatField {
     /// Element count of an array field (`Some(16)` for `char[16]`, `Some(0)`
     /// for a flexible `u32[]`), `None` for non-arrays and `__data_loc` fields.
@@ -298,10 +274,7 @@ pub fn read_format(category: &str, name: &str) -> Result<TracepointFormat> {
             bail!("{}", unknown_tracepoint_message(category, name))
         }
         Err(e) if e.kind() == ErrorKind::PermissionDenied => {
-            bail!(
-                "cannot read {}: permission denied (needs root)",
-                path.display()
-            )
+            bail!("cannot read {}: permission denied (needs root)", path.display())
         }
         Err(e) => bail!("cannot read {}: {e}", path.display()),
     };
@@ -331,11 +304,8 @@ pub fn parse_format(category: &str, name: &str, text: &str) -> Result<Tracepoint
         let trimmed = line.trim();
         if let Some(value) = trimmed.strip_prefix("ID:") {
             let value = value.trim();
-            id = Some(
-                value
-                    .parse::<u32>()
-                    .with_context(|| format!("bad ID '{value}' in format of {category}:{name}"))?,
-            );
+            id =
+                Some(value.parse::<u32>().with_context(|| format!("bad ID '{value}' in format of {category}:{name}"))?);
         } else if trimmed == "format:" {
             in_format = true;
         } else if trimmed.starts_with("print fmt:") {
@@ -345,10 +315,8 @@ pub fn parse_format(category: &str, name: &str, text: &str) -> Result<Tracepoint
                 in_common_block = false;
             }
         } else if in_format {
-            let field =
-                parse_field_line(category, trimmed, in_common_block).with_context(|| {
-                    format!("cannot parse format of {category}:{name}, line '{trimmed}'")
-                })?;
+            let field = parse_field_line(category, trimmed, in_common_block)
+                .with_context(|| format!("cannot parse format of {category}:{name}, line '{trimmed}'"))?;
             if let Some(field) = field {
                 fields.push(field);
             }
@@ -357,25 +325,13 @@ pub fn parse_format(category: &str, name: &str, text: &str) -> Result<Tracepoint
     let Some(id) = id else {
         bail!("format of {category}:{name} has no ID line");
     };
-    Ok(TracepointFormat {
-        category: category.to_string(),
-        name: name.to_string(),
-        id,
-        fields,
-    })
+    Ok(TracepointFormat { category: category.to_string(), name: name.to_string(), id, fields })
 }
 
 /// `field:const char * filename;\toffset:24;\tsize:8;\tsigned:0;`
 /// Returns None for lines that are not field lines.
-fn parse_field_line(
-    category: &str,
-    line: &str,
-    in_common_block: bool,
-) -> Result<Option<FormatField>> {
-    let Some(rest) = line
-        .strip_prefix("field:")
-        .or_else(|| line.strip_prefix("field special:"))
-    else {
+fn parse_field_line(category: &str, line: &str, in_common_block: bool) -> Result<Option<FormatField>> {
+    let Some(rest) = line.strip_prefix("field:").or_else(|| line.strip_prefix("field special:")) else {
         return Ok(None);
     };
     let mut parts = rest.split(';');
@@ -398,21 +354,9 @@ fn parse_field_line(
     };
     let (base_type, array_suffix, name) = split_declaration(declaration)?;
     let kind = classify_field(category, base_type, array_suffix, size);
-    let c_type = if array_suffix.is_empty() {
-        base_type.to_string()
-    } else {
-        format!("{base_type}{array_suffix}")
-    };
+    let c_type = if array_suffix.is_empty() { base_type.to_string() } else { format!("{base_type}{array_suffix}") };
     let common = in_common_block && name.starts_with("common_");
-    Ok(Some(FormatField {
-        name: name.to_string(),
-        c_type,
-        offset,
-        size,
-        signed,
-        kind,
-        common,
-    }))
+    Ok(Some(FormatField { name: name.to_string(), c_type, offset, size, signed, kind, common }))
 }
 
 /// Split `unsigned long args[6]` into ("unsigned long", "[6]", "args").
@@ -425,9 +369,7 @@ fn split_declaration(declaration: &str) -> Result<(&str, &str, &str)> {
             decl = decl[..open].trim_end();
         }
     }
-    let name_start = decl
-        .trim_end_matches(|c: char| c.is_ascii_alphanumeric() || c == '_')
-        .len();
+    let name_start = decl.trim_end_matches(|c: char| c.is_ascii_alphanumeric() || c == '_').len();
     let name = &decl[name_start..];
     let base_type = decl[..name_start].trim_end();
     if name.is_empty() || base_type.is_empty() {
@@ -473,12 +415,7 @@ fn classify_field(category: &str, base_type: &str, array_suffix: &str, size: u32
 fn strip_qualifiers(c_type: &str) -> String {
     c_type
         .split_whitespace()
-        .filter(|word| {
-            !matches!(
-                *word,
-                "const" | "volatile" | "__user" | "__rcu" | "__percpu"
-            )
-        })
+        .filter(|word| !matches!(*word, "const" | "volatile" | "__user" | "__rcu" | "__percpu"))
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -517,8 +454,7 @@ fn read_available_events(root: &Path) -> Result<Vec<(String, String)>> {
     let path = root.join("available_events");
     let mut file = File::open(&path).with_context(|| format!("cannot open {}", path.display()))?;
     let mut text = String::with_capacity(128 * 1024);
-    file.read_to_string(&mut text)
-        .with_context(|| format!("cannot read {}", path.display()))?;
+    file.read_to_string(&mut text).with_context(|| format!("cannot read {}", path.display()))?;
     let mut list: Vec<(String, String)> = text
         .lines()
         .filter_map(|line| line.split_once(':'))
@@ -531,8 +467,7 @@ fn read_available_events(root: &Path) -> Result<Vec<(String, String)>> {
 
 fn walk_events_dir(root: &Path) -> Result<Vec<(String, String)>> {
     let events = root.join("events");
-    let entries =
-        std::fs::read_dir(&events).with_context(|| format!("cannot list {}", events.display()))?;
+    let entries = std::fs::read_dir(&events).with_context(|| format!("cannot list {}", events.display()))?;
     let mut list = Vec::new();
     for entry in entries.flatten() {
         if !entry.file_type().map(|t| t.is_dir()).unwrap_or(false) {
@@ -565,11 +500,7 @@ fn category_event_names(root: &Path, category: &str) -> Vec<String> {
 /// category or name simply yields nothing.
 pub fn expand_tracepoints(pattern: &str) -> Result<Vec<(String, String)>> {
     let mut found = Vec::new();
-    for item in pattern
-        .split(',')
-        .map(str::trim)
-        .filter(|item| !item.is_empty())
-    {
+    for item in pattern.split(',').map(str::trim).filter(|item| !item.is_empty()) {
         let (category_pattern, name_pattern) = match item.split_once(':') {
             Some((category, name)) => (category, name),
             None => ("*", item),
@@ -584,15 +515,10 @@ pub fn expand_tracepoints(pattern: &str) -> Result<Vec<(String, String)>> {
     Ok(found)
 }
 
-fn expand_one_tracepoint(
-    category_pattern: &str,
-    name_pattern: &str,
-    found: &mut Vec<(String, String)>,
-) -> Result<()> {
+fn expand_one_tracepoint(category_pattern: &str, name_pattern: &str, found: &mut Vec<(String, String)>) -> Result<()> {
     let category_is_literal = !has_wildcard(category_pattern);
     let name_is_literal = !has_wildcard(name_pattern);
-    if category_is_literal && (category_pattern.contains('/') || category_pattern.starts_with('.'))
-    {
+    if category_is_literal && (category_pattern.contains('/') || category_pattern.starts_with('.')) {
         return Ok(());
     }
     if category_is_literal && name_is_literal {
@@ -600,10 +526,7 @@ fn expand_one_tracepoint(
             return Ok(());
         }
         let root = tracefs_root()?;
-        let dir = root
-            .join("events")
-            .join(category_pattern)
-            .join(name_pattern);
+        let dir = root.join("events").join(category_pattern).join(name_pattern);
         if dir.join("format").exists() {
             found.push((category_pattern.to_string(), name_pattern.to_string()));
         }
@@ -687,8 +610,7 @@ fn btf_trace_names(path: &Path, self_contained: bool, names: &mut Vec<String>) -
         }
     }
     let mut header = [0u8; 24];
-    file.read_exact_at(&mut header, 0)
-        .with_context(|| format!("cannot read BTF header of {}", path.display()))?;
+    file.read_exact_at(&mut header, 0).with_context(|| format!("cannot read BTF header of {}", path.display()))?;
     let Some((strings_start, strings_len)) = btf_string_section_range(&header) else {
         bail!("{} is not little-endian BTF", path.display());
     };
@@ -739,10 +661,10 @@ fn btf_trace_typedef_names(btf: &[u8]) -> Option<Vec<String>> {
         let vlen = (info & 0xffff) as usize;
         let extra = match kind {
             1 | 14 | 17 => 4,             // INT, VAR, DECL_TAG
-            2 | 7..=12 | 16 | 18 => 0, // PTR, FWD, TYPEDEF, VOLATILE, CONST, RESTRICT, FUNC, FLOAT, TYPE_TAG
-            3 => 12,                   // ARRAY
+            2 | 7..=12 | 16 | 18 => 0,    // PTR, FWD, TYPEDEF, VOLATILE, CONST, RESTRICT, FUNC, FLOAT, TYPE_TAG
+            3 => 12,                      // ARRAY
             4 | 5 | 15 | 19 => vlen * 12, // STRUCT, UNION, DATASEC, ENUM64
-            6 | 13 => vlen * 8,        // ENUM, FUNC_PROTO
+            6 | 13 => vlen * 8,           // ENUM, FUNC_PROTO
             _ => return None,
         };
         if kind == KIND_TYPEDEF {
@@ -789,16 +711,8 @@ impl ReadOnlyMapping {
         }
         // SAFETY: a fresh private read-only mapping of a file we hold open;
         // the kernel validates fd, length and protection.
-        let address = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ,
-                libc::MAP_PRIVATE,
-                file.as_raw_fd(),
-                0,
-            )
-        };
+        let address =
+            unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_PRIVATE, file.as_raw_fd(), 0) };
         (address != libc::MAP_FAILED).then_some(ReadOnlyMapping { address, len })
     }
 
@@ -864,26 +778,15 @@ fn raw_tracepoints_from_tracefs() -> Result<Vec<String>> {
 /// Unknown names yield nothing. Sorted and deduplicated.
 pub fn expand_raw_tracepoints(pattern: &str) -> Result<Vec<String>> {
     let mut found = Vec::new();
-    for item in pattern
-        .split(',')
-        .map(str::trim)
-        .filter(|item| !item.is_empty())
-    {
+    for item in pattern.split(',').map(str::trim).filter(|item| !item.is_empty()) {
         let name_pattern = item.rsplit_once(':').map_or(item, |(_, name)| name);
         if name_pattern.is_empty() {
             bail!("invalid raw tracepoint pattern '{item}'");
         }
         let all = cached_raw_tracepoints()?;
         if has_wildcard(name_pattern) {
-            found.extend(
-                all.iter()
-                    .filter(|name| wildcard_match(name_pattern, name))
-                    .cloned(),
-            );
-        } else if all
-            .binary_search_by(|name| name.as_str().cmp(name_pattern))
-            .is_ok()
-        {
+            found.extend(all.iter().filter(|name| wildcard_match(name_pattern, name)).cloned());
+        } else if all.binary_search_by(|name| name.as_str().cmp(name_pattern)).is_ok() {
             found.push(name_pattern.to_string());
         }
     }
@@ -962,8 +865,7 @@ pub fn suggest<'a>(wanted: &str, candidates: impl IntoIterator<Item = &'a str>) 
                 continue;
             }
         }
-        let contains = (wanted_len >= 3 && lower.contains(&wanted))
-            || (lower.len() >= 4 && wanted.contains(&lower));
+        let contains = (wanted_len >= 3 && lower.contains(&wanted)) || (lower.len() >= 4 && wanted.contains(&lower));
         if contains {
             scored.push((1, length_gap, candidate));
         }
@@ -974,8 +876,7 @@ pub fn suggest<'a>(wanted: &str, candidates: impl IntoIterator<Item = &'a str>) 
         let mut common_rows = (Vec::new(), Vec::new());
         for &candidate in &candidates {
             let lower = candidate.to_ascii_lowercase();
-            let common =
-                longest_common_substring(wanted.as_bytes(), lower.as_bytes(), &mut common_rows);
+            let common = longest_common_substring(wanted.as_bytes(), lower.as_bytes(), &mut common_rows);
             if common >= min_common {
                 scored.push((2, usize::MAX - common, candidate));
             }
@@ -1029,10 +930,7 @@ fn unknown_tracepoint_message(category: &str, name: &str) -> String {
     if suggestions.is_empty() {
         format!("unknown tracepoint {category}:{name}")
     } else {
-        format!(
-            "unknown tracepoint {category}:{name}, did you mean {}?",
-            suggestions.join(", ")
-        )
+        format!("unknown tracepoint {category}:{name}, did you mean {}?", suggestions.join(", "))
     }
 }
 
@@ -1051,9 +949,7 @@ fn edit_distance(a: &[u8], b: &[u8], rows: &mut (Vec<usize>, Vec<usize>, Vec<usi
         current[0] = i;
         for j in 1..=b.len() {
             let cost = usize::from(a[i - 1] != b[j - 1]);
-            let mut best = (previous[j] + 1)
-                .min(current[j - 1] + 1)
-                .min(previous[j - 1] + cost);
+            let mut best = (previous[j] + 1).min(current[j - 1] + 1).min(previous[j - 1] + cost);
             if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
                 best = best.min(before_previous[j - 2] + 1);
             }
@@ -1124,101 +1020,38 @@ print fmt: \"dfd: 0x%08lx, filename: 0x%08lx\", ((unsigned long)(REC->dfd)), ((u
         assert_eq!(format.fields.iter().filter(|f| f.common).count(), 4);
         let filename = format.field("filename").unwrap();
         assert_eq!(filename.c_type, "const char __user *");
-        assert_eq!(
-            filename.kind,
-            FieldKind::Pointer {
-                user: true,
-                to_char: true
-            }
-        );
-        assert_eq!(
-            (filename.offset, filename.size, filename.signed),
-            (24, 8, false)
-        );
+        assert_eq!(filename.kind, FieldKind::Pointer { user: true, to_char: true });
+        assert_eq!((filename.offset, filename.size, filename.signed), (24, 8, false));
         let nr = format.field("__syscall_nr").unwrap();
-        assert_eq!(
-            (nr.kind.clone(), nr.size, nr.signed, nr.common),
-            (FieldKind::Int, 4, true, false)
-        );
+        assert_eq!((nr.kind.clone(), nr.size, nr.signed, nr.common), (FieldKind::Int, 4, true, false));
         assert_eq!(format.event_fields().count(), 5);
     }
 
     #[test]
     fn splits_declarations() {
-        assert_eq!(
-            split_declaration("unsigned long args[6]").unwrap(),
-            ("unsigned long", "[6]", "args")
-        );
-        assert_eq!(
-            split_declaration("__data_loc char[] name").unwrap(),
-            ("__data_loc char[]", "", "name")
-        );
-        assert_eq!(
-            split_declaration("const void* ptr").unwrap(),
-            ("const void*", "", "ptr")
-        );
-        assert_eq!(
-            split_declaration("const char *const * argv").unwrap(),
-            ("const char *const *", "", "argv")
-        );
-        assert_eq!(
-            split_declaration("u32 buf[]").unwrap(),
-            ("u32", "[]", "buf")
-        );
+        assert_eq!(split_declaration("unsigned long args[6]").unwrap(), ("unsigned long", "[6]", "args"));
+        assert_eq!(split_declaration("__data_loc char[] name").unwrap(), ("__data_loc char[]", "", "name"));
+        assert_eq!(split_declaration("const void* ptr").unwrap(), ("const void*", "", "ptr"));
+        assert_eq!(split_declaration("const char *const * argv").unwrap(), ("const char *const *", "", "argv"));
+        assert_eq!(split_declaration("u32 buf[]").unwrap(), ("u32", "[]", "buf"));
         assert!(split_declaration("int").is_err());
     }
 
     #[test]
     fn classifies_fields() {
-        assert_eq!(
-            classify_field("sched", "char", "[16]", 16),
-            FieldKind::CharArray
-        );
+        assert_eq!(classify_field("sched", "char", "[16]", 16), FieldKind::CharArray);
         assert_eq!(classify_field("net", "u8", "[4]", 4), FieldKind::Other);
-        assert_eq!(
-            classify_field("sched", "__data_loc char[]", "", 4),
-            FieldKind::DataLocString
-        );
-        assert_eq!(
-            classify_field("x", "__data_loc u64[]", "", 4),
-            FieldKind::DataLocArray
-        );
-        assert_eq!(
-            classify_field("x", "__data_loc cpumask_t", "", 4),
-            FieldKind::DataLocArray
-        );
+        assert_eq!(classify_field("sched", "__data_loc char[]", "", 4), FieldKind::DataLocString);
+        assert_eq!(classify_field("x", "__data_loc u64[]", "", 4), FieldKind::DataLocArray);
+        assert_eq!(classify_field("x", "__data_loc cpumask_t", "", 4), FieldKind::DataLocArray);
         assert_eq!(
             classify_field("syscalls", "const char *const *", "", 8),
-            FieldKind::Pointer {
-                user: true,
-                to_char: false
-            }
+            FieldKind::Pointer { user: true, to_char: false }
         );
-        assert_eq!(
-            classify_field("x", "void __seg_gs *", "", 8),
-            FieldKind::Pointer {
-                user: false,
-                to_char: false
-            }
-        );
-        assert_eq!(
-            classify_field("x", "char *", "", 8),
-            FieldKind::Pointer {
-                user: false,
-                to_char: true
-            }
-        );
-        assert_eq!(
-            classify_field("x", "unsigned char *", "", 8),
-            FieldKind::Pointer {
-                user: false,
-                to_char: false
-            }
-        );
-        assert_eq!(
-            classify_field("x", "enum migrate_mode", "", 4),
-            FieldKind::Int
-        );
+        assert_eq!(classify_field("x", "void __seg_gs *", "", 8), FieldKind::Pointer { user: false, to_char: false });
+        assert_eq!(classify_field("x", "char *", "", 8), FieldKind::Pointer { user: false, to_char: true });
+        assert_eq!(classify_field("x", "unsigned char *", "", 8), FieldKind::Pointer { user: false, to_char: false });
+        assert_eq!(classify_field("x", "enum migrate_mode", "", 4), FieldKind::Int);
         assert_eq!(classify_field("x", "struct foo", "", 8), FieldKind::Other);
     }
 
@@ -1248,43 +1081,21 @@ print fmt: \"dfd: 0x%08lx, filename: 0x%08lx\", ((unsigned long)(REC->dfd)), ((u
 
     #[test]
     fn suggestion_ranking() {
-        let names = [
-            "sys_enter_openat",
-            "sys_enter_openat2",
-            "sys_exit_openat",
-            "sched_switch",
-            "sys_enter_open",
-        ];
+        let names = ["sys_enter_openat", "sys_enter_openat2", "sys_exit_openat", "sched_switch", "sys_enter_open"];
         let got = suggest("sys_enter_opnat", names);
         assert_eq!(got[0], "sys_enter_openat");
         assert!(got.len() <= 3);
         let by_substring = suggest("openat", names);
-        assert!(
-            by_substring.contains(&"sys_enter_openat".to_string()),
-            "{by_substring:?}"
-        );
+        assert!(by_substring.contains(&"sys_enter_openat".to_string()), "{by_substring:?}");
         assert_eq!(suggest("sched_swtich", names), vec!["sched_switch"]);
         assert!(suggest("zzzzzzzz", names).is_empty());
         let mut rows = (Vec::new(), Vec::new(), Vec::new());
         assert_eq!(edit_distance(b"abc", b"acb", &mut rows), 1);
         assert_eq!(edit_distance(b"kitten", b"sitting", &mut rows), 3);
         assert_eq!(edit_distance(b"", b"abc", &mut rows), 3);
-        assert_eq!(
-            longest_common_substring(
-                b"openat_enter",
-                b"sys_enter_openat",
-                &mut (Vec::new(), Vec::new())
-            ),
-            6
-        );
-        assert_eq!(
-            suggest("sched_swtch", ["sched_switch", "sched_swap_numa"]),
-            vec!["sched_switch"]
-        );
-        assert_eq!(
-            suggest("enter_openat_sys", ["sys_enter_openat", "sched_switch"]),
-            vec!["sys_enter_openat"]
-        );
+        assert_eq!(longest_common_substring(b"openat_enter", b"sys_enter_openat", &mut (Vec::new(), Vec::new())), 6);
+        assert_eq!(suggest("sched_swtch", ["sched_switch", "sched_swap_numa"]), vec!["sched_switch"]);
+        assert_eq!(suggest("enter_openat_sys", ["sys_enter_openat", "sched_switch"]), vec!["sys_enter_openat"]);
     }
 
     #[test]
@@ -1302,24 +1113,13 @@ print fmt: \"dfd: 0x%08lx, filename: 0x%08lx\", ((unsigned long)(REC->dfd)), ((u
         let format = read_format("syscalls", "sys_enter_openat").unwrap();
         assert!(format.id > 0);
         let filename = format.field("filename").unwrap();
-        assert_eq!(
-            filename.kind,
-            FieldKind::Pointer {
-                user: true,
-                to_char: true
-            }
-        );
+        assert_eq!(filename.kind, FieldKind::Pointer { user: true, to_char: true });
         assert_eq!(filename.size, 8);
         for name in ["flags", "mode"] {
             assert_eq!(format.field(name).unwrap().kind, FieldKind::Int, "{name}");
         }
         assert_eq!(format.fields.iter().filter(|f| f.common).count(), 4);
-        for name in [
-            "common_type",
-            "common_flags",
-            "common_preempt_count",
-            "common_pid",
-        ] {
+        for name in ["common_type", "common_flags", "common_preempt_count", "common_pid"] {
             assert!(format.field(name).unwrap().common, "{name}");
         }
     }
@@ -1331,10 +1131,7 @@ print fmt: \"dfd: 0x%08lx, filename: 0x%08lx\", ((unsigned long)(REC->dfd)), ((u
         }
         let format = read_format("syscalls", "sys_exit_read").unwrap();
         let ret = format.field("ret").unwrap();
-        assert_eq!(
-            (ret.kind.clone(), ret.size, ret.signed, ret.common),
-            (FieldKind::Int, 8, true, false)
-        );
+        assert_eq!((ret.kind.clone(), ret.size, ret.signed, ret.common), (FieldKind::Int, 8, true, false));
     }
 
     #[test]
@@ -1344,15 +1141,9 @@ print fmt: \"dfd: 0x%08lx, filename: 0x%08lx\", ((unsigned long)(REC->dfd)), ((u
         }
         let format = read_format("sched", "sched_switch").unwrap();
         let comm = format.field("prev_comm").unwrap();
-        assert_eq!(
-            (comm.kind.clone(), comm.size, comm.array_len()),
-            (FieldKind::CharArray, 16, Some(16))
-        );
+        assert_eq!((comm.kind.clone(), comm.size, comm.array_len()), (FieldKind::CharArray, 16, Some(16)));
         let pid = format.field("prev_pid").unwrap();
-        assert_eq!(
-            (pid.kind.clone(), pid.size, pid.signed),
-            (FieldKind::Int, 4, true)
-        );
+        assert_eq!((pid.kind.clone(), pid.size, pid.signed), (FieldKind::Int, 4, true));
         assert!(format.field("next_comm").is_some());
     }
 
@@ -1363,10 +1154,7 @@ print fmt: \"dfd: 0x%08lx, filename: 0x%08lx\", ((unsigned long)(REC->dfd)), ((u
         }
         let format = read_format("sched", "sched_process_exec").unwrap();
         let filename = format.field("filename").unwrap();
-        assert_eq!(
-            (filename.kind.clone(), filename.size),
-            (FieldKind::DataLocString, 4)
-        );
+        assert_eq!((filename.kind.clone(), filename.size), (FieldKind::DataLocString, 4));
         assert_eq!(filename.array_len(), None);
     }
 
@@ -1377,10 +1165,7 @@ print fmt: \"dfd: 0x%08lx, filename: 0x%08lx\", ((unsigned long)(REC->dfd)), ((u
         }
         let format = read_format("raw_syscalls", "sys_enter").unwrap();
         let args = format.field("args").unwrap();
-        assert_eq!(
-            (args.kind.clone(), args.size, args.array_len()),
-            (FieldKind::Other, 48, Some(6))
-        );
+        assert_eq!((args.kind.clone(), args.size, args.array_len()), (FieldKind::Other, 48, Some(6)));
         assert_eq!(args.c_type, "unsigned long[6]");
     }
 
@@ -1389,14 +1174,9 @@ print fmt: \"dfd: 0x%08lx, filename: 0x%08lx\", ((unsigned long)(REC->dfd)), ((u
         if !tracefs_available() {
             return;
         }
-        let err = read_format("syscalls", "sys_enter_opnat")
-            .unwrap_err()
-            .to_string();
+        let err = read_format("syscalls", "sys_enter_opnat").unwrap_err().to_string();
         assert!(!err.contains('\n'), "{err}");
-        assert!(
-            err.contains("did you mean syscalls:sys_enter_openat"),
-            "{err}"
-        );
+        assert!(err.contains("did you mean syscalls:sys_enter_openat"), "{err}");
         assert!(read_format("syscalls", "../sched").is_err());
     }
 
@@ -1407,8 +1187,7 @@ print fmt: \"dfd: 0x%08lx, filename: 0x%08lx\", ((unsigned long)(REC->dfd)), ((u
         }
         let mut count = 0;
         for (category, name) in list_tracepoints().unwrap() {
-            let format = read_format(&category, &name)
-                .unwrap_or_else(|e| panic!("{category}:{name}: {e:#}"));
+            let format = read_format(&category, &name).unwrap_or_else(|e| panic!("{category}:{name}: {e:#}"));
             assert!(format.fields.iter().any(|f| f.common), "{category}:{name}");
             count += 1;
         }
@@ -1428,44 +1207,28 @@ print fmt: \"dfd: 0x%08lx, filename: 0x%08lx\", ((unsigned long)(REC->dfd)), ((u
         let names: Vec<&str> = open.iter().map(|(_, n)| n.as_str()).collect();
         assert!(names.contains(&"sys_enter_openat"), "{names:?}");
         assert!(names.contains(&"sys_enter_open_by_handle_at"), "{names:?}");
-        assert!(open
-            .iter()
-            .all(|(c, n)| c == "syscalls" && n.starts_with("sys_enter_open")));
+        assert!(open.iter().all(|(c, n)| c == "syscalls" && n.starts_with("sys_enter_open")));
 
         assert!(!expand_tracepoints("sched:*").unwrap().is_empty());
         assert_eq!(
-            expand_tracepoints("sched:sched_switch, syscalls:sys_enter_openat,sched:sched_switch")
-                .unwrap(),
+            expand_tracepoints("sched:sched_switch, syscalls:sys_enter_openat,sched:sched_switch").unwrap(),
             vec![
                 ("sched".to_string(), "sched_switch".to_string()),
                 ("syscalls".to_string(), "sys_enter_openat".to_string()),
             ]
         );
         assert!(expand_tracepoints("no_such_category:*").unwrap().is_empty());
-        assert!(expand_tracepoints("no_such_category:sched_switch")
-            .unwrap()
-            .is_empty());
+        assert!(expand_tracepoints("no_such_category:sched_switch").unwrap().is_empty());
         assert!(expand_tracepoints("no_such_*:*").unwrap().is_empty());
-        assert!(expand_tracepoints("sched:no_such_event")
-            .unwrap()
-            .is_empty());
-        assert_eq!(
-            expand_tracepoints("sched_switch").unwrap(),
-            vec![("sched".into(), "sched_switch".into())]
-        );
+        assert!(expand_tracepoints("sched:no_such_event").unwrap().is_empty());
+        assert_eq!(expand_tracepoints("sched_switch").unwrap(), vec![("sched".into(), "sched_switch".into())]);
         let across = expand_tracepoints("*:sched_switch").unwrap();
-        assert_eq!(
-            across,
-            vec![("sched".to_string(), "sched_switch".to_string())]
-        );
+        assert_eq!(across, vec![("sched".to_string(), "sched_switch".to_string())]);
         assert!(expand_tracepoints("a:b:c").is_err());
 
         let all_names = all.iter().map(|(_, n)| n.as_str());
         assert_eq!(suggest("sys_enter_opnat", all_names)[0], "sys_enter_openat");
-        assert_eq!(
-            suggest_tracepoints("sched:sys_enter_openat"),
-            vec!["syscalls:sys_enter_openat"]
-        );
+        assert_eq!(suggest_tracepoints("sched:sys_enter_openat"), vec!["syscalls:sys_enter_openat"]);
     }
 
     #[test]
@@ -1478,22 +1241,10 @@ print fmt: \"dfd: 0x%08lx, filename: 0x%08lx\", ((unsigned long)(REC->dfd)), ((u
         for name in ["sys_enter", "sys_exit", "sched_switch"] {
             assert!(raw.iter().any(|r| r == name), "{name} missing");
         }
-        assert!(
-            !raw.iter().any(|r| r.starts_with("sys_enter_")),
-            "syscalls:* are not raw tracepoints"
-        );
-        assert_eq!(
-            expand_raw_tracepoints("sched_switch").unwrap(),
-            vec!["sched_switch"]
-        );
-        assert_eq!(
-            expand_raw_tracepoints("sched:sched_switch").unwrap(),
-            vec!["sched_switch"]
-        );
-        assert_eq!(
-            expand_raw_tracepoints("sys_e*").unwrap(),
-            vec!["sys_enter", "sys_exit"]
-        );
+        assert!(!raw.iter().any(|r| r.starts_with("sys_enter_")), "syscalls:* are not raw tracepoints");
+        assert_eq!(expand_raw_tracepoints("sched_switch").unwrap(), vec!["sched_switch"]);
+        assert_eq!(expand_raw_tracepoints("sched:sched_switch").unwrap(), vec!["sched_switch"]);
+        assert_eq!(expand_raw_tracepoints("sys_e*").unwrap(), vec!["sys_enter", "sys_exit"]);
         let both = expand_raw_tracepoints("sched_switch,sys_enter").unwrap();
         assert_eq!(both, vec!["sched_switch", "sys_enter"]);
         assert!(expand_raw_tracepoints("no_such_raw_tp").unwrap().is_empty());
@@ -1525,10 +1276,6 @@ print fmt: \"dfd: 0x%08lx, filename: 0x%08lx\", ((unsigned long)(REC->dfd)), ((u
         let start = std::time::Instant::now();
         expand_tracepoints("sched:sched_switch").unwrap();
         expand_tracepoints("*:sched_sw*").unwrap();
-        assert!(
-            start.elapsed() < std::time::Duration::from_millis(50),
-            "{:?}",
-            start.elapsed()
-        );
+        assert!(start.elapsed() < std::time::Duration::from_millis(50), "{:?}", start.elapsed());
     }
 }

@@ -91,8 +91,8 @@ impl ProbeType for UprobeProbe {
     fn expand(&self, spec: &ProbeSpec) -> Result<Vec<AttachPoint>> {
         let kind = self.kind();
         let (bin, location) = parse_target(kind, &spec.target)?;
-        let path_buf = symbols::resolve_binary(&bin, super::target_pid())
-            .map_err(|e| anyhow!("{kind}:{}: {e}", spec.target))?;
+        let path_buf =
+            symbols::resolve_binary(&bin, super::target_pid()).map_err(|e| anyhow!("{kind}:{}: {e}", spec.target))?;
         let path = path_buf.to_string_lossy().into_owned();
         let elf = ElfFile::open(&path_buf)?;
         let functions = elf.functions()?;
@@ -121,7 +121,10 @@ impl ProbeType for UprobeProbe {
                     }
                 }
                 if points.is_empty() {
-                    bail!("no function in {path} matches '{name}'{}", if functions.is_empty() { " (it has no symbols)" } else { "" });
+                    bail!(
+                        "no function in {path} matches '{name}'{}",
+                        if functions.is_empty() { " (it has no symbols)" } else { "" }
+                    );
                 }
                 Ok(points)
             }

@@ -99,8 +99,7 @@ fn register(name: &str) -> Option<(u32, u32)> {
         }
     }
     // Legacy registers: eax/ax/al/ah, esi/si/sil, ebp/bp/bpl, ...
-    const LEGACY: &[(&str, &str)] =
-        &[("a", "rax"), ("b", "rbx"), ("c", "rcx"), ("d", "rdx")];
+    const LEGACY: &[(&str, &str)] = &[("a", "rax"), ("b", "rbx"), ("c", "rcx"), ("d", "rdx")];
     for (l, full) in LEGACY {
         let off = find(full)?;
         if name == format!("e{l}x") {
@@ -229,7 +228,9 @@ pub fn arg_expr(arg: &UsdtArg) -> Result<Expr, String> {
             };
             Expr::Int(v)
         }
-        ArgLocation::Reg { offset, width } => Expr::CtxInt { offset: *offset, size: arg.size.min(*width), signed: arg.signed },
+        ArgLocation::Reg { offset, width } => {
+            Expr::CtxInt { offset: *offset, size: arg.size.min(*width), signed: arg.signed }
+        }
         ArgLocation::Mem { base, index, disp } => {
             let mut addr = reg(*base);
             if let Some((i, scale)) = index {
@@ -295,7 +296,8 @@ fn read_probes(elf: &ElfFile) -> Result<Vec<UsdtProbe>> {
             // Globals: their distance from the probe site is fixed at link time.
             if let ArgLocation::Global { symbol, addend } = &a.location {
                 if let Some(addr) = elf.symbol_addr(symbol) {
-                    a.location = ArgLocation::IpRelative { delta: (addr as i64).wrapping_add(*addend).wrapping_sub(pc as i64) };
+                    a.location =
+                        ArgLocation::IpRelative { delta: (addr as i64).wrapping_add(*addend).wrapping_sub(pc as i64) };
                 }
             }
         }

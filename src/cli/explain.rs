@@ -25,15 +25,31 @@ pub fn print(session: &Session, plan: &Plan, source: &str) {
     let _ = writeln!(out, "maps:");
     for (h, shape) in handles.iter().zip(&plan.shapes) {
         let l = &shape.layout;
-        let key = if l.key.is_empty() { "none".to_string() } else { l.key.iter().map(ty_text).collect::<Vec<_>>().join(", ") };
+        let key = if l.key.is_empty() {
+            "none".to_string()
+        } else {
+            l.key.iter().map(ty_text).collect::<Vec<_>>().join(", ")
+        };
         let value = match (&l.value, shape.agg) {
             (ValueKind::Agg(_), Some(op)) => format!("{op:?}").to_lowercase(),
             (ValueKind::Value(t), _) => ty_text(t),
             (ValueKind::Agg(AggKind::Hist), None) => "hist".into(),
             _ => "?".into(),
         };
-        let kind = if l.is_array() { "percpu array" } else if l.is_percpu() { "percpu hash" } else { "hash" };
-        let _ = writeln!(out, "  @{}: {kind}, key [{key}] ({} bytes), value {value} ({} bytes)", h.name(), l.key_size(), l.value_size());
+        let kind = if l.is_array() {
+            "percpu array"
+        } else if l.is_percpu() {
+            "percpu hash"
+        } else {
+            "hash"
+        };
+        let _ = writeln!(
+            out,
+            "  @{}: {kind}, key [{key}] ({} bytes), value {value} ({} bytes)",
+            h.name(),
+            l.key_size(),
+            l.value_size()
+        );
     }
     for p in &plan.begin {
         let _ = writeln!(out, "\nprobe BEGIN: runs in userspace");
@@ -41,7 +57,8 @@ pub fn print(session: &Session, plan: &Plan, source: &str) {
     }
     for prog in &plan.programs {
         let sites: Vec<_> = plan.sites.iter().filter(|s| prog.site_ids.contains(&s.site.id)).collect();
-        let _ = writeln!(out, 
+        let _ = writeln!(
+            out,
             "\nprobe {} — {} attach point(s), {}, {} instructions, {} bytes of stack",
             prog.name,
             prog.points.len(),
@@ -64,12 +81,19 @@ pub fn print(session: &Session, plan: &Plan, source: &str) {
                     format!("{name}: {}", ty_text(ty))
                 })
                 .collect();
-            let _ = writeln!(out, "  userspace statements from {} (record #{}: u32 site, u32 pad, {})", site.at, site.id, if layout.is_empty() { "no fields".to_string() } else { layout.join(", ") });
+            let _ = writeln!(
+                out,
+                "  userspace statements from {} (record #{}: u32 site, u32 pad, {})",
+                site.at,
+                site.id,
+                if layout.is_empty() { "no fields".to_string() } else { layout.join(", ") }
+            );
             let mut shown = std::collections::BTreeSet::new();
             for st in &site.stmts {
                 if let Some(line) = st.position().line() {
                     if shown.insert(line) {
-                        let _ = writeln!(out, "    user {line}: {}", lines.get(line - 1).map(|s| s.trim()).unwrap_or(""));
+                        let _ =
+                            writeln!(out, "    user {line}: {}", lines.get(line - 1).map(|s| s.trim()).unwrap_or(""));
                     }
                 }
             }

@@ -220,7 +220,14 @@ fn field_decl(name: &str, c_type: &str) -> String {
 
 /// kprobe/kretprobe/fentry/fexit: kernel functions, only where this kernel
 /// can attach them.
-fn list_kernel_functions(kind: Kind, rest: &str, verbose: bool, explicit: bool, out: &mut Listing, notes: &mut Vec<String>) {
+fn list_kernel_functions(
+    kind: Kind,
+    rest: &str,
+    verbose: bool,
+    explicit: bool,
+    out: &mut Listing,
+    notes: &mut Vec<String>,
+) {
     let available = match kind {
         Kind::Kprobe | Kind::Kretprobe => kprobe::kprobes_available(),
         _ => kprobe::fentry_available(),

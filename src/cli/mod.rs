@@ -88,7 +88,11 @@ pub fn main() -> i32 {
 fn one_line(e: &anyhow::Error) -> String {
     let msg = format!("{e:#}");
     let first = without_errno_numbers(msg.lines().next().unwrap_or(""));
-    if first.starts_with("rtrace") || first.contains(": error:") { first } else { format!("rtrace: error: {first}") }
+    if first.starts_with("rtrace") || first.contains(": error:") {
+        first
+    } else {
+        format!("rtrace: error: {first}")
+    }
 }
 
 /// Drop the ` (os error N)` that system errors carry: the text before it
@@ -173,7 +177,8 @@ fn run(cli: Cli) -> Result<i32> {
         return Ok(0);
     }
     check_privileges()?;
-    let run_opts = RunOptions { duration, quiet: cli.quiet, dry_run: cli.dry_run, keep_going: cli.keep_going, ring_size };
+    let run_opts =
+        RunOptions { duration, quiet: cli.quiet, dry_run: cli.dry_run, keep_going: cli.keep_going, ring_size };
     let result = runtime::run(&session, &plan, &run_opts, traced.as_mut());
     if let Some(t) = traced.as_mut() {
         t.stop();

@@ -77,12 +77,18 @@ pub fn walk(btf: &KernelBtf, base: Base, members: &[String]) -> Result<Access, (
             let mut names = btf.member_names(composite);
             let close = crate::attach::tracefs::suggest(name, names.iter().map(String::as_str));
             if !close.is_empty() {
-                return Err((i, format!("{} has no member `{name}`; did you mean {}?", btf.type_name(composite), close.join(", "))));
+                return Err((
+                    i,
+                    format!("{} has no member `{name}`; did you mean {}?", btf.type_name(composite), close.join(", ")),
+                ));
             }
             let more = names.len().saturating_sub(16);
             names.truncate(16);
             let tail = if more > 0 { format!(", ... {more} more") } else { String::new() };
-            return Err((i, format!("{} has no member `{name}` (members: {}{tail})", btf.type_name(composite), names.join(", "))));
+            return Err((
+                i,
+                format!("{} has no member `{name}` (members: {}{tail})", btf.type_name(composite), names.join(", ")),
+            ));
         };
         let (byte, bitfield) = if m.bitfield_bits > 0 {
             // Read the bitfield's storage unit: the declared type's size,
@@ -96,7 +102,8 @@ pub fn walk(btf: &KernelBtf, base: Base, members: &[String]) -> Result<Access, (
         } else {
             (m.bit_offset / 8, None)
         };
-        let addr = if byte == 0 { addr } else { Expr::Binary(BinOp::Add, Box::new(addr), Box::new(Expr::Int(byte as i64))) };
+        let addr =
+            if byte == 0 { addr } else { Expr::Binary(BinOp::Add, Box::new(addr), Box::new(Expr::Int(byte as i64))) };
         place = Place::Memory { addr, ty: m.ty, bitfield };
         written = format!("{written}.{name}");
     }
@@ -110,7 +117,9 @@ fn read(addr: Expr, size: u32, signed: bool) -> Expr {
 fn finish(btf: &KernelBtf, place: Place, written: &str) -> Result<Access, (usize, String)> {
     let last = usize::MAX;
     Ok(match place {
-        Place::Pointer { value, to } => Access { expr: value, char_pointer: btf.is_char(to), pointee: composite(btf, to) },
+        Place::Pointer { value, to } => {
+            Access { expr: value, char_pointer: btf.is_char(to), pointee: composite(btf, to) }
+        }
         Place::Scalar { value, .. } => Access { expr: value, char_pointer: false, pointee: None },
         Place::Memory { addr, ty, bitfield } => {
             let c_type = btf.type_name(ty);
@@ -119,10 +128,15 @@ fn finish(btf: &KernelBtf, place: Place, written: &str) -> Result<Access, (usize
                     let unit = read(addr, size, false);
                     let expr = if signed {
                         // Move the field to the top, then shift back arithmetically.
-                        let up = Expr::Binary(BinOp::Shl, Box::new(unit), Box::new(Expr::Int((64 - shift - bits) as i64)));
+                        let up =
+                            Expr::Binary(BinOp::Shl, Box::new(unit), Box::new(Expr::Int((64 - shift - bits) as i64)));
                         Expr::Binary(BinOp::Shr, Box::new(up), Box::new(Expr::Int((64 - bits) as i64)))
                     } else {
-                        let down = if shift == 0 { unit } else { Expr::Binary(BinOp::Shr, Box::new(unit), Box::new(Expr::Int(shift as i64))) };
+                        let down = if shift == 0 {
+                            unit
+                        } else {
+                            Expr::Binary(BinOp::Shr, Box::new(unit), Box::new(Expr::Int(shift as i64)))
+                        };
                         let mask = if bits >= 64 { -1 } else { ((1u64 << bits) - 1) as i64 };
                         Expr::Binary(BinOp::And, Box::new(down), Box::new(Expr::Int(mask)))
                     };
@@ -131,14 +145,21 @@ fn finish(btf: &KernelBtf, place: Place, written: &str) -> Result<Access, (usize
                 (Shape::Int { size, signed }, None) if matches!(size, 1 | 2 | 4 | 8) => {
                     Access { expr: read(addr, size, signed), char_pointer: false, pointee: None }
                 }
-                (Shape::Pointer { to }, _) => Access { expr: read(addr, 8, false), char_pointer: btf.is_char(to), pointee: composite(btf, to) },
-                (Shape::CharArray { len }, _) if len > 0 => {
-                    Access { expr: Expr::ReadStr { ptr: Box::new(addr), max: len.min(256), user: false }, char_pointer: false, pointee: None }
+                (Shape::Pointer { to }, _) => {
+                    Access { expr: read(addr, 8, false), char_pointer: btf.is_char(to), pointee: composite(btf, to) }
                 }
+                (Shape::CharArray { len }, _) if len > 0 => Access {
+                    expr: Expr::ReadStr { ptr: Box::new(addr), max: len.min(256), user: false },
+                    char_pointer: false,
+                    pointee: None,
+                },
                 (Shape::Composite { id }, _) => {
                     let mut names = btf.member_names(id);
                     names.truncate(12);
-                    return Err((last, format!("`{written}` is {c_type}: name one of its members (e.g. {})", names.join(", "))));
+                    return Err((
+                        last,
+                        format!("`{written}` is {c_type}: name one of its members (e.g. {})", names.join(", ")),
+                    ));
                 }
                 _ => return Err((last, format!("`{written}` has type `{c_type}`, which probes can't read yet"))),
             }

@@ -13,9 +13,9 @@ use rhai::{ASTNode, Dynamic, Expr as RExpr, Position, Stmt as RStmt, AST};
 
 use super::fields;
 use super::maps::{MapUse, Sem, UseKind};
-use crate::symbols::stacks::StackMode;
 use crate::attach::tracefs::{FieldKind, TracepointFormat};
 use crate::script::MapHandle;
+use crate::symbols::stacks::StackMode;
 
 /// Control message kinds sent on the control ring (`StmtKind::Control`).
 pub const CONTROL_EXIT: u32 = 1;
@@ -153,7 +153,17 @@ pub struct ClosureBody {
 
 /// Find the body of the script function `name` (closures compile to `anon$…` functions).
 pub fn find_closure(ast: &AST, name: &str) -> Option<ClosureBody> {
-    let defs: Vec<_> = ast.iter_fn_def().map(|f| (f.name.to_string(), f.params.iter().map(|p| p.to_string()).collect::<Vec<_>>(), f.body.start_position(), f.body.end_position())).collect();
+    let defs: Vec<_> = ast
+        .iter_fn_def()
+        .map(|f| {
+            (
+                f.name.to_string(),
+                f.params.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
+                f.body.start_position(),
+                f.body.end_position(),
+            )
+        })
+        .collect();
     let (_, params, start, end) = defs.iter().find(|d| d.0 == name)?.clone();
     // Function bodies are only reachable through the AST walk: collect the
     // top-level statements of function bodies and keep those inside this
@@ -323,7 +333,10 @@ fn kernel_needs(e: LowerError) -> LowerError {
     }
     LowerError {
         pos: e.pos,
-        message: format!("this aggregation runs in the kernel, but {} (kernel code can't use userspace values)", e.message),
+        message: format!(
+            "this aggregation runs in the kernel, but {} (kernel code can't use userspace values)",
+            e.message
+        ),
         userspace: false,
     }
 }
@@ -493,7 +506,10 @@ impl<'a> Lowerer<'a> {
         for (a, _) in &wanted {
             for (b, bpos) in &wanted {
                 if let (Capture::Event(short), Capture::Event(long)) = (a, b) {
-                    if long.len() > short.len() && long.starts_with(short) && !matches!(short[0].as_str(), "kstack" | "ustack") {
+                    if long.len() > short.len()
+                        && long.starts_with(short)
+                        && !matches!(short[0].as_str(), "kstack" | "ustack")
+                    {
                         let ev = event.as_deref().unwrap_or("e");
                         return err(
                             *bpos,
@@ -564,7 +580,11 @@ impl<'a> Lowerer<'a> {
         if !(f.c_type.contains("char") && f.c_type.matches('*').count() == 2) {
             return Ok(None);
         }
-        let count: i64 = std::env::var("RTRACE_JOIN_MAX").ok().and_then(|v| v.parse().ok()).filter(|n| (1..=16).contains(n)).unwrap_or(6);
+        let count: i64 = std::env::var("RTRACE_JOIN_MAX")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .filter(|n| (1..=16).contains(n))
+            .unwrap_or(6);
         let base = self.tracepoint_arg(field, pos)?;
         Ok(Some(
             (0..count)
@@ -729,7 +749,10 @@ impl<'a> Lowerer<'a> {
                     let end = if call.name == "..=" { b + 1 } else { b };
                     let count = (end - a).max(0);
                     if count > 4096 {
-                        return err(pos, format!("loop of {count} iterations is too long for the kernel (at most 4096)"));
+                        return err(
+                            pos,
+                            format!("loop of {count} iterations is too long for the kernel (at most 4096)"),
+                        );
                     }
                     return Ok((a, count as u32));
                 }
@@ -822,7 +845,11 @@ impl<'a> Lowerer<'a> {
                     StmtKind::MapStore { map: map.id(), key, value }
                 }
                 Some(op) => {
-                    let op = bin_op(op).ok_or_else(|| LowerError { pos, message: format!("`{op}=` isn't supported on maps"), userspace: false })?;
+                    let op = bin_op(op).ok_or_else(|| LowerError {
+                        pos,
+                        message: format!("`{op}=` isn't supported on maps"),
+                        userspace: false,
+                    })?;
                     self.record_use(&map, &key, UseKind::Update, pos);
                     StmtKind::MapUpdate { map: map.id(), key, op, value }
                 }
@@ -850,7 +877,11 @@ impl<'a> Lowerer<'a> {
         };
         let mut value = self.expr(rhs)?;
         if let Some(op) = compound {
-            let op = bin_op(op).ok_or_else(|| LowerError { pos, message: format!("`{op}=` isn't supported"), userspace: false })?;
+            let op = bin_op(op).ok_or_else(|| LowerError {
+                pos,
+                message: format!("`{op}=` isn't supported"),
+                userspace: false,
+            })?;
             self.check_div(op, &value, pos)?;
             value = Expr::Binary(op, Box::new(Expr::Local(id)), Box::new(value));
         }
@@ -991,7 +1022,12 @@ impl<'a> Lowerer<'a> {
                         arg: Expr::Int(map.id() as i64),
                     });
                 }
-                (other, _) => return err(*mpos, format!("map method `{other}` isn't available in probes (remove, clear, zero are)")),
+                (other, _) => {
+                    return err(
+                        *mpos,
+                        format!("map method `{other}` isn't available in probes (remove, clear, zero are)"),
+                    )
+                }
             }
         }
         Err(userspace_only("this method call", pos))
@@ -1044,8 +1080,12 @@ impl<'a> Lowerer<'a> {
                 match self.captures.get(name) {
                     Some(Captured::Int(i)) => Ok(Expr::Int(*i)),
                     Some(Captured::Str(s)) => Ok(str_literal(s)),
-                    Some(Captured::Map(m)) => err(pos, format!("map `{}` needs a key here, e.g. `{name}[e.pid]`", m.name())),
-                    Some(Captured::Other(t)) => err(pos, format!("`{name}` is a {t}, which can't be used in the kernel")),
+                    Some(Captured::Map(m)) => {
+                        err(pos, format!("map `{}` needs a key here, e.g. `{name}[e.pid]`", m.name()))
+                    }
+                    Some(Captured::Other(t)) => {
+                        err(pos, format!("`{name}` is a {t}, which can't be used in the kernel"))
+                    }
                     None if Some(name) == self.event.as_deref() => {
                         err(pos, format!("`{name}` is the event; use one of its fields, e.g. `{name}.pid`"))
                     }
@@ -1191,7 +1231,10 @@ impl<'a> Lowerer<'a> {
         if let RExpr::Dot(inner, _, _) = &x.rhs {
             if let (RExpr::Property(a, _), RExpr::Property(f, _)) = (&inner.lhs, &inner.rhs) {
                 if a.2.as_str() == "args" {
-                    return matches!(format.field(f.2.as_str()).map(|f| &f.kind), Some(FieldKind::Pointer { user: true, .. }));
+                    return matches!(
+                        format.field(f.2.as_str()).map(|f| &f.kind),
+                        Some(FieldKind::Pointer { user: true, .. })
+                    );
                 }
             }
         }
@@ -1277,16 +1320,26 @@ impl<'a> Lowerer<'a> {
                     match a {
                         RExpr::IntegerConstant(n, _) => words.push(n.to_string()),
                         RExpr::StringConstant(m, _) => words.push(m.to_string()),
-                        _ => return err(a.position(), "stack arguments are a constant limit and/or a mode: \"bpftrace\", \"perf\", \"raw\""),
+                        _ => {
+                            return err(
+                                a.position(),
+                                "stack arguments are a constant limit and/or a mode: \"bpftrace\", \"perf\", \"raw\"",
+                            )
+                        }
                     }
                 }
                 let mut path = vec![call.name.to_string()];
                 path.extend(words);
                 self.stack_expr(&path, *mpos)
             }
-            RExpr::MethodCall(call, mpos) => {
-                err(*mpos, format!("`{}.{}()` isn't available on this kernel side yet", self.event.as_deref().unwrap_or("e"), call.name))
-            }
+            RExpr::MethodCall(call, mpos) => err(
+                *mpos,
+                format!(
+                    "`{}.{}()` isn't available on this kernel side yet",
+                    self.event.as_deref().unwrap_or("e"),
+                    call.name
+                ),
+            ),
             _ => err(pos, "unsupported field access"),
         }
     }
@@ -1398,7 +1451,8 @@ impl<'a> Lowerer<'a> {
     /// members through BTF.
     fn member_chain(&mut self, chain: &[(String, Position)]) -> Result<fields::Access> {
         let ev = self.event.clone().unwrap_or_else(|| "e".into());
-        let no_btf = |pos| err(pos, "this kernel has no BTF (/sys/kernel/btf/vmlinux), so struct members can't be read");
+        let no_btf =
+            |pos| err(pos, "this kernel has no BTF (/sys/kernel/btf/vmlinux), so struct members can't be read");
         let (base, rest) = match chain[0].0.as_str() {
             "curtask" => {
                 let Some(btf) = crate::btf::kernel() else { return no_btf(chain[0].1) };
@@ -1412,7 +1466,14 @@ impl<'a> Lowerer<'a> {
                 if let Some(params) = self.target.btf_args {
                     let Some(i) = params.iter().position(|p| &p.name == field) else {
                         let names: Vec<&str> = params.iter().map(|p| p.name.as_str()).collect();
-                        return err(fpos, format!("{} has no argument `{field}` (arguments: {})", self.target.probe_name, names.join(", ")));
+                        return err(
+                            fpos,
+                            format!(
+                                "{} has no argument `{field}` (arguments: {})",
+                                self.target.probe_name,
+                                names.join(", ")
+                            ),
+                        );
                     };
                     let Some(btf) = crate::btf::kernel() else { return no_btf(fpos) };
                     let value = btf_slot(btf, i as u32, params[i].ty);
@@ -1426,9 +1487,11 @@ impl<'a> Lowerer<'a> {
                     (fields::Base { value, ty: params[i].ty, pointee: false, name }, &chain[2..])
                 } else {
                     let value = self.tracepoint_arg(field, fpos)?;
-                    let c_type = self.target.format.and_then(|f| f.field(field)).map(|f| f.c_type.clone()).unwrap_or_default();
+                    let c_type =
+                        self.target.format.and_then(|f| f.field(field)).map(|f| f.c_type.clone()).unwrap_or_default();
                     // A tracepoint field that points to a struct (`struct mm_struct *mm`).
-                    let struct_name = c_type.trim().strip_prefix("struct ").and_then(|t| t.strip_suffix('*')).map(str::trim);
+                    let struct_name =
+                        c_type.trim().strip_prefix("struct ").and_then(|t| t.strip_suffix('*')).map(str::trim);
                     let pointee = struct_name.and_then(|n| crate::btf::kernel()?.struct_named(n));
                     if chain.len() == 2 {
                         return Ok(fields::Access { expr: value, char_pointer: false, pointee });
@@ -1463,7 +1526,12 @@ impl<'a> Lowerer<'a> {
             let names: Vec<&str> = format.event_fields().map(|f| f.name.as_str()).collect();
             return err(
                 pos,
-                format!("tracepoint {}:{} has no field `{field}` (fields: {})", format.category, format.name, names.join(", ")),
+                format!(
+                    "tracepoint {}:{} has no field `{field}` (fields: {})",
+                    format.category,
+                    format.name,
+                    names.join(", ")
+                ),
             );
         };
         Ok(match &f.kind {
@@ -1473,9 +1541,11 @@ impl<'a> Lowerer<'a> {
                 let (size, signed) = c_int_width(&f.c_type).unwrap_or((8, f.signed));
                 Expr::CtxInt { offset: f.offset, size, signed }
             }
-            FieldKind::Int | FieldKind::Pointer { .. } if f.size <= 8 && f.size.is_power_of_two() => {
-                Expr::CtxInt { offset: f.offset, size: f.size, signed: f.signed && !matches!(f.kind, FieldKind::Pointer { .. }) }
-            }
+            FieldKind::Int | FieldKind::Pointer { .. } if f.size <= 8 && f.size.is_power_of_two() => Expr::CtxInt {
+                offset: f.offset,
+                size: f.size,
+                signed: f.signed && !matches!(f.kind, FieldKind::Pointer { .. }),
+            },
             FieldKind::CharArray => Expr::CtxCharArray { offset: f.offset, len: f.size },
             FieldKind::DataLocString => Expr::CtxDataLocStr { offset: f.offset, max: self.target.str_max },
             _ => return err(pos, format!("field `{field}` has type `{}`, which probes can't read yet", f.c_type)),

@@ -12,7 +12,11 @@ use probes_ebpf::ir::{AggKind, AggOp, MapId, MapLayout, Ty, ValueKind};
 pub enum Sem {
     Plain,
     /// A stack id in stack map `map` (user stacks carry the pid too).
-    Stack { map: MapId, user: bool, mode: crate::symbols::stacks::StackMode },
+    Stack {
+        map: MapId,
+        user: bool,
+        mode: crate::symbols::stacks::StackMode,
+    },
     /// A kernel address shown as its function name.
     Ksym,
 }
@@ -52,7 +56,11 @@ pub struct MapShape {
 impl MapShape {
     /// The shape of a map no probe touches.
     pub fn unused() -> MapShape {
-        MapShape { layout: MapLayout { key: vec![Ty::Int], value: ValueKind::Value(Ty::Int) }, key_sems: vec![Sem::Plain], agg: None }
+        MapShape {
+            layout: MapLayout { key: vec![Ty::Int], value: ValueKind::Value(Ty::Int) },
+            key_sems: vec![Sem::Plain],
+            agg: None,
+        }
     }
 }
 
@@ -156,7 +164,10 @@ pub fn unify(uses: &[MapUse], names: &dyn Fn(MapId) -> String) -> Result<BTreeMa
                 }
                 UseKind::Update => {
                     if let Some((Ty::Bytes(_), a)) = plain {
-                        return Err(anyhow!("{}: error: map '{name}' holds strings (see {a}); `+=` needs integers", u.at));
+                        return Err(anyhow!(
+                            "{}: error: map '{name}' holds strings (see {a}); `+=` needs integers",
+                            u.at
+                        ));
                     }
                     plain.get_or_insert((Ty::Int, &u.at));
                 }
@@ -169,9 +180,15 @@ pub fn unify(uses: &[MapUse], names: &dyn Fn(MapId) -> String) -> Result<BTreeMa
                     "{b}: error: map '{name}' is assigned plain values here but is an aggregation at {a}; use two maps"
                 ))
             }
-            (Some((op, _)), None) => MapShape { layout: MapLayout { key, value: ValueKind::Agg(agg_kind(op)) }, key_sems, agg: Some(op) },
-            (None, Some((ty, _))) => MapShape { layout: MapLayout { key, value: ValueKind::Value(ty) }, key_sems, agg: None },
-            (None, None) => MapShape { layout: MapLayout { key, value: ValueKind::Value(Ty::Int) }, key_sems, agg: None },
+            (Some((op, _)), None) => {
+                MapShape { layout: MapLayout { key, value: ValueKind::Agg(agg_kind(op)) }, key_sems, agg: Some(op) }
+            }
+            (None, Some((ty, _))) => {
+                MapShape { layout: MapLayout { key, value: ValueKind::Value(ty) }, key_sems, agg: None }
+            }
+            (None, None) => {
+                MapShape { layout: MapLayout { key, value: ValueKind::Value(Ty::Int) }, key_sems, agg: None }
+            }
         };
         shapes.insert(id, shape);
     }
@@ -197,12 +214,16 @@ mod tests {
         .unwrap();
         assert_eq!(s[&0].layout.key, vec![Ty::Bytes(64)]);
         let e = unify(
-            &[u(1, vec![Ty::Int], UseKind::Aggregate(AggOp::Count)), u(1, vec![Ty::Int], UseKind::Aggregate(AggOp::Hist))],
+            &[
+                u(1, vec![Ty::Int], UseKind::Aggregate(AggOp::Count)),
+                u(1, vec![Ty::Int], UseKind::Aggregate(AggOp::Hist)),
+            ],
             &names,
         )
         .unwrap_err();
         assert!(e.to_string().contains("use one aggregation per map"), "{e}");
-        let e = unify(&[u(2, vec![Ty::Int], UseKind::Store(Ty::Int)), u(2, vec![], UseKind::Read)], &names).unwrap_err();
+        let e =
+            unify(&[u(2, vec![Ty::Int], UseKind::Store(Ty::Int)), u(2, vec![], UseKind::Read)], &names).unwrap_err();
         assert!(e.to_string().contains("key part"), "{e}");
     }
 }

@@ -87,7 +87,9 @@ pub struct Plan {
 impl Plan {
     /// Probes of the script (rtrace's own programs not counted).
     pub fn attach_count(&self) -> usize {
-        self.programs.iter().filter(|p| !p.internal).map(|p| p.points.len()).sum::<usize>() + self.begin.len() + self.end.len()
+        self.programs.iter().filter(|p| !p.internal).map(|p| p.points.len()).sum::<usize>()
+            + self.begin.len()
+            + self.end.len()
     }
 }
 
@@ -131,9 +133,8 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
             }
             continue;
         }
-        let body = lower::find_closure(&def.ast, def.closure.fn_name()).ok_or_else(|| {
-            here(def, "the second argument of probe() must be a closure, e.g. |e| { ... }".into())
-        })?;
+        let body = lower::find_closure(&def.ast, def.closure.fn_name())
+            .ok_or_else(|| here(def, "the second argument of probe() must be a closure, e.g. |e| { ... }".into()))?;
         let probe_index = plan.probes.len();
         plan.probes.push(def.spec.clone());
         let per_point = lower::needs_per_point_program(&body);
@@ -196,11 +197,15 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
                     .map_err(|e| anyhow!("{file}:{}: error: {}", position_text(e.pos), e.message))?;
                 let captured: Vec<(String, rhai::Dynamic)> =
                     body.params.iter().cloned().zip(def.closure.curry().iter().cloned()).collect();
-                let event = (body.params.len() > def.closure.curry().len()).then(|| body.params.last().cloned()).flatten();
+                let event =
+                    (body.params.len() > def.closure.curry().len()).then(|| body.params.last().cloned()).flatten();
                 let mut sites: Vec<&lower::Site> = lowered.sites.iter().collect();
                 sites.sort_by_key(|s| s.id);
                 if sites.iter().any(|s| s.emit) && def.on_event.is_none() {
-                    return Err(here(def, "this probe calls emit(): give it a callback with .on_event(|rec| ...)".into()));
+                    return Err(here(
+                        def,
+                        "this probe calls emit(): give it a callback with .on_event(|rec| ...)".into(),
+                    ));
                 }
                 for site in sites {
                     // Records name their site by id: ids index `plan.sites`.
@@ -222,8 +227,7 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
     // One layout per map, from every use in every probe.
     let uses: Vec<maps::MapUse> = pending.iter().flat_map(|p| p.0.uses.iter().cloned()).collect();
     let names = |id: MapId| reg.maps.get(id as usize).map(|m| m.name()).unwrap_or_default();
-    let unified: BTreeMap<MapId, MapShape> =
-        maps::unify(&uses, &names).map_err(|e| anyhow!("{file}:{e}"))?;
+    let unified: BTreeMap<MapId, MapShape> = maps::unify(&uses, &names).map_err(|e| anyhow!("{file}:{e}"))?;
     plan.shapes = (0..map_count).map(|id| unified.get(&id).cloned().unwrap_or_else(MapShape::unused)).collect();
     let mut layouts: Vec<MapLayout> = plan.shapes.iter().map(|s| s.layout.clone()).collect();
     layouts.push(MapLayout { key: vec![], value: ValueKind::RingBuf });
@@ -248,11 +252,12 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
         // -p: every probe only sees the traced process; -c: the command and
         // the processes it starts.
         let not_target = match (plan.follow_map, attach::target_pid()) {
-            (Some(map), _) => Some(ir::Expr::Unary(
-                ir::UnOp::Not,
-                Box::new(ir::Expr::MapContains { map, key: vec![pid.clone()] }),
-            )),
-            (None, Some(target)) => Some(ir::Expr::Binary(ir::BinOp::Ne, Box::new(pid.clone()), Box::new(ir::Expr::Int(target as i64)))),
+            (Some(map), _) => {
+                Some(ir::Expr::Unary(ir::UnOp::Not, Box::new(ir::Expr::MapContains { map, key: vec![pid.clone()] })))
+            }
+            (None, Some(target)) => {
+                Some(ir::Expr::Binary(ir::BinOp::Ne, Box::new(pid.clone()), Box::new(ir::Expr::Int(target as i64))))
+            }
             (None, None) => None,
         };
         if let Some(cond) = not_target {
@@ -271,7 +276,8 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
         plan.programs.push(CompiledProgram { name, probe_type: ptype, code, points, probe, site_ids, internal: false });
     }
     if let Some(map) = plan.follow_map {
-        plan.programs.extend(follow_programs(map, plan.stop_map, layouts).map_err(|e| anyhow!("{file}: error: -c: {e}"))?);
+        plan.programs
+            .extend(follow_programs(map, plan.stop_map, layouts).map_err(|e| anyhow!("{file}: error: -c: {e}"))?);
     }
     Ok(plan)
 }
@@ -302,9 +308,15 @@ fn follow_programs(map: MapId, stop_map: MapId, maps: Vec<MapLayout>) -> Result<
     };
     // task_newtask runs in the parent, before the child runs.
     let followed = ir::Expr::MapContains { map, key: vec![pid()] };
-    let thread = ir::Expr::Binary(ir::BinOp::And, Box::new(field("task", "task_newtask", "clone_flags")?), Box::new(ir::Expr::Int(CLONE_THREAD)));
-    let new_process = ir::Expr::LogicalAnd(Box::new(followed.clone()), Box::new(ir::Expr::Unary(ir::UnOp::Not, Box::new(thread))));
-    let add = stmt(ir::StmtKind::MapStore { map, key: vec![field("task", "task_newtask", "pid")?], value: ir::Expr::Int(1) });
+    let thread = ir::Expr::Binary(
+        ir::BinOp::And,
+        Box::new(field("task", "task_newtask", "clone_flags")?),
+        Box::new(ir::Expr::Int(CLONE_THREAD)),
+    );
+    let new_process =
+        ir::Expr::LogicalAnd(Box::new(followed.clone()), Box::new(ir::Expr::Unary(ir::UnOp::Not, Box::new(thread))));
+    let add =
+        stmt(ir::StmtKind::MapStore { map, key: vec![field("task", "task_newtask", "pid")?], value: ir::Expr::Int(1) });
     let on_new = vec![stmt(ir::StmtKind::If { cond: new_process, then: vec![add], otherwise: vec![] })];
     // sched_process_exit runs in the exiting thread; group_dead: the last one.
     let last = ir::Expr::LogicalAnd(Box::new(followed), Box::new(field("sched", "sched_process_exit", "group_dead")?));
@@ -313,12 +325,23 @@ fn follow_programs(map: MapId, stop_map: MapId, maps: Vec<MapLayout>) -> Result<
 
     let ptype: &'static dyn ProbeType = &attach::tracepoint::Tracepoint;
     let mut out = Vec::new();
-    for (name, target, mut body) in [("rtrace_follow", "task:task_newtask", on_new), ("rtrace_unfollow", "sched:sched_process_exit", on_exit)] {
+    for (name, target, mut body) in
+        [("rtrace_follow", "task:task_newtask", on_new), ("rtrace_unfollow", "sched:sched_process_exit", on_exit)]
+    {
         body.insert(0, leave_if(stopped(stop_map)));
         let points = ptype.expand(&spec::ProbeSpec { kind: ProbeKind::Tracepoint, target: target.into() })?;
-        let program = ir::Program { name: name.into(), context: ptype.context(), locals: vec![], maps: maps.clone(), body };
+        let program =
+            ir::Program { name: name.into(), context: ptype.context(), locals: vec![], maps: maps.clone(), body };
         let code = probes_ebpf::generate(&program).map_err(|e| anyhow!("{}", e.message))?;
-        out.push(CompiledProgram { name: name.into(), probe_type: ptype, code, points, probe: 0, site_ids: vec![], internal: true });
+        out.push(CompiledProgram {
+            name: name.into(),
+            probe_type: ptype,
+            code,
+            points,
+            probe: 0,
+            site_ids: vec![],
+            internal: true,
+        });
     }
     Ok(out)
 }

@@ -4,8 +4,8 @@
 use std::fmt::Write;
 
 use super::maps::{
-    average, bucket, hist_visible_range, join_key, lhist_bucket_bounds, lhist_inner_buckets,
-    lhist_visible_range, sorted_entries, MapDump, MapKind, MapValue,
+    average, bucket, hist_visible_range, join_key, lhist_bucket_bounds, lhist_inner_buckets, lhist_visible_range,
+    sorted_entries, MapDump, MapKind, MapValue,
 };
 
 /// The map as one `map`, `hist` or `stats` record; an empty map gives an
@@ -22,10 +22,7 @@ pub fn format_map_json(dump: &MapDump) -> String {
         MapKind::Hist => "hist",
         MapKind::Stats => "stats",
     };
-    let mut out = format!(
-        "{{\"type\": \"{record_type}\", \"data\": {{\"@{}\": ",
-        escape_json(&dump.name)
-    );
+    let mut out = format!("{{\"type\": \"{record_type}\", \"data\": {{\"@{}\": ", escape_json(&dump.name));
     if !dump.keyless {
         out.push('{');
     }
@@ -47,10 +44,7 @@ pub fn format_map_json(dump: &MapDump) -> String {
 
 /// `{"type": "printf", "data": "..."}` for the text one printf() produced.
 pub fn format_printf_json(text: &str) -> String {
-    format!(
-        "{{\"type\": \"printf\", \"data\": \"{}\"}}\n",
-        escape_json(text)
-    )
+    format!("{{\"type\": \"printf\", \"data\": \"{}\"}}\n", escape_json(text))
 }
 
 /// `{"type": "lost_events", "data": {"events": N}}`. bpftrace's record does
@@ -85,12 +79,7 @@ fn push_json_value(out: &mut String, value: &MapValue) {
             );
         }
         MapValue::Hist(counts) => push_hist_json(out, counts),
-        MapValue::Lhist {
-            min,
-            max,
-            step,
-            counts,
-        } => push_lhist_json(out, counts, *min, *max, *step),
+        MapValue::Lhist { min, max, step, counts } => push_lhist_json(out, counts, *min, *max, *step),
     }
 }
 
@@ -106,12 +95,9 @@ fn push_hist_json(out: &mut String, counts: &[u64]) {
             0 => write!(out, "{{\"max\": -1, \"count\": {count}}}"),
             1 => write!(out, "{{\"min\": 0, \"max\": 0, \"count\": {count}}}"),
             2 => write!(out, "{{\"min\": 1, \"max\": 1, \"count\": {count}}}"),
-            i => write!(
-                out,
-                "{{\"min\": {}, \"max\": {}, \"count\": {count}}}",
-                1u64 << (i - 2),
-                (1u64 << (i - 1)) - 1
-            ),
+            i => {
+                write!(out, "{{\"min\": {}, \"max\": {}, \"count\": {count}}}", 1u64 << (i - 2), (1u64 << (i - 1)) - 1)
+            }
         };
     }
     out.push(']');
@@ -129,20 +115,12 @@ fn push_lhist_json(out: &mut String, counts: &[u64], min: i64, max: i64, step: i
         }
         let count = bucket(counts, i);
         let _ = if i == 0 {
-            write!(
-                out,
-                "{{\"max\": {}, \"count\": {count}}}",
-                min.wrapping_sub(1)
-            )
+            write!(out, "{{\"max\": {}, \"count\": {count}}}", min.wrapping_sub(1))
         } else if i as i64 == inner + 1 {
             write!(out, "{{\"min\": {max}, \"count\": {count}}}")
         } else {
             let (low, high) = lhist_bucket_bounds(i, min, step);
-            write!(
-                out,
-                "{{\"min\": {low}, \"max\": {}, \"count\": {count}}}",
-                high.wrapping_sub(1)
-            )
+            write!(out, "{{\"min\": {low}, \"max\": {}, \"count\": {count}}}", high.wrapping_sub(1))
         };
     }
     out.push(']');
@@ -184,28 +162,20 @@ mod tests {
 
     #[test]
     fn int_keys() {
-        let expected = concat!(
-            r#"{"type": "map", "data": {"@m": {"3": 1, "-5": 2, "10": 3}}}"#,
-            "\n"
-        );
+        let expected = concat!(r#"{"type": "map", "data": {"@m": {"3": 1, "-5": 2, "10": 3}}}"#, "\n");
         assert_eq!(format_map_json(&fixtures::int_keys()), expected);
     }
 
     #[test]
     fn string_keys() {
-        let expected = concat!(
-            r#"{"type": "map", "data": {"@m": {"a b": -3, "b\"q": 5, "x\\y": 7, "tab\there": 100}}}"#,
-            "\n"
-        );
+        let expected =
+            concat!(r#"{"type": "map", "data": {"@m": {"a b": -3, "b\"q": 5, "x\\y": 7, "tab\there": 100}}}"#, "\n");
         assert_eq!(format_map_json(&fixtures::string_keys()), expected);
     }
 
     #[test]
     fn tuple_keys() {
-        let expected = concat!(
-            r#"{"type": "map", "data": {"@m": {"1,a": 1, "2,b": 2, "-1,c": 3}}}"#,
-            "\n"
-        );
+        let expected = concat!(r#"{"type": "map", "data": {"@m": {"1,a": 1, "2,b": 2, "-1,c": 3}}}"#, "\n");
         assert_eq!(format_map_json(&fixtures::tuple_keys()), expected);
     }
 
@@ -274,10 +244,7 @@ mod tests {
 
     #[test]
     fn stats_keyless() {
-        let expected = concat!(
-            r#"{"type": "stats", "data": {"@m": {"count": 2, "average": -1, "total": -3}}}"#,
-            "\n"
-        );
+        let expected = concat!(r#"{"type": "stats", "data": {"@m": {"count": 2, "average": -1, "total": -3}}}"#, "\n");
         assert_eq!(format_map_json(&fixtures::stats_keyless()), expected);
     }
 
@@ -289,37 +256,26 @@ mod tests {
 
     #[test]
     fn avg_keyed() {
-        let expected = concat!(
-            r#"{"type": "stats", "data": {"@m": {"1": -7, "2": 3, "3": 50}}}"#,
-            "\n"
-        );
+        let expected = concat!(r#"{"type": "stats", "data": {"@m": {"1": -7, "2": 3, "3": 50}}}"#, "\n");
         assert_eq!(format_map_json(&fixtures::avg_keyed()), expected);
     }
 
     #[test]
     fn min_keyed() {
-        let expected = concat!(
-            r#"{"type": "map", "data": {"@m": {"3": -20, "1": -2, "2": 7}}}"#,
-            "\n"
-        );
+        let expected = concat!(r#"{"type": "map", "data": {"@m": {"3": -20, "1": -2, "2": 7}}}"#, "\n");
         assert_eq!(format_map_json(&fixtures::min_keyed()), expected);
     }
 
     #[test]
     fn max_keyed() {
-        let expected = concat!(
-            r#"{"type": "map", "data": {"@m": {"c": 1, "b": 7, "a": 50}}}"#,
-            "\n"
-        );
+        let expected = concat!(r#"{"type": "map", "data": {"@m": {"c": 1, "b": 7, "a": 50}}}"#, "\n");
         assert_eq!(format_map_json(&fixtures::max_keyed()), expected);
     }
 
     #[test]
     fn string_values() {
-        let expected = concat!(
-            r#"{"type": "map", "data": {"@m": {"1": "one", "2": "two", "10": "a\"b\\c", "-1": "neg"}}}"#,
-            "\n"
-        );
+        let expected =
+            concat!(r#"{"type": "map", "data": {"@m": {"1": "one", "2": "two", "10": "a\"b\\c", "-1": "neg"}}}"#, "\n");
         assert_eq!(format_map_json(&fixtures::string_values()), expected);
     }
 
@@ -331,10 +287,7 @@ mod tests {
 
     #[test]
     fn tuple_string_values() {
-        let expected = concat!(
-            r#"{"type": "map", "data": {"@m": {"a,1": "z", "a,2": "y", "b,1": "x"}}}"#,
-            "\n"
-        );
+        let expected = concat!(r#"{"type": "map", "data": {"@m": {"a,1": "z", "a,2": "y", "b,1": "x"}}}"#, "\n");
         assert_eq!(format_map_json(&fixtures::tuple_string_values()), expected);
     }
 
@@ -352,10 +305,7 @@ mod tests {
 
     #[test]
     fn zeroed_lhist_keyed() {
-        let expected = concat!(
-            r#"{"type": "hist", "data": {"@m": {"1": [], "2": []}}}"#,
-            "\n"
-        );
+        let expected = concat!(r#"{"type": "hist", "data": {"@m": {"1": [], "2": []}}}"#, "\n");
         assert_eq!(format_map_json(&fixtures::zeroed_lhist_keyed()), expected);
     }
 
@@ -408,10 +358,8 @@ mod tests {
 
     #[test]
     fn large_sums() {
-        let expected = concat!(
-            r#"{"type": "map", "data": {"@m": {"n": -1099511627776, "z": 0, "k": 1099511627776}}}"#,
-            "\n"
-        );
+        let expected =
+            concat!(r#"{"type": "map", "data": {"@m": {"n": -1099511627776, "z": 0, "k": 1099511627776}}}"#, "\n");
         assert_eq!(format_map_json(&fixtures::large_sums()), expected);
     }
 
@@ -424,19 +372,13 @@ mod tests {
                 r#"{"type": "hist", "data": {"@h": [{"min": 0, "max": 0, "count": 1}, {"min": 1, "max": 1, "count": 0}, {"min": 2, "max": 3, "count": 0}, {"min": 4, "max": 7, "count": 1}, {"min": 8, "max": 15, "count": 0}, {"min": 16, "max": 31, "count": 0}, {"min": 32, "max": 63, "count": 0}, {"min": 64, "max": 127, "count": 0}, {"min": 128, "max": 255, "count": 0}, {"min": 256, "max": 511, "count": 0}, {"min": 512, "max": 1023, "count": 0}, {"min": 1024, "max": 2047, "count": 1}]}}"#,
                 "\n"
             ),
-            concat!(
-                r#"{"type": "hist", "data": {"@l": [{"min": 40, "max": 49, "count": 1}]}}"#,
-                "\n"
-            ),
+            concat!(r#"{"type": "hist", "data": {"@l": [{"min": 40, "max": 49, "count": 1}]}}"#, "\n"),
             concat!(
                 r#"{"type": "stats", "data": {"@s": {"2,b": {"count": 1, "average": 3, "total": 3}, "1,a": {"count": 1, "average": 10, "total": 10}}}}"#,
                 "\n"
             ),
         ];
-        let records: Vec<String> = fixtures::exit_dump_maps()
-            .iter()
-            .map(format_map_json)
-            .collect();
+        let records: Vec<String> = fixtures::exit_dump_maps().iter().map(format_map_json).collect();
         assert_eq!(records, expected);
     }
 
@@ -450,11 +392,8 @@ mod tests {
             "\n"
         );
         assert_eq!(format_map_json(&fixtures::hist_2g()), expected);
-        let top = MapDump {
-            name: "m".to_string(),
-            keyless: true,
-            entries: vec![(vec![], fixtures::hist_of(&[i64::MAX]))],
-        };
+        let top =
+            MapDump { name: "m".to_string(), keyless: true, entries: vec![(vec![], fixtures::hist_of(&[i64::MAX]))] };
         assert_eq!(
             format_map_json(&top),
             concat!(
@@ -468,33 +407,18 @@ mod tests {
     #[test]
     fn printf_record() {
         // printf("a\x01b\x08c\x0cd\x1fe\x7ff\\z\r\"q\"\t\n")
-        let expected = concat!(
-            r#"{"type": "printf", "data": "a\u0001b\u0008c\u000cd\u001fef\\z\r\"q\"\t\n"}"#,
-            "\n"
-        );
-        assert_eq!(
-            format_printf_json("a\x01b\x08c\x0cd\x1fe\x7ff\\z\r\"q\"\t\n"),
-            expected
-        );
+        let expected = concat!(r#"{"type": "printf", "data": "a\u0001b\u0008c\u000cd\u001fef\\z\r\"q\"\t\n"}"#, "\n");
+        assert_eq!(format_printf_json("a\x01b\x08c\x0cd\x1fe\x7ff\\z\r\"q\"\t\n"), expected);
     }
 
     #[test]
     fn non_ascii_passes_through() {
-        assert_eq!(
-            format_printf_json("é→"),
-            "{\"type\": \"printf\", \"data\": \"é→\"}\n"
-        );
+        assert_eq!(format_printf_json("é→"), "{\"type\": \"printf\", \"data\": \"é→\"}\n");
     }
 
     #[test]
     fn probe_records() {
-        assert_eq!(
-            format_attached_json(2),
-            concat!(
-                r#"{"type": "attached_probes", "data": {"probes": 2}}"#,
-                "\n"
-            )
-        );
+        assert_eq!(format_attached_json(2), concat!(r#"{"type": "attached_probes", "data": {"probes": 2}}"#, "\n"));
         assert_eq!(
             format_lost_events_json("kprobe:vfs_read", 7),
             concat!(r#"{"type": "lost_events", "data": {"events": 7}}"#, "\n")

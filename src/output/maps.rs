@@ -33,12 +33,7 @@ pub enum MapValue {
     /// Log2 histogram counts indexed by [`hist_bucket`]; at most [`HIST_LEN`] are used.
     Hist(Vec<u64>),
     /// Linear histogram counts indexed by [`lhist_bucket`].
-    Lhist {
-        min: i64,
-        max: i64,
-        step: i64,
-        counts: Vec<u64>,
-    },
+    Lhist { min: i64, max: i64, step: i64, counts: Vec<u64> },
 }
 
 /// The decoded contents of one map.
@@ -100,11 +95,7 @@ pub fn lhist_bucket(v: i64, min: i64, max: i64, step: i64) -> usize {
         return 0;
     }
     let step = step.max(1) as u64;
-    let offset = if v > max {
-        max.wrapping_sub(min)
-    } else {
-        v.wrapping_sub(min)
-    };
+    let offset = if v > max { max.wrapping_sub(min) } else { v.wrapping_sub(min) };
     1 + (offset as u64 / step) as usize
 }
 
@@ -176,24 +167,13 @@ fn push_text_value(out: &mut String, value: &MapValue) {
             let _ = write!(out, "{}", average(*count, *total));
         }
         MapValue::Stats { count, total } => {
-            let _ = write!(
-                out,
-                "count {}, average {}, total {}",
-                *count as i64,
-                average(*count, *total),
-                total
-            );
+            let _ = write!(out, "count {}, average {}, total {}", *count as i64, average(*count, *total), total);
         }
         MapValue::Hist(counts) => {
             out.push('\n');
             push_hist_text(out, counts);
         }
-        MapValue::Lhist {
-            min,
-            max,
-            step,
-            counts,
-        } => {
+        MapValue::Lhist { min, max, step, counts } => {
             out.push('\n');
             push_lhist_text(out, counts, *min, *max, *step);
         }
@@ -223,11 +203,7 @@ fn push_lhist_text(out: &mut String, counts: &[u64], min: i64, max: i64, step: i
             format!("[{}, ...)", lhist_number_label(max))
         } else {
             let (low, high) = lhist_bucket_bounds(i, min, step);
-            format!(
-                "[{}, {})",
-                lhist_number_label(low),
-                lhist_number_label(high)
-            )
+            format!("[{}, {})", lhist_number_label(low), lhist_number_label(high))
         };
         push_bar_row(out, &label, bucket(counts, i), max_count);
     }
@@ -246,11 +222,7 @@ fn hist_bucket_label(index: usize) -> String {
         0 => "(..., 0)".to_string(),
         1 => "[0]".to_string(),
         2 => "[1]".to_string(),
-        i => format!(
-            "[{}, {})",
-            power_of_two_label(i - 2),
-            power_of_two_label(i - 1)
-        ),
+        i => format!("[{}, {})", power_of_two_label(i - 2), power_of_two_label(i - 1)),
     }
 }
 
@@ -309,12 +281,7 @@ pub(super) fn hist_visible_range(counts: &[u64]) -> Option<RangeInclusive<usize>
 }
 
 /// Buckets a linear histogram prints: first to last non-empty one.
-pub(super) fn lhist_visible_range(
-    counts: &[u64],
-    min: i64,
-    max: i64,
-    step: i64,
-) -> Option<RangeInclusive<usize>> {
+pub(super) fn lhist_visible_range(counts: &[u64], min: i64, max: i64, step: i64) -> Option<RangeInclusive<usize>> {
     let last = lhist_inner_buckets(min, max, step) as usize + 1;
     non_empty_range(counts, 0..=last)
 }
@@ -349,23 +316,15 @@ pub(super) fn sorted_entries(dump: &MapDump) -> Vec<&(Vec<KeyPart>, MapValue)> {
     let mut entries: Vec<&(Vec<KeyPart>, MapValue)> = dump.entries.iter().collect();
     match dump.kind() {
         None => {}
-        Some(MapKind::Int) => entries.sort_by(|(key_a, a), (key_b, b)| {
-            int_value(a)
-                .cmp(&int_value(b))
-                .then_with(|| key_a.cmp(key_b))
-        }),
-        Some(MapKind::Str) => {
-            entries.sort_by(|(key_a, _), (key_b, _)| compare_keys(key_a, key_b, key_part_order))
+        Some(MapKind::Int) => {
+            entries.sort_by(|(key_a, a), (key_b, b)| int_value(a).cmp(&int_value(b)).then_with(|| key_a.cmp(key_b)))
         }
+        Some(MapKind::Str) => entries.sort_by(|(key_a, _), (key_b, _)| compare_keys(key_a, key_b, key_part_order)),
         Some(MapKind::Hist) => entries.sort_by(|(key_a, a), (key_b, b)| {
-            hist_total(a)
-                .cmp(&hist_total(b))
-                .then_with(|| compare_keys(key_a, key_b, key_part_byte_order))
+            hist_total(a).cmp(&hist_total(b)).then_with(|| compare_keys(key_a, key_b, key_part_byte_order))
         }),
         Some(MapKind::Stats) => entries.sort_by(|(key_a, a), (key_b, b)| {
-            stats_average(a)
-                .cmp(&stats_average(b))
-                .then_with(|| compare_keys(key_a, key_b, key_part_byte_order))
+            stats_average(a).cmp(&stats_average(b)).then_with(|| compare_keys(key_a, key_b, key_part_byte_order))
         }),
     }
     entries
@@ -389,18 +348,12 @@ fn hist_total(value: &MapValue) -> u64 {
 
 fn stats_average(value: &MapValue) -> i64 {
     match value {
-        MapValue::Avg { count, total } | MapValue::Stats { count, total } => {
-            average(*count, *total)
-        }
+        MapValue::Avg { count, total } | MapValue::Stats { count, total } => average(*count, *total),
         _ => 0,
     }
 }
 
-fn compare_keys(
-    a: &[KeyPart],
-    b: &[KeyPart],
-    compare_part: fn(&KeyPart, &KeyPart) -> Ordering,
-) -> Ordering {
+fn compare_keys(a: &[KeyPart], b: &[KeyPart], compare_part: fn(&KeyPart, &KeyPart) -> Ordering) -> Ordering {
     a.iter()
         .zip(b)
         .map(|(x, y)| compare_part(x, y))
@@ -459,28 +412,15 @@ pub(super) mod fixtures {
         for &v in values {
             counts[lhist_bucket(v, min, max, step)] += 1;
         }
-        MapValue::Lhist {
-            min,
-            max,
-            step,
-            counts,
-        }
+        MapValue::Lhist { min, max, step, counts }
     }
 
     fn keyed(entries: Vec<(Vec<KeyPart>, MapValue)>) -> MapDump {
-        MapDump {
-            name: "m".to_string(),
-            keyless: false,
-            entries,
-        }
+        MapDump { name: "m".to_string(), keyless: false, entries }
     }
 
     fn keyless(value: MapValue) -> MapDump {
-        MapDump {
-            name: "m".to_string(),
-            keyless: true,
-            entries: vec![(vec![], value)],
-        }
+        MapDump { name: "m".to_string(), keyless: true, entries: vec![(vec![], value)] }
     }
 
     /// `@m = count()` three times.
@@ -532,9 +472,7 @@ pub(super) mod fixtures {
 
     /// `@m = hist()` of 1048576, 1073741824, 1500000000, 1073741824, 5000.
     pub fn hist_large() -> MapDump {
-        keyless(hist_of(&[
-            1048576, 1073741824, 1500000000, 1073741824, 5000,
-        ]))
+        keyless(hist_of(&[1048576, 1073741824, 1500000000, 1073741824, 5000]))
     }
 
     /// `@m = hist(1073741824); @m = hist(3221225472)`.
@@ -549,12 +487,7 @@ pub(super) mod fixtures {
 
     /// `@m = lhist(v, 0, 4194304, 524288)` for v in 524288, 1048576, 1048576, 2097152.
     pub fn lhist_km_labels() -> MapDump {
-        keyless(lhist_of(
-            &[524288, 1048576, 1048576, 2097152],
-            0,
-            4194304,
-            524288,
-        ))
+        keyless(lhist_of(&[524288, 1048576, 1048576, 2097152], 0, 4194304, 524288))
     }
 
     /// `@m[k] = lhist(v, 0, 100, 10)`: "x" gets 5 and 99, "y" 100, "z" 0 three times.
@@ -570,65 +503,29 @@ pub(super) mod fixtures {
     /// @m[3, "c"] = stats(-5); @m[4, "d"] = stats(1000000); @m[4, "d"] = stats(7)`.
     pub fn stats_keyed() -> MapDump {
         keyed(vec![
-            (
-                vec![int(4), s("d")],
-                MapValue::Stats {
-                    count: 2,
-                    total: 1000007,
-                },
-            ),
-            (
-                vec![int(1), s("a")],
-                MapValue::Stats {
-                    count: 1,
-                    total: 10,
-                },
-            ),
+            (vec![int(4), s("d")], MapValue::Stats { count: 2, total: 1000007 }),
+            (vec![int(1), s("a")], MapValue::Stats { count: 1, total: 10 }),
             (vec![int(2), s("b")], MapValue::Stats { count: 1, total: 3 }),
-            (
-                vec![int(3), s("c")],
-                MapValue::Stats {
-                    count: 2,
-                    total: -9,
-                },
-            ),
+            (vec![int(3), s("c")], MapValue::Stats { count: 2, total: -9 }),
         ])
     }
 
     /// `@m = stats(-5); @m = stats(2)`.
     pub fn stats_keyless() -> MapDump {
-        keyless(MapValue::Stats {
-            count: 2,
-            total: -3,
-        })
+        keyless(MapValue::Stats { count: 2, total: -3 })
     }
 
     /// `@m = avg(7); @m = avg(8)`.
     pub fn avg_keyless() -> MapDump {
-        keyless(MapValue::Avg {
-            count: 2,
-            total: 15,
-        })
+        keyless(MapValue::Avg { count: 2, total: 15 })
     }
 
     /// `@m[1] = avg(-7); @m[1] = avg(-8); @m[2] = avg(3); @m[3] = avg(100); @m[3] = avg(1)`.
     pub fn avg_keyed() -> MapDump {
         keyed(vec![
-            (
-                vec![int(3)],
-                MapValue::Avg {
-                    count: 2,
-                    total: 101,
-                },
-            ),
+            (vec![int(3)], MapValue::Avg { count: 2, total: 101 }),
             (vec![int(2)], MapValue::Avg { count: 1, total: 3 }),
-            (
-                vec![int(1)],
-                MapValue::Avg {
-                    count: 2,
-                    total: -15,
-                },
-            ),
+            (vec![int(1)], MapValue::Avg { count: 2, total: -15 }),
         ])
     }
 
@@ -692,11 +589,7 @@ pub(super) mod fixtures {
 
     /// `@m[1] = hist(5); @m[256] = hist(5); @m[2] = hist(5); @m[2] = hist(5)`.
     pub fn hist_ties() -> MapDump {
-        keyed(vec![
-            (vec![int(2)], hist_of(&[5, 5])),
-            (vec![int(1)], hist_of(&[5])),
-            (vec![int(256)], hist_of(&[5])),
-        ])
+        keyed(vec![(vec![int(2)], hist_of(&[5, 5])), (vec![int(1)], hist_of(&[5])), (vec![int(256)], hist_of(&[5]))])
     }
 
     /// `@m[1] = stats(5); @m[256] = stats(5); @m[2] = stats(1)`.
@@ -729,12 +622,7 @@ pub(super) mod fixtures {
 
     /// `@m = lhist(v, 1000000, 1000300, 100)` for v in 1000123, 1000000, 1000299, 1000299.
     pub fn wide_labels() -> MapDump {
-        keyless(lhist_of(
-            &[1000123, 1000000, 1000299, 1000299],
-            1000000,
-            1000300,
-            100,
-        ))
+        keyless(lhist_of(&[1000123, 1000000, 1000299, 1000299], 1000000, 1000300, 100))
     }
 
     /// `@m["k"] = sum(1099511627776); @m["n"] = sum(-1099511627776); @m["z"] = sum(0)`.
@@ -756,32 +644,14 @@ pub(super) mod fixtures {
             dump
         };
         vec![
-            named(
-                "a",
-                keyless(MapValue::Avg {
-                    count: 2,
-                    total: 15,
-                }),
-            ),
-            named(
-                "c",
-                keyed(vec![
-                    (vec![s("y")], MapValue::Int(2)),
-                    (vec![s("x")], MapValue::Int(1)),
-                ]),
-            ),
+            named("a", keyless(MapValue::Avg { count: 2, total: 15 })),
+            named("c", keyed(vec![(vec![s("y")], MapValue::Int(2)), (vec![s("x")], MapValue::Int(1))])),
             named("h", keyless(hist_of(&[5, 0, 1500]))),
             named("l", keyless(lhist_of(&[42], 0, 100, 10))),
             named(
                 "s",
                 keyed(vec![
-                    (
-                        vec![int(1), s("a")],
-                        MapValue::Stats {
-                            count: 1,
-                            total: 10,
-                        },
-                    ),
+                    (vec![int(1), s("a")], MapValue::Stats { count: 1, total: 10 }),
                     (vec![int(2), s("b")], MapValue::Stats { count: 1, total: 3 }),
                 ]),
             ),
@@ -810,12 +680,7 @@ mod tests {
 
     #[test]
     fn string_keys() {
-        let expected = concat!(
-            "@m[a b]: -3\n",
-            "@m[b\"q]: 5\n",
-            "@m[x\\y]: 7\n",
-            "@m[tab\there]: 100\n",
-        );
+        let expected = concat!("@m[a b]: -3\n", "@m[b\"q]: 5\n", "@m[x\\y]: 7\n", "@m[tab\there]: 100\n",);
         assert_eq!(format_map_text(&fixtures::string_keys()), expected);
     }
 
@@ -1003,12 +868,7 @@ mod tests {
 
     #[test]
     fn string_values() {
-        let expected = concat!(
-            "@m[1]: one\n",
-            "@m[2]: two\n",
-            "@m[10]: a\"b\\c\n",
-            "@m[-1]: neg\n",
-        );
+        let expected = concat!("@m[1]: one\n", "@m[2]: two\n", "@m[10]: a\"b\\c\n", "@m[-1]: neg\n",);
         assert_eq!(format_map_text(&fixtures::string_values()), expected);
     }
 
@@ -1108,11 +968,7 @@ mod tests {
 
     #[test]
     fn large_sums() {
-        let expected = concat!(
-            "@m[n]: -1099511627776\n",
-            "@m[z]: 0\n",
-            "@m[k]: 1099511627776\n",
-        );
+        let expected = concat!("@m[n]: -1099511627776\n", "@m[z]: 0\n", "@m[k]: 1099511627776\n",);
         assert_eq!(format_map_text(&fixtures::large_sums()), expected);
     }
 
@@ -1214,9 +1070,7 @@ mod tests {
             "[1P, 2P)               1 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|\n",
             "[2P, 4P)               0 |                                                    |\n",
         )));
-        assert!(text.ends_with(
-            "[4E, 8E)               1 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|\n\n"
-        ));
+        assert!(text.ends_with("[4E, 8E)               1 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|\n\n"));
         assert_eq!(text.lines().count(), 1 + 13 + 1);
     }
 

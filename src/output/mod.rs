@@ -10,7 +10,5 @@ mod maps;
 pub mod printf;
 pub mod sink;
 
-pub use json::{
-    format_attached_json, format_lost_events_json, format_map_json, format_printf_json,
-};
+pub use json::{format_attached_json, format_lost_events_json, format_map_json, format_printf_json};
 pub use maps::{format_attached_text, format_map_text, lhist_len, KeyPart, MapDump, MapValue, HIST_LEN};

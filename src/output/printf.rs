@@ -74,7 +74,13 @@ fn convert(conv: char, arg: &Dynamic, precision: Option<usize>, flags: &str) -> 
     Ok(match conv {
         'd' | 'i' => {
             let v = int_of(arg)?;
-            if flags.contains('+') && v >= 0 { format!("+{v}") } else if flags.contains(' ') && v >= 0 { format!(" {v}") } else { v.to_string() }
+            if flags.contains('+') && v >= 0 {
+                format!("+{v}")
+            } else if flags.contains(' ') && v >= 0 {
+                format!(" {v}")
+            } else {
+                v.to_string()
+            }
         }
         'u' => (int_of(arg)? as u64).to_string(),
         'x' => format!("{}{:x}", if flags.contains('#') { "0x" } else { "" }, int_of(arg)?),
@@ -90,7 +96,10 @@ fn convert(conv: char, arg: &Dynamic, precision: Option<usize>, flags: &str) -> 
             }
         }
         'f' | 'F' | 'e' | 'g' => {
-            let v = arg.as_float().or_else(|_| arg.as_int().map(|i| i as f64)).map_err(|_| "printf: expected a number".to_string())?;
+            let v = arg
+                .as_float()
+                .or_else(|_| arg.as_int().map(|i| i as f64))
+                .map_err(|_| "printf: expected a number".to_string())?;
             let p = precision.unwrap_or(6);
             match conv {
                 'e' => format!("{v:.p$e}"),
@@ -111,7 +120,8 @@ fn pad(body: String, width: usize, flags: &str, conv: char) -> String {
     if flags.contains('-') {
         format!("{body}{}", " ".repeat(fill))
     } else if flags.contains('0') && conv != 's' && conv != 'c' {
-        let (sign, digits) = if body.starts_with('-') || body.starts_with('+') { body.split_at(1) } else { ("", body.as_str()) };
+        let (sign, digits) =
+            if body.starts_with('-') || body.starts_with('+') { body.split_at(1) } else { ("", body.as_str()) };
         format!("{sign}{}{digits}", "0".repeat(fill))
     } else {
         format!("{}{body}", " ".repeat(fill))
@@ -129,8 +139,17 @@ mod tests {
     #[test]
     fn specifiers() {
         assert_eq!(f("%d %s\n", vec![Dynamic::from(42i64), Dynamic::from("bash")]), "42 bash\n");
-        assert_eq!(f("%-6s|%5d|%05d|%x|%%", vec!["ab".into(), Dynamic::from(7i64), Dynamic::from(-7i64), Dynamic::from(255i64)]), "ab    |    7|-0007|ff|%");
-        assert_eq!(f("%lu %llu %.2f", vec![Dynamic::from(1i64), Dynamic::from(2i64), Dynamic::from(1.5f64)]), "1 2 1.50");
+        assert_eq!(
+            f(
+                "%-6s|%5d|%05d|%x|%%",
+                vec!["ab".into(), Dynamic::from(7i64), Dynamic::from(-7i64), Dynamic::from(255i64)]
+            ),
+            "ab    |    7|-0007|ff|%"
+        );
+        assert_eq!(
+            f("%lu %llu %.2f", vec![Dynamic::from(1i64), Dynamic::from(2i64), Dynamic::from(1.5f64)]),
+            "1 2 1.50"
+        );
         assert!(format("%d %d", &[Dynamic::from(1i64)]).unwrap_err().contains("too few"));
     }
 }

@@ -36,7 +36,10 @@ pub fn format() -> Format {
 fn with<F: FnOnce(&mut Sink)>(f: F) {
     let mut guard = SINK.lock().unwrap();
     if guard.is_none() {
-        *guard = Some(Sink { format: Format::Text, out: Box::new(std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout())) });
+        *guard = Some(Sink {
+            format: Format::Text,
+            out: Box::new(std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout())),
+        });
     }
     if let Some(s) = guard.as_mut() {
         f(s);

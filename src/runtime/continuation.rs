@@ -7,8 +7,8 @@ use rhai::{Dynamic, Scope, AST};
 
 use crate::compile::lower::Capture;
 use crate::compile::maps::Sem;
-use crate::runtime::stacks;
 use crate::compile::Plan;
+use crate::runtime::stacks;
 use crate::script::Session;
 
 struct Site {
@@ -95,8 +95,16 @@ impl Continuations {
                 Err(e) if matches!(*e, rhai::EvalAltResult::ErrorTerminated(..)) => Ok(()),
                 Err(e) => {
                     self.errors += 1;
-                    let msg = format!("{} (in the on_event callback of probe {})", session.runtime_error(&e), plan.probes[site.probe]);
-                    if self.keep_going { Ok(()) } else { Err(anyhow::anyhow!(msg)) }
+                    let msg = format!(
+                        "{} (in the on_event callback of probe {})",
+                        session.runtime_error(&e),
+                        plan.probes[site.probe]
+                    );
+                    if self.keep_going {
+                        Ok(())
+                    } else {
+                        Err(anyhow::anyhow!(msg))
+                    }
                 }
             };
         }
@@ -116,7 +124,9 @@ impl Continuations {
                     let v = value.as_int().unwrap_or(-1);
                     value = Dynamic::from(stacks::render(*map, v, *user, *mode));
                 }
-                Some(Sem::Ksym) => value = Dynamic::from(crate::runtime::kmaps::ksym_name(value.as_int().unwrap_or(0) as u64)),
+                Some(Sem::Ksym) => {
+                    value = Dynamic::from(crate::runtime::kmaps::ksym_name(value.as_int().unwrap_or(0) as u64))
+                }
                 _ => {}
             }
             match cap {
@@ -170,7 +180,12 @@ impl Continuations {
             Err(e) if matches!(*e, rhai::EvalAltResult::ErrorTerminated(..)) => Ok(()),
             Err(e) => {
                 self.errors += 1;
-                let msg = format!("{} (in probe {}, statements at {})", session.runtime_error(&e), plan.probes[site.probe], site.at);
+                let msg = format!(
+                    "{} (in probe {}, statements at {})",
+                    session.runtime_error(&e),
+                    plan.probes[site.probe],
+                    site.at
+                );
                 if self.keep_going {
                     if self.errors == 1 {
                         eprintln!("{msg}");

@@ -11,8 +11,8 @@ use probes_ebpf::ir::{AggKind, AggOp, Ty, ValueKind};
 use rhai::Dynamic;
 
 use crate::compile::maps::{MapShape, Sem};
-use crate::runtime::stacks;
 use crate::output::{self, KeyPart, MapDump, MapValue};
+use crate::runtime::stacks;
 use crate::script::api::MapBackend;
 use crate::script::MapHandle;
 
@@ -44,7 +44,8 @@ pub fn create(handle: &MapHandle, shape: &MapShape) -> Result<Arc<KernelMap>> {
     let max_entries = if layout.is_array() {
         1
     } else {
-        let default = if layout.value == ValueKind::Agg(AggKind::Hist) { DEFAULT_MAX_ENTRIES * 4 } else { DEFAULT_MAX_ENTRIES };
+        let default =
+            if layout.value == ValueKind::Agg(AggKind::Hist) { DEFAULT_MAX_ENTRIES * 4 } else { DEFAULT_MAX_ENTRIES };
         opts.max_entries.unwrap_or(default)
     };
     // Hash maps allocate entries on demand (as bpftrace's do): preallocating
@@ -52,8 +53,9 @@ pub fn create(handle: &MapHandle, shape: &MapShape) -> Result<Arc<KernelMap>> {
     // must be preallocated.
     let no_prealloc = matches!(map_type, MapType::Hash | MapType::PercpuHash);
     let flags = if no_prealloc { libbpf_sys::BPF_F_NO_PREALLOC } else { 0 };
-    let map = create_map(map_type, &kernel_name(&handle.name()), layout.key_size(), layout.value_size(), max_entries, flags)
-        .map_err(|e| anyhow!("cannot create map '{}': {e}", handle.name()))?;
+    let map =
+        create_map(map_type, &kernel_name(&handle.name()), layout.key_size(), layout.value_size(), max_entries, flags)
+            .map_err(|e| anyhow!("cannot create map '{}': {e}", handle.name()))?;
     let ncpus = libbpf_rs::num_possible_cpus().unwrap_or(1);
     Ok(Arc::new(KernelMap { name: handle.name(), shape: shape.clone(), map, ncpus }))
 }
@@ -98,7 +100,9 @@ impl KernelMap {
             let slot = key.get(off..off + size).unwrap_or(&[]);
             let sem = self.shape.key_sems.get(i).copied().unwrap_or(Sem::Plain);
             parts.push(match (ty, sem) {
-                (Ty::Int, Sem::Stack { map, user, mode }) => KeyPart::Str(stacks::render(map, i64_at(slot, 0), user, mode)),
+                (Ty::Int, Sem::Stack { map, user, mode }) => {
+                    KeyPart::Str(stacks::render(map, i64_at(slot, 0), user, mode))
+                }
                 (Ty::Int, Sem::Ksym) => KeyPart::Str(ksym_name(i64_at(slot, 0) as u64)),
                 (Ty::Int, Sem::Plain) => KeyPart::Int(i64_at(slot, 0)),
                 (Ty::Bytes(_), _) => KeyPart::Str(str_at(slot)),
@@ -130,9 +134,8 @@ impl KernelMap {
                 match (ty, self.shape.key_sems.get(i).copied().unwrap_or(Sem::Plain)) {
                     (Ty::Bytes(_), _) => names.push(str_at(slot)),
                     (Ty::Int, Sem::Stack { map, user, .. }) => match stacks::frames(map, i64_at(slot, 0), user) {
-                        Ok((_, frames)) => {
-                            names.extend(frames.iter().rev().map(|f| crate::symbols::stacks::frame_function(f).to_string()))
-                        }
+                        Ok((_, frames)) => names
+                            .extend(frames.iter().rev().map(|f| crate::symbols::stacks::frame_function(f).to_string())),
                         Err(why) => names.push(format!("[{why}]")),
                     },
                     (Ty::Int, Sem::Ksym) => names.push(ksym_name(i64_at(slot, 0) as u64)),
@@ -305,11 +308,7 @@ impl MapBackend for KernelMap {
     fn keys(&self) -> Result<rhai::Array, String> {
         if self.shape.layout.value == ValueKind::Agg(AggKind::Hist) {
             let dump = self.dump()?;
-            return Ok(dump
-                .entries
-                .into_iter()
-                .map(|(k, _)| parts_dynamic(k))
-                .collect());
+            return Ok(dump.entries.into_iter().map(|(k, _)| parts_dynamic(k)).collect());
         }
         Ok(self.all_keys().iter().map(|k| self.key_dynamic(k)).collect())
     }
@@ -392,7 +391,13 @@ impl MapBackend for KernelMap {
             seen += c;
             if seen >= want {
                 return Ok(match lhist {
-                    Some((min, _, step)) => if i == 0 { min - 1 } else { min + (i as i64 - 1) * step },
+                    Some((min, _, step)) => {
+                        if i == 0 {
+                            min - 1
+                        } else {
+                            min + (i as i64 - 1) * step
+                        }
+                    }
                     None => match i {
                         0 => -1,
                         1 => 0,
@@ -418,7 +423,9 @@ fn value_dynamic(v: &MapValue) -> Dynamic {
             m.insert("avg".into(), Dynamic::from(total / (*count).max(1) as i64));
             Dynamic::from(m)
         }
-        MapValue::Hist(c) | MapValue::Lhist { counts: c, .. } => Dynamic::from(c.iter().map(|&n| Dynamic::from(n as i64)).collect::<rhai::Array>()),
+        MapValue::Hist(c) | MapValue::Lhist { counts: c, .. } => {
+            Dynamic::from(c.iter().map(|&n| Dynamic::from(n as i64)).collect::<rhai::Array>())
+        }
     }
 }
 
@@ -474,7 +481,10 @@ pub fn create_stack_map(depth: u32, entries: u32) -> Result<libbpf_rs::MapHandle
 /// A kernel address as its function name (bpftrace's `ksym()`), hex if unknown.
 pub fn ksym_name(addr: u64) -> String {
     let frames = crate::symbols::stacks::kernel_frames(&[addr]);
-    frames.first().map(|f| crate::symbols::stacks::frame_function(f).to_string()).unwrap_or_else(|| format!("0x{addr:x}"))
+    frames
+        .first()
+        .map(|f| crate::symbols::stacks::frame_function(f).to_string())
+        .unwrap_or_else(|| format!("0x{addr:x}"))
 }
 
 /// A decoded key as Rhai sees it: one value, or an array for tuple keys.
@@ -506,7 +516,10 @@ mod tests {
         for depth in 1..=127 {
             let n = default_stack_entries(depth);
             assert!(n.is_power_of_two() && (4096..=65536).contains(&n), "{depth}: {n}");
-            assert!(n as u64 * depth as u64 * 8 <= 16 << 20 || n == 4096, "{depth}: {n} entries exceed 16 MiB of frames");
+            assert!(
+                n as u64 * depth as u64 * 8 <= 16 << 20 || n == 4096,
+                "{depth}: {n} entries exceed 16 MiB of frames"
+            );
         }
     }
 }

@@ -133,7 +133,10 @@ fn verifier_error(session: &Session, plan: &Plan, prog: &CompiledProgram, e: &lo
     let file = &session.file_name;
     let reason = e.reason();
     if prog.internal {
-        return anyhow!("{file}: error: -c: the kernel refused the program that follows the command's children ({}): {reason}", prog.name);
+        return anyhow!(
+            "{file}: error: -c: the kernel refused the program that follows the command's children ({}): {reason}",
+            prog.name
+        );
     }
     if e.errno == libc::EPERM && e.log.is_empty() {
         return anyhow!(
@@ -155,7 +158,12 @@ fn verifier_error(session: &Session, plan: &Plan, prog: &CompiledProgram, e: &lo
 }
 
 /// Run the plan until it ends; returns the exit status.
-pub fn run(session: &Session, plan: &Plan, opts: &RunOptions, traced: Option<&mut target::TracedProcess>) -> Result<i32> {
+pub fn run(
+    session: &Session,
+    plan: &Plan,
+    opts: &RunOptions,
+    traced: Option<&mut target::TracedProcess>,
+) -> Result<i32> {
     let mut traced = traced;
     let loaded = load_all(session, plan, opts.ring_size)?;
     if opts.dry_run {
@@ -197,7 +205,8 @@ pub fn run(session: &Session, plan: &Plan, opts: &RunOptions, traced: Option<&mu
         }
     }
     let dup = |m: &libbpf_rs::MapHandle| libbpf_rs::MapHandle::try_from(m).map_err(|e| anyhow!("ring buffer: {e}"));
-    let mut reader = reader::Reader::start(dup(&loaded.data)?, dup(&loaded.control)?, tracker, user_stack_offsets(plan))?;
+    let mut reader =
+        reader::Reader::start(dup(&loaded.data)?, dup(&loaded.control)?, tracker, user_stack_offsets(plan))?;
     if !opts.quiet {
         match sink::format() {
             sink::Format::Text => sink::raw(&output::format_attached_text(plan.attach_count())),

@@ -151,7 +151,9 @@ fn for_each_user_stack_pid(batch: &[u8], ustacks: &[Vec<usize>], mut f: impl FnM
         let len = u32::from_le_bytes(batch[off..off + 4].try_into().unwrap_or([0; 4])) as usize;
         let rec = batch.get(off + 4..off + 4 + len).unwrap_or(&[]);
         off += 4 + len;
-        let Some(site) = rec.get(0..4).map(|b| u32::from_le_bytes(b.try_into().unwrap_or([0; 4])) as usize) else { continue };
+        let Some(site) = rec.get(0..4).map(|b| u32::from_le_bytes(b.try_into().unwrap_or([0; 4])) as usize) else {
+            continue;
+        };
         for &at in ustacks.get(site).map(Vec::as_slice).unwrap_or(&[]) {
             if let Some(v) = rec.get(at..at + 8) {
                 let pid = (u64::from_le_bytes(v.try_into().unwrap_or([0; 8])) >> 32) as u32;

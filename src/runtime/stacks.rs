@@ -36,7 +36,9 @@ pub fn lost_in_kernel() -> (u64, u64) {
         m.lookup_percpu(&k.to_le_bytes(), MapFlags::ANY)
             .ok()
             .flatten()
-            .map(|v| v.iter().map(|s| u64::from_le_bytes(s.get(..8).and_then(|b| b.try_into().ok()).unwrap_or([0; 8]))).sum())
+            .map(|v| {
+                v.iter().map(|s| u64::from_le_bytes(s.get(..8).and_then(|b| b.try_into().ok()).unwrap_or([0; 8]))).sum()
+            })
             .unwrap_or(0)
     };
     (slot(probes_ebpf::ir::STACK_LOST_COLLISION), slot(probes_ebpf::ir::STACK_LOST_FULL))

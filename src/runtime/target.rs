@@ -20,7 +20,9 @@ pub struct TracedProcess {
 impl TracedProcess {
     /// `-p PID`: an existing process.
     pub fn existing(pid: i32) -> Result<TracedProcess> {
-        if pid <= 0 || unsafe { libc::kill(pid, 0) } != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH) {
+        if pid <= 0
+            || unsafe { libc::kill(pid, 0) } != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+        {
             bail!("-p {pid}: no such process");
         }
         Ok(TracedProcess { pid, child: None, release: None, status: None })
@@ -32,7 +34,8 @@ impl TracedProcess {
         // Quotes or shell syntax: let sh parse it, then exec in place (same pid).
         let needs_shell = cmd.contains(|c: char| "'\"$`|&;<>(){}*?~\\".contains(c));
         let shell_cmd = format!("exec {cmd}");
-        let argv_text: Vec<&str> = if needs_shell { vec!["/bin/sh", "-c", &shell_cmd] } else { cmd.split_whitespace().collect() };
+        let argv_text: Vec<&str> =
+            if needs_shell { vec!["/bin/sh", "-c", &shell_cmd] } else { cmd.split_whitespace().collect() };
         let words: Vec<CString> = argv_text
             .into_iter()
             .map(|w| CString::new(w).map_err(|_| anyhow!("-c: the command contains a NUL byte")))

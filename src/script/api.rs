@@ -120,10 +120,8 @@ fn new_map(registry: &SharedRegistry, name: Option<String>, options: MapOptions)
 
 fn duration_arg(d: &Dynamic, pos: Position) -> RhaiResult<Duration> {
     if let Some(s) = d.clone().try_cast::<rhai::ImmutableString>() {
-        return parse_duration(&s).map_or_else(
-            || fail_at(format!("'{s}' is not a duration; write e.g. \"1s\", \"500ms\""), pos),
-            Ok,
-        );
+        return parse_duration(&s)
+            .map_or_else(|| fail_at(format!("'{s}' is not a duration; write e.g. \"1s\", \"500ms\""), pos), Ok);
     }
     if let Ok(secs) = d.as_int() {
         if secs > 0 {
@@ -260,9 +258,11 @@ pub fn register(engine: &mut Engine, registry: &SharedRegistry) {
         m.with_backend(ctx.call_position(), |b| b.get(&key))
     });
     engine.register_fn("to_string", |m: &mut MapHandle| format!("@{}", m.name()));
-    engine.register_indexer_set(|ctx: NativeCallContext, m: &mut MapHandle, key: Dynamic, value: Dynamic| -> RhaiResult<()> {
-        m.with_backend(ctx.call_position(), |b| b.set(&key, &value))
-    });
+    engine.register_indexer_set(
+        |ctx: NativeCallContext, m: &mut MapHandle, key: Dynamic, value: Dynamic| -> RhaiResult<()> {
+            m.with_backend(ctx.call_position(), |b| b.set(&key, &value))
+        },
+    );
     engine.register_fn("contains", |ctx: NativeCallContext, m: &mut MapHandle, key: Dynamic| -> RhaiResult<bool> {
         m.with_backend(ctx.call_position(), |b| b.contains(&key))
     });
@@ -274,7 +274,13 @@ pub fn register(engine: &mut Engine, registry: &SharedRegistry) {
     });
     engine.register_fn("top", |ctx: NativeCallContext, m: &mut MapHandle, n: i64| -> RhaiResult<rhai::Array> {
         let mut all = m.with_backend(ctx.call_position(), |b| b.entries())?;
-        let value_of = |e: &Dynamic| e.clone().into_typed_array::<Dynamic>().ok().and_then(|v| v.get(1).and_then(|x| x.as_int().ok())).unwrap_or(0);
+        let value_of = |e: &Dynamic| {
+            e.clone()
+                .into_typed_array::<Dynamic>()
+                .ok()
+                .and_then(|v| v.get(1).and_then(|x| x.as_int().ok()))
+                .unwrap_or(0)
+        };
         all.sort_by_key(|e| std::cmp::Reverse(value_of(e)));
         all.truncate(n.max(0) as usize);
         Ok(all)
@@ -304,7 +310,9 @@ pub fn register(engine: &mut Engine, registry: &SharedRegistry) {
             "{agg}() is an aggregation that runs in the kernel: use it inside a probe, e.g. `m[e.comm] = {agg}(...)`"
         );
         let m2 = msg.clone();
-        engine.register_fn(agg, move |ctx: NativeCallContext| -> RhaiResult<()> { fail_at(m2.clone(), ctx.call_position()) });
+        engine.register_fn(agg, move |ctx: NativeCallContext| -> RhaiResult<()> {
+            fail_at(m2.clone(), ctx.call_position())
+        });
         let m2 = msg.clone();
         engine.register_fn(agg, move |ctx: NativeCallContext, _: Dynamic| -> RhaiResult<()> {
             fail_at(m2.clone(), ctx.call_position())

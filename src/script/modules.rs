@@ -15,9 +15,11 @@ pub fn install(engine: &mut Engine) {
     for (name, source) in STDLIB {
         // Compiled with a plain engine: stdlib modules use only core Rhai.
         let plain = Engine::new();
-        match plain.compile(source).map_err(|e| e.to_string()).and_then(|ast| {
-            Module::eval_ast_as_new(Scope::new(), &ast, &plain).map_err(|e| e.to_string())
-        }) {
+        match plain
+            .compile(source)
+            .map_err(|e| e.to_string())
+            .and_then(|ast| Module::eval_ast_as_new(Scope::new(), &ast, &plain).map_err(|e| e.to_string()))
+        {
             Ok(module) => {
                 // Also registered under its own name, so closures that run
                 // later (BEGIN, probes, timers) see `fmt::...` too.

@@ -80,10 +80,7 @@ impl ElfFile {
 
     /// The file offset of virtual address `addr` (inside a PT_LOAD segment's file part).
     pub fn addr_to_offset(&self, addr: u64) -> Option<u64> {
-        self.segments
-            .iter()
-            .find(|s| addr >= s.vaddr && addr - s.vaddr < s.filesz)
-            .map(|s| addr - s.vaddr + s.offset)
+        self.segments.iter().find(|s| addr >= s.vaddr && addr - s.vaddr < s.filesz).map(|s| addr - s.vaddr + s.offset)
     }
 
     /// Like [`ElfFile::addr_to_offset`], for code: only executable segments.
@@ -105,7 +102,8 @@ impl ElfFile {
         let mut seen = std::collections::HashSet::new();
         for sh_type in [elf::SHT_SYMTAB, elf::SHT_DYNSYM] {
             let Ok(table) = sections.symbols(endian, data, sh_type) else { continue };
-            let versions = if sh_type == elf::SHT_DYNSYM { sections.versions(endian, data).ok().flatten() } else { None };
+            let versions =
+                if sh_type == elf::SHT_DYNSYM { sections.versions(endian, data).ok().flatten() } else { None };
             // Default versions first, then hidden (older) ones.
             for hidden_pass in [false, true] {
                 for (index, sym) in table.enumerate() {
@@ -169,7 +167,8 @@ impl ElfFile {
         let sections = self.header().sections(endian, data).map_err(|e| anyhow!("{}: {e}", self.path.display()))?;
         let Some((_, sh)) = sections.section_by_name(endian, name.as_bytes()) else { return Ok(Vec::new()) };
         let mut out = Vec::new();
-        let Some(mut iter) = sh.notes(endian, data).map_err(|e| anyhow!("{}: {name}: {e}", self.path.display()))? else {
+        let Some(mut iter) = sh.notes(endian, data).map_err(|e| anyhow!("{}: {name}: {e}", self.path.display()))?
+        else {
             return Ok(out);
         };
         while let Some(note) = iter.next().map_err(|e| anyhow!("{}: {name}: {e}", self.path.display()))? {
@@ -181,10 +180,7 @@ impl ElfFile {
 
 /// The function containing `addr`, if any (`functions` as from [`ElfFile::functions`]).
 pub fn function_at(functions: &[Function], addr: u64) -> Option<&Function> {
-    functions
-        .iter()
-        .filter(|f| addr >= f.addr && (addr - f.addr < f.size.max(1)))
-        .min_by_key(|f| addr - f.addr)
+    functions.iter().filter(|f| addr >= f.addr && (addr - f.addr < f.size.max(1))).min_by_key(|f| addr - f.addr)
 }
 
 #[cfg(test)]

@@ -67,7 +67,8 @@ impl Tables {
 
     /// Drop a quarter of the tables: exited processes first, oldest first.
     fn evict(&mut self) {
-        let mut order: Vec<(bool, u64, u32)> = self.procs.iter().map(|(&pid, p)| (!p.exited, p.generation, pid)).collect();
+        let mut order: Vec<(bool, u64, u32)> =
+            self.procs.iter().map(|(&pid, p)| (!p.exited, p.generation, pid)).collect();
         order.sort_unstable();
         for (_, _, pid) in order.into_iter().take(MAX_PROCS / 4) {
             self.procs.remove(&pid);
@@ -271,7 +272,14 @@ impl Tracker {
             };
             let len = page * (1 + RING_PAGES);
             let base = unsafe {
-                libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd.as_raw_fd(), 0)
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_SHARED,
+                    fd.as_raw_fd(),
+                    0,
+                )
             };
             if base == libc::MAP_FAILED {
                 return Err(format!("cannot map a perf ring: {}", std::io::Error::last_os_error()));
@@ -347,11 +355,19 @@ mod tests {
         let mut comm = 7u32.to_le_bytes().to_vec();
         comm.extend(7u32.to_le_bytes());
         comm.extend(b"prog\0\0\0\0");
-        assert_eq!(parse_record(&record(PERF_RECORD_COMM, PERF_RECORD_MISC_COMM_EXEC, &comm, 5)), Some((5, Event::Exec { pid: 7 })));
+        assert_eq!(
+            parse_record(&record(PERF_RECORD_COMM, PERF_RECORD_MISC_COMM_EXEC, &comm, 5)),
+            Some((5, Event::Exec { pid: 7 }))
+        );
         assert_eq!(parse_record(&record(PERF_RECORD_COMM, 0, &comm, 5)), None, "a comm change that is not an exec");
 
-        let ids = |a: u32, b: u32, c: u32, d: u32| [a, b, c, d].iter().flat_map(|v| v.to_le_bytes()).chain(9u64.to_le_bytes()).collect::<Vec<u8>>();
-        assert_eq!(parse_record(&record(PERF_RECORD_FORK, 0, &ids(8, 7, 8, 7), 6)), Some((6, Event::Fork { pid: 8, ppid: 7 })));
+        let ids = |a: u32, b: u32, c: u32, d: u32| {
+            [a, b, c, d].iter().flat_map(|v| v.to_le_bytes()).chain(9u64.to_le_bytes()).collect::<Vec<u8>>()
+        };
+        assert_eq!(
+            parse_record(&record(PERF_RECORD_FORK, 0, &ids(8, 7, 8, 7), 6)),
+            Some((6, Event::Fork { pid: 8, ppid: 7 }))
+        );
         assert_eq!(parse_record(&record(PERF_RECORD_FORK, 0, &ids(7, 7, 9, 7), 6)), None, "a new thread");
         assert_eq!(parse_record(&record(PERF_RECORD_EXIT, 0, &ids(8, 7, 8, 7), 7)), Some((7, Event::Exit { pid: 8 })));
         assert_eq!(parse_record(&record(PERF_RECORD_EXIT, 0, &ids(8, 7, 10, 7), 7)), None, "a thread's exit");
@@ -370,14 +386,18 @@ mod tests {
         m.extend(b"/bin/true\0\0\0\0\0\0\0");
         assert_eq!(
             parse_record(&record(PERF_RECORD_MMAP2, 0, &m, 8)),
-            Some((8, Event::Mmap { pid: 8, start: 0x1000, len: 0x2000, pgoff: 0x3000, ino: 42, path: "/bin/true".into() }))
+            Some((
+                8,
+                Event::Mmap { pid: 8, start: 0x1000, len: 0x2000, pgoff: 0x3000, ino: 42, path: "/bin/true".into() }
+            ))
         );
     }
 
     #[test]
     fn tables_follow_exec_fork_and_mmap() {
         let mut t = Tables::default();
-        let mmap = |pid, start, path: &str| Event::Mmap { pid, start, len: 0x1000, pgoff: 0x2000, ino: 1, path: path.into() };
+        let mmap =
+            |pid, start, path: &str| Event::Mmap { pid, start, len: 0x1000, pgoff: 0x2000, ino: 1, path: path.into() };
         // No table yet (a process from before tracing): mmaps are not enough.
         t.apply(mmap(100, 0x1000, "/a"));
         assert!(!t.procs.contains_key(&100));
@@ -386,7 +406,8 @@ mod tests {
         t.apply(mmap(100, 0x5000, "[vdso]"));
         t.apply(Event::Fork { pid: 101, ppid: 100 });
         t.apply(mmap(101, 0x1000, "/b")); // replaces the child's copy of /a
-        let ranges = |t: &Tables, pid| t.procs[&pid].ranges.iter().map(|r| (r.start, r.path.to_string())).collect::<Vec<_>>();
+        let ranges =
+            |t: &Tables, pid| t.procs[&pid].ranges.iter().map(|r| (r.start, r.path.to_string())).collect::<Vec<_>>();
         assert_eq!(ranges(&t, 100), vec![(0x1000, "/a".to_string())]);
         assert_eq!(ranges(&t, 101), vec![(0x1000, "/b".to_string())]);
         t.apply(Event::Exit { pid: 100 });
@@ -409,7 +430,10 @@ mod tests {
     fn maps_lines_keep_executable_files_only() {
         let mut t = Tables::default();
         let r = parse_maps_line("55d0c0a1b000-55d0c0a1c000 r-xp 00001000 fe:01 1234   /tmp/my prog", &mut t).unwrap();
-        assert_eq!((r.start, r.end, r.pgoff, r.ino, &*r.path), (0x55d0c0a1b000, 0x55d0c0a1c000, 0x1000, 1234, "/tmp/my prog"));
+        assert_eq!(
+            (r.start, r.end, r.pgoff, r.ino, &*r.path),
+            (0x55d0c0a1b000, 0x55d0c0a1c000, 0x1000, 1234, "/tmp/my prog")
+        );
         assert!(parse_maps_line("55d0c0a1b000-55d0c0a1c000 r--p 00000000 fe:01 1234 /tmp/prog", &mut t).is_none());
         assert!(parse_maps_line("7ffc1000-7ffc3000 r-xp 00000000 00:00 0 [vdso]", &mut t).is_none());
     }

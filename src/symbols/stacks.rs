@@ -81,7 +81,11 @@ fn frame_of(addr: u64, sym: &Symbolized<'_>, default_module: &str) -> Frame {
         Symbolized::Sym(s) => Frame {
             addr,
             text: format!("{}+{}", s.name, s.offset),
-            module: s.module.as_ref().map(|m| m.to_string_lossy().into_owned()).unwrap_or_else(|| default_module.into()),
+            module: s
+                .module
+                .as_ref()
+                .map(|m| m.to_string_lossy().into_owned())
+                .unwrap_or_else(|| default_module.into()),
         },
         Symbolized::Unknown(_) => Frame { addr, text: format!("0x{addr:x}"), module: "unknown".into() },
     }
@@ -142,7 +146,8 @@ pub fn user_frames(pid: u32, addrs: &[u64]) -> Vec<Frame> {
             st.user.clear();
             st.files.clear();
         }
-        let mut missing: Vec<u64> = addrs.iter().copied().filter(|a| !st.user.contains_key(&(pid, generation, *a))).collect();
+        let mut missing: Vec<u64> =
+            addrs.iter().copied().filter(|a| !st.user.contains_key(&(pid, generation, *a))).collect();
         missing.sort_unstable();
         missing.dedup();
         // By file: file offsets of the addresses each mapping covers.

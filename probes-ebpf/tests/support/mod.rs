@@ -219,11 +219,8 @@ pub fn check_static(g: &Generated) -> Result<(), String> {
             return Err(format!("map reloc at {at} for map {map} does not point at its map load"));
         }
     }
-    let relocs = insns
-        .iter()
-        .enumerate()
-        .filter(|(i, x)| boundary[*i] && x.is_ld_imm64() && x.src == BPF_PSEUDO_MAP_FD)
-        .count();
+    let relocs =
+        insns.iter().enumerate().filter(|(i, x)| boundary[*i] && x.is_ld_imm64() && x.src == BPF_PSEUDO_MAP_FD).count();
     if relocs != g.map_relocs.len() {
         return Err(format!("{relocs} map loads but {} relocations", g.map_relocs.len()));
     }
@@ -352,10 +349,7 @@ fn check_fp(g: &Generated, i: usize, base: Reg, off: i16, code: u8) -> Result<()
     };
     let lo = off as i32;
     if lo < -(g.stack_size as i32) || lo + size > 0 {
-        return Err(format!(
-            "insn {i}: stack access at fp{lo} (size {size}) outside the {}-byte frame",
-            g.stack_size
-        ));
+        return Err(format!("insn {i}: stack access at fp{lo} (size {size}) outside the {}-byte frame", g.stack_size));
     }
     Ok(())
 }
@@ -760,9 +754,8 @@ impl Harness {
     /// Run the program once over `ctx`; returns r0.
     pub fn run(&self, ctx: &mut [u8]) -> u64 {
         assert!(!ctx.is_empty(), "rbpf passes r1 = 0 for an empty context");
-        let mut vm = rbpf::EbpfVmRaw::new(Some(&self.bytes)).unwrap_or_else(|e| {
-            panic!("rbpf rejected the program: {e}\n{}", listing(&self.gen))
-        });
+        let mut vm = rbpf::EbpfVmRaw::new(Some(&self.bytes))
+            .unwrap_or_else(|e| panic!("rbpf rejected the program: {e}\n{}", listing(&self.gen)));
         let helpers: [(u32, fn(u64, u64, u64, u64, u64) -> u64); 19] = [
             (h::MAP_LOOKUP_ELEM, stub_lookup),
             (h::MAP_UPDATE_ELEM, stub_update),
@@ -789,9 +782,7 @@ impl Harness {
         }
         let arena = with_kernel(|k| k.arena as u64);
         vm.register_allowed_memory(arena..arena + ARENA_SIZE as u64);
-        let r0 = vm
-            .execute_program(ctx)
-            .unwrap_or_else(|e| panic!("execution failed: {e}\n{}", listing(&self.gen)));
+        let r0 = vm.execute_program(ctx).unwrap_or_else(|e| panic!("execution failed: {e}\n{}", listing(&self.gen)));
         let errors = with_kernel(|k| std::mem::take(&mut k.errors));
         assert!(errors.is_empty(), "helper misuse: {errors:?}\n{}", listing(&self.gen));
         r0

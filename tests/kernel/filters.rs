@@ -4,9 +4,7 @@
 //! makes events that must pass and events that must not, and checks exact
 //! values.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 fn trace(src: &str, events: impl FnOnce()) -> Outcome {
     let mut t = Tracer::start(&["-e", src]);

@@ -2,11 +2,9 @@
 //! statements in a probe run once per event that reaches them, and see event
 //! fields and kernel `let` values as they were at that event.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 
 #[test]
 fn print_with_interpolation_runs_once_per_event() {
@@ -100,11 +98,7 @@ probe("tracepoint:syscalls:sys_enter_openat", |e| {
     t.wait_line("the last printf line", Duration::from_secs(10), |l| l == last);
     let out = t.interrupt_and_finish();
     assert_eq!(out.code, Some(0), "{out}");
-    let want = vec![
-        format!("{} {comm} {path_s}", pid()),
-        format!("{comm:<8}|{:>5}|{:x}", 0o644, pid()),
-        last.clone(),
-    ];
+    let want = vec![format!("{} {comm} {path_s}", pid()), format!("{comm:<8}|{:>5}|{:x}", 0o644, pid()), last.clone()];
     let got: Vec<&str> = out.lines().into_iter().filter(|l| !l.starts_with("Attaching ") && !l.is_empty()).collect();
     assert_eq!(got, want, "{out}");
 }
@@ -356,7 +350,10 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| {
     getppid_n(1);
     let out = t.finish();
     assert_eq!(out.code, Some(0), "{out}");
-    assert!(out.line_index(&format!("late-{x}")).is_some(), "the command ran before exit() was asked for; its output must appear\n{out}");
+    assert!(
+        out.line_index(&format!("late-{x}")).is_some(),
+        "the command ran before exit() was asked for; its output must appear\n{out}"
+    );
 }
 
 // ---------------------------------------------------------------------------

@@ -2,11 +2,9 @@
 //! SIGINT, `every()`, BEGIN and END, `print(m)` from userspace closures, `-q`,
 //! `--dry-run`, `--explain`, script arguments and exit statuses.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 
 /// A getppid counter for this thread, keyless map `c`.
 fn counter(me: i64) -> String {
@@ -264,7 +262,8 @@ probe("tracepoint:syscalls:sys_enter_read", |e| {
         })
     };
     let l3 = annotated(3, "if e.args.count > 10 {").unwrap_or_else(|| panic!("no annotation for line 3\n{out}"));
-    let l4 = annotated(4, "c[e.comm] = sum(e.args.count);").unwrap_or_else(|| panic!("no annotation for line 4\n{out}"));
+    let l4 =
+        annotated(4, "c[e.comm] = sum(e.args.count);").unwrap_or_else(|| panic!("no annotation for line 4\n{out}"));
     assert!(l3 < l4, "{out}");
     // Numbered instructions under the annotations, ending in `exit`.
     let insn = |l: &str| {
@@ -301,7 +300,8 @@ fn exit_code_from_begin() {
 fn script_file_arguments_reach_args() {
     let Some(_g) = setup() else { return };
     let dir = TempDir::new();
-    let script = dir.write("args.rhai", "probe(\"BEGIN\", || { print(`${ARGS.len()} ${ARGS[0]} ${ARGS[1]}`); exit(); });\n");
+    let script =
+        dir.write("args.rhai", "probe(\"BEGIN\", || { print(`${ARGS.len()} ${ARGS[0]} ${ARGS[1]}`); exit(); });\n");
     let out = run(&["-q", script.to_str().unwrap(), "foo", "42"]);
     assert_eq!(out.code, Some(0), "{out}");
     assert_eq!(out.lines(), vec!["2 foo 42"], "{out}");

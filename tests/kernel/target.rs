@@ -6,8 +6,6 @@
 //! a one-line reason with a tracepoint to use instead where they can't
 //! attach, the verifier accepting the program, close names for typos).
 
-mod common;
-
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
@@ -15,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 
 /// `target N [CODE [MS]]`: N getppid() calls first thing, then sleep MS
 /// milliseconds, then exit with CODE. `target serve`: print `ready`; for

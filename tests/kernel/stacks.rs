@@ -9,14 +9,12 @@
 //! also its comm): main -> outer -> middle -> inner, where inner makes
 //! getppid syscalls from its own code or spins on the CPU.
 
-mod common;
-
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/stacks.c");
 
@@ -170,7 +168,10 @@ fn names(frames: &[String]) -> Vec<&str> {
 /// Every frame is `func+offset` and the stack starts inner, middle, outer, main.
 fn assert_chain(frames: &[String], what: &str, out: &Outcome) {
     let n = names(frames);
-    assert!(n.len() >= CHAIN.len() && n[..CHAIN.len()] == CHAIN, "{what}: expected the stack to start {CHAIN:?}, got {frames:?}\n{out}");
+    assert!(
+        n.len() >= CHAIN.len() && n[..CHAIN.len()] == CHAIN,
+        "{what}: expected the stack to start {CHAIN:?}, got {frames:?}\n{out}"
+    );
     for f in &frames[..CHAIN.len()] {
         assert!(frame_func(f) != f.as_str(), "{what}: frame {f:?} is not func+offset\n{out}");
     }
@@ -240,7 +241,10 @@ fn check_kernel_stack(def: &[String], raw: &[String], perf: &[String], k3: &[Str
         let addr = u64::from_str_radix(r, 16).unwrap();
         let (syms, off) = ks.containing(addr).unwrap_or_else(|| panic!("{r} is not in kallsyms"));
         let (name, doff) = d.rsplit_once('+').unwrap();
-        assert!(syms.contains(&name) && doff == off.to_string(), "raw {r} is {syms:?}+{off} in kallsyms, printed {d}\n{out}");
+        assert!(
+            syms.contains(&name) && doff == off.to_string(),
+            "raw {r} is {syms:?}+{off} in kallsyms, printed {d}\n{out}"
+        );
     }
     // Perf: `ADDR func+off (module)`.
     assert_eq!(perf.len(), def.len(), "perf {perf:?} vs {def:?}\n{out}");
@@ -298,7 +302,9 @@ fn kstack_limit_and_modes_printed_from_userspace() {
     let ks = Kallsyms::load();
     // One variant per probe: each probe's record carries one kstack.
     let mut src = String::new();
-    for (mark, expr) in [("KDEF", "e.kstack"), ("K3", "e.kstack(3)"), ("KPERF", "e.kstack(\"perf\")"), ("KRAW", "e.kstack(\"raw\")")] {
+    for (mark, expr) in
+        [("KDEF", "e.kstack"), ("K3", "e.kstack(3)"), ("KPERF", "e.kstack(\"perf\")"), ("KRAW", "e.kstack(\"raw\")")]
+    {
         src += &format!(
             "probe(\"tracepoint:syscalls:sys_enter_getppid\", |e| {{ if e.comm == \"{}\" {{ print(`{mark}${{{expr}}}`); }} }});\n",
             fx.name
@@ -371,7 +377,11 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| {
     assert_eq!(out.code, Some(0), "{out}");
     let key = stack_map_entries(&out.stdout, "m");
     assert_eq!(key.len(), 1, "{out}");
-    assert!(key[0].0.len() == 2 && key[0].0.iter().all(|f| is_hex(f)), "map key of kstack(2, \"raw\"): {:?}\n{out}", key[0].0);
+    assert!(
+        key[0].0.len() == 2 && key[0].0.iter().all(|f| is_hex(f)),
+        "map key of kstack(2, \"raw\"): {:?}\n{out}",
+        key[0].0
+    );
     let printed = printed_stacks(&out.stdout, "KR2");
     assert_eq!(printed, vec![key[0].0.clone()], "printed kstack(2, \"raw\")\n{out}");
 }
@@ -413,12 +423,14 @@ probe("END", || {
     let to = lines.iter().position(|l| *l == "END_FOLDED").unwrap_or_else(|| panic!("no END_FOLDED marker\n{out}"));
     let folded: Vec<String> = lines[from + 1..to].iter().map(|l| l.to_string()).collect();
     // m.folded() returns the same lines as one string.
-    let from_str = lines.iter().position(|l| *l == "FOLDED_STR").unwrap_or_else(|| panic!("no FOLDED_STR marker\n{out}"));
+    let from_str =
+        lines.iter().position(|l| *l == "FOLDED_STR").unwrap_or_else(|| panic!("no FOLDED_STR marker\n{out}"));
     let as_str: Vec<&str> = lines[from_str + 1..from].iter().copied().filter(|l| !l.is_empty()).collect();
     assert_eq!(as_str, folded.iter().map(String::as_str).collect::<Vec<_>>(), "m.folded() vs print_folded(m)\n{out}");
     let total = out.map_lines("total");
     assert_eq!(total.len(), 1, "{out}");
-    let total = total[0].strip_prefix("@total: ").and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("odd {total:?}"));
+    let total =
+        total[0].strip_prefix("@total: ").and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("odd {total:?}"));
     (folded, total, out)
 }
 
@@ -475,11 +487,16 @@ probe("tracepoint:timer:hrtimer_start", |e| {
     let keys: std::collections::BTreeSet<String> = out
         .map_lines("f")
         .iter()
-        .map(|l| l.strip_prefix("@f[").and_then(|r| r.split_once("]: ")).map(|(k, _)| k.to_string()).unwrap_or_default())
+        .map(|l| {
+            l.strip_prefix("@f[").and_then(|r| r.split_once("]: ")).map(|(k, _)| k.to_string()).unwrap_or_default()
+        })
         .collect();
     assert!(seen.is_subset(&keys), "printed {seen:?}, map keys {keys:?}\n{out}");
     for k in &keys {
-        assert!(ks.unique_addr(k).is_some() || ks.syms.iter().any(|(_, n)| n == k), "map key {k:?} is not a kernel symbol\n{out}");
+        assert!(
+            ks.unique_addr(k).is_some() || ks.syms.iter().any(|(_, n)| n == k),
+            "map key {k:?} is not a kernel symbol\n{out}"
+        );
     }
 }
 
@@ -487,10 +504,11 @@ probe("tracepoint:timer:hrtimer_start", |e| {
 fn ksym_in_userspace_of_kallsyms_addresses() {
     let Some(_g) = setup() else { return };
     let ks = Kallsyms::load();
-    let picks: Vec<(&str, u64)> = ["do_sys_openat2", "vfs_read", "hrtimer_wakeup", "tick_nohz_handler", "schedule", "do_syscall_64"]
-        .into_iter()
-        .filter_map(|n| ks.unique_addr(n).map(|a| (n, a)))
-        .collect();
+    let picks: Vec<(&str, u64)> =
+        ["do_sys_openat2", "vfs_read", "hrtimer_wakeup", "tick_nohz_handler", "schedule", "do_syscall_64"]
+            .into_iter()
+            .filter_map(|n| ks.unique_addr(n).map(|a| (n, a)))
+            .collect();
     assert!(picks.len() >= 2, "none of the chosen kernel functions has a unique kallsyms address");
     let mut src = String::from("probe(\"BEGIN\", || {\n");
     for (_, a) in &picks {
@@ -616,7 +634,8 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| {
     let keys = stack_map_entries(&out.stdout, "s");
     let sum: i64 = keys.iter().map(|(_, n)| n).sum();
     assert_eq!(sum, 200, "every event counted under some key\n{out}");
-    let lost_key: Vec<&(Vec<String>, i64)> = keys.iter().filter(|(f, _)| f.len() == 1 && f[0].starts_with('[')).collect();
+    let lost_key: Vec<&(Vec<String>, i64)> =
+        keys.iter().filter(|(f, _)| f.len() == 1 && f[0].starts_with('[')).collect();
     let good = keys.len() - lost_key.len();
     assert!(good <= 16, "{good} stacks stored in a 16-entry stack map\n{out}");
     assert_eq!(lost_key.len(), 1, "expected one bracketed key for the lost stacks\n{out}");
@@ -631,7 +650,9 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| {
     let lost_printed = printed.iter().filter(|s| s.len() == 1 && s[0] == "[stack id collision]").count();
     assert_eq!(lost_printed as i64, lost_key[0].1, "printed collisions vs the collision key's count\n{out}");
     assert!(
-        out.stderr.lines().any(|l| l.starts_with("rtrace: ") && l.contains("stack-id hash collisions") && l.contains("RTRACE_STACK_ENTRIES")),
+        out.stderr.lines().any(|l| l.starts_with("rtrace: ")
+            && l.contains("stack-id hash collisions")
+            && l.contains("RTRACE_STACK_ENTRIES")),
         "no collision report on stderr\n{out}"
     );
 }
@@ -663,7 +684,10 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| {
     let lost: i64 = keys.iter().filter(|(f, _)| f.len() == 1 && f[0] == "[stack id collision]").map(|(_, n)| n).sum();
     assert!(lost > 0, "no collisions with 200 stacks in 16 entries\n{out}");
     let reported: Option<i64> = out.stderr.lines().find_map(|l| {
-        l.strip_prefix("rtrace: ")?.strip_suffix(" stack(s) lost to stack-id hash collisions (raise RTRACE_STACK_ENTRIES)")?.parse().ok()
+        l.strip_prefix("rtrace: ")?
+            .strip_suffix(" stack(s) lost to stack-id hash collisions (raise RTRACE_STACK_ENTRIES)")?
+            .parse()
+            .ok()
     });
     assert_eq!(reported, Some(lost), "events whose stacks were lost: {lost}; the report says {reported:?}\n{out}");
 }

@@ -4,14 +4,12 @@
 //! listings of a fixture built here, errors, kernel functions per what this
 //! kernel supports, and speed.
 
-mod common;
-
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 
 /// A program with known functions (`rttl_alpha`, `rttl_alps`, `rttl_beta`,
 /// `rttl_gamma`) and USDT probes `rttl:start` (2 args), `other:tick` (1 arg)

@@ -3,13 +3,11 @@
 //! page faults and context switches of a known process, and `hardware`
 //! events either count or fail with one clear line where there is no PMU.
 
-mod common;
-
 use std::ffi::CString;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 
 /// `@NAME[KEY]: VALUE` lines of map `name` as (KEY, VALUE).
 fn entries(out: &Outcome, name: &str) -> Vec<(String, u64)> {
@@ -164,10 +162,8 @@ probe("profile:hz:99", |e| {
     );
     let mut t = Tracer::start(&["-e", &src]);
     assert_eq!(t.wait_attached(), 1, "one probe, however many CPUs");
-    let threads: Vec<_> = cpus
-        .iter()
-        .map(|&c| burn(&comm, Some(c), Duration::from_millis(500), Duration::from_secs(5)))
-        .collect();
+    let threads: Vec<_> =
+        cpus.iter().map(|&c| burn(&comm, Some(c), Duration::from_millis(500), Duration::from_secs(5))).collect();
     let got: Vec<Duration> = threads.into_iter().map(|th| th.join().unwrap()).collect();
     let out = t.interrupt_and_finish();
     assert_eq!(out.code, Some(0), "{out}");
@@ -359,12 +355,18 @@ fn bad_specs_are_clear_errors() {
     let Some(_g) = setup() else { return };
     let cases = [
         ("profile:hz:0", "profile:hz:0: the rate must be at least 1"),
-        ("profile:xx:5", "profile:xx:5: unknown unit 'xx'; write profile:hz:RATE, profile:s:N, profile:ms:N or profile:us:N"),
+        (
+            "profile:xx:5",
+            "profile:xx:5: unknown unit 'xx'; write profile:hz:RATE, profile:s:N, profile:ms:N or profile:us:N",
+        ),
         ("interval:s", "interval:s: missing the count; e.g. interval:s:1"),
         ("interval:ms:ten", "interval:ms:ten: 'ten' is not a whole number"),
         ("profile:99", "profile:99: expected UNIT:N"),
         ("software:page-fault", "unknown software event 'page-fault'; did you mean page-faults?"),
-        ("s:bogus", "unknown software event 'bogus' (known: alignment-faults, bpf-output, context-switches/cs, cpu-clock/cpu,"),
+        (
+            "s:bogus",
+            "unknown software event 'bogus' (known: alignment-faults, bpf-output, context-switches/cs, cpu-clock/cpu,",
+        ),
         ("h:cpu-clock", "unknown hardware event 'cpu-clock'"),
         ("software:cs:0", "software:cs:0: the count must be at least 1"),
         ("software:cs:x", "software:cs:x: the count 'x' is not a whole number"),

@@ -7,8 +7,6 @@
 //! makes (getppid calls from this process, reads, opens) never land in another
 //! test's counts.
 
-#![allow(dead_code)]
-
 use std::ffi::CString;
 use std::fmt;
 use std::io::{BufRead, BufReader, Read};
@@ -56,10 +54,8 @@ pub fn pid() -> i64 {
 /// A short token unique to this call: 8 hex digits.
 pub fn token() -> String {
     static N: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
+    let nanos =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0);
     let mut x = nanos ^ (std::process::id() as u64).rotate_left(32) ^ N.fetch_add(1, Ordering::Relaxed).rotate_left(48);
     // splitmix64 finaliser
     x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -456,11 +452,7 @@ impl Outcome {
     pub fn map_lines(&self, name: &str) -> Vec<String> {
         let keyed = format!("@{name}[");
         let keyless = format!("@{name}:");
-        self.stdout
-            .lines()
-            .filter(|l| l.starts_with(&keyed) || l.starts_with(&keyless))
-            .map(str::to_string)
-            .collect()
+        self.stdout.lines().filter(|l| l.starts_with(&keyed) || l.starts_with(&keyless)).map(str::to_string).collect()
     }
 
     /// The rows of the histogram printed under the header line `header`
@@ -558,7 +550,9 @@ pub fn position_of(src: &str, needle: &str) -> (usize, usize) {
 pub fn json_records(text: &str) -> Vec<serde_json::Value> {
     text.lines()
         .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON line ({e}): {l:?}\n--- all ---\n{text}")))
+        .map(|l| {
+            serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON line ({e}): {l:?}\n--- all ---\n{text}"))
+        })
         .collect()
 }
 

@@ -10,10 +10,10 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-const RTRACE: &str = env!("CARGO_BIN_EXE_rtrace");
+use crate::common::RTRACE;
 
 /// The examples the tests below run; `every_example_is_exercised` compares
 /// this list with the directory.
@@ -30,16 +30,8 @@ const TESTED: &[&str] = &[
     "syscalls_by_comm.rhai",
 ];
 
-static SERIAL: Mutex<()> = Mutex::new(());
-
 /// Root and one test at a time (the examples count system-wide events).
-fn setup() -> Option<MutexGuard<'static, ()>> {
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: running the examples needs root");
-        return None;
-    }
-    Some(SERIAL.lock().unwrap_or_else(|e| e.into_inner()))
-}
+use crate::common::setup;
 
 fn examples_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples")
@@ -233,7 +225,10 @@ fn opensnoop() {
     assert!(open.is_some(), "no line for cat opening /etc/hostname\n{run}");
     // The kernel-side filter keeps other processes out.
     assert!(
-        run.lines().iter().filter(|l| l.split_whitespace().next().is_some_and(|w| w.parse::<u32>().is_ok())).all(|l| l.contains(" cat ")),
+        run.lines()
+            .iter()
+            .filter(|l| l.split_whitespace().next().is_some_and(|w| w.parse::<u32>().is_ok()))
+            .all(|l| l.contains(" cat ")),
         "a process other than cat was printed\n{run}"
     );
 
@@ -287,7 +282,9 @@ fn read_latency_within_and_over_budget() {
     let run = rtrace(&["-c", dd, &example("read_latency.rhai"), "--", "-1"]);
     assert_eq!(run.code, Some(1), "expected exit 1 over budget\n{run}");
     assert!(
-        run.stderr.contains("rtrace: fail: ") && run.stderr.contains(": a read took ") && run.stderr.contains(" us, over the -1 us budget"),
+        run.stderr.contains("rtrace: fail: ")
+            && run.stderr.contains(": a read took ")
+            && run.stderr.contains(" us, over the -1 us budget"),
         "{run}"
     );
 }
@@ -318,7 +315,10 @@ fn profile_kstacks_prints_folded_stacks() {
         assert!(!stack.is_empty(), "empty stack in {l:?}");
     }
     // The busy thread reads /dev/zero: its kernel stacks pass through read().
-    assert!(lines.iter().any(|l| l.contains(";vfs_read") || l.contains(";ksys_read")), "no read() stack sampled\n{run}");
+    assert!(
+        lines.iter().any(|l| l.contains(";vfs_read") || l.contains(";ksys_read")),
+        "no read() stack sampled\n{run}"
+    );
 }
 
 #[test]

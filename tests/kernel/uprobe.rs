@@ -3,12 +3,10 @@
 //! wildcards, offsets, addresses), on libc by library name, and its USDT
 //! probes (arguments, strings, semaphores).
 
-mod common;
-
 use std::path::PathBuf;
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/uprobe_target.c");
 
@@ -52,7 +50,10 @@ impl Target {
         let out = Command::new(&self.path).arg(n.to_string()).output().unwrap();
         assert!(out.status.success(), "{} failed: {:?}", self.p(), out);
         let text = String::from_utf8_lossy(&out.stdout);
-        let g = text.split_whitespace().find_map(|w| w.strip_prefix("guarded=")).unwrap_or_else(|| panic!("odd output {text:?}"));
+        let g = text
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("guarded="))
+            .unwrap_or_else(|| panic!("odd output {text:?}"));
         g.parse().unwrap()
     }
 
@@ -60,7 +61,10 @@ impl Target {
     fn addr_of(&self, name: &str) -> u64 {
         let out = Command::new("nm").arg(&self.path).output().expect("nm");
         let text = String::from_utf8_lossy(&out.stdout);
-        let line = text.lines().find(|l| l.ends_with(&format!(" {name}"))).unwrap_or_else(|| panic!("{name} not in nm output"));
+        let line = text
+            .lines()
+            .find(|l| l.ends_with(&format!(" {name}")))
+            .unwrap_or_else(|| panic!("{name} not in nm output"));
         u64::from_str_radix(line.split_whitespace().next().unwrap(), 16).unwrap()
     }
 }
@@ -81,7 +85,9 @@ fn usdt_setup() -> Option<(std::sync::MutexGuard<'static, ()>, Target)> {
 fn hist_counts(out: &Outcome, header: &str) -> Vec<(String, u64)> {
     out.hist_rows(header)
         .iter()
-        .map(|r| (r[..16].trim().to_string(), r[16..24].trim().parse().unwrap_or_else(|_| panic!("bad row {r:?}\n{out}"))))
+        .map(|r| {
+            (r[..16].trim().to_string(), r[16..24].trim().parse().unwrap_or_else(|_| panic!("bad row {r:?}\n{out}")))
+        })
         .collect()
 }
 
@@ -159,10 +165,19 @@ probe("uretprobe:__BIN__:rtt_mul", |e| { total = sum(e.retval); });
     assert_eq!(attached, 2);
     assert_eq!(out.map_lines("total"), vec!["@total: 84"], "{out}");
     let rows = hist_counts(&out, "@h:");
-    let want: Vec<(String, u64)> = [("[0]", 1), ("[1]", 0), ("[2, 4)", 0), ("[4, 8)", 0), ("[8, 16)", 1), ("[16, 32)", 1), ("[32, 64)", 3), ("[64, 128)", 2)]
-        .iter()
-        .map(|(l, c)| (l.to_string(), *c))
-        .collect();
+    let want: Vec<(String, u64)> = [
+        ("[0]", 1),
+        ("[1]", 0),
+        ("[2, 4)", 0),
+        ("[4, 8)", 0),
+        ("[8, 16)", 1),
+        ("[16, 32)", 1),
+        ("[32, 64)", 3),
+        ("[64, 128)", 2),
+    ]
+    .iter()
+    .map(|(l, c)| (l.to_string(), *c))
+    .collect();
     assert_eq!(rows, want, "{out}");
 }
 

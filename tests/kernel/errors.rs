@@ -2,9 +2,7 @@
 //! line on stderr that says what and where, no panic, nothing attached; and a
 //! run right after it still attaches and counts.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 /// Run the script in file `name` (so positions name the file), expecting a clean error.
 fn reject_file(name: &str, src: &str, env: &[(&str, &str)]) -> (String, String) {
@@ -97,7 +95,8 @@ fn unbounded_loop_in_a_probe() {
 #[test]
 fn division_by_constant_zero() {
     let Some(_g) = setup() else { return };
-    let src = "let c = map();\nprobe(\"tracepoint:syscalls:sys_enter_read\", |e| {\n    c = sum(e.args.count / 0);\n});\n";
+    let src =
+        "let c = map();\nprobe(\"tracepoint:syscalls:sys_enter_read\", |e| {\n    c = sum(e.args.count / 0);\n});\n";
     let (line, path) = reject_file("div.rhai", src, &[]);
     assert!(line.contains(&format!("{path}:3:26")), "{line}");
     assert!(line.contains("division by zero"), "{line}");

@@ -2,13 +2,11 @@
 //! bpftrace's shapes, `-o FILE` sends everything there, and events the data
 //! ring could not take are counted per probe and reported.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use common::*;
+use crate::common::*;
 
 /// Reads of sizes 1, 5, 5, 100 on one /dev/zero fd by this thread, counted,
 /// histogrammed, summarised and printed.
@@ -162,7 +160,8 @@ fn flood(args: &[&str], env: &[(&str, &str)], attached: impl Fn(&str) -> bool) -
 }
 
 fn delivered(out: &Outcome, prefix: &str) -> u64 {
-    let line = out.lines().into_iter().find(|l| l.starts_with(prefix)).unwrap_or_else(|| panic!("no {prefix:?} line\n{out}"));
+    let line =
+        out.lines().into_iter().find(|l| l.starts_with(prefix)).unwrap_or_else(|| panic!("no {prefix:?} line\n{out}"));
     line[prefix.len()..].parse().unwrap_or_else(|_| panic!("bad count in {line:?}\n{out}"))
 }
 
@@ -203,11 +202,15 @@ fn lost_events_record_in_json() {
     let prints = json_of_type(&records, "printf");
     let last = prints.last().unwrap_or_else(|| panic!("no printf record\n{out}"));
     let text = last["data"].as_str().unwrap();
-    let got: u64 = text.strip_prefix("delivered=").and_then(|s| s.strip_suffix('\n')).and_then(|s| s.parse().ok())
+    let got: u64 = text
+        .strip_prefix("delivered=")
+        .and_then(|s| s.strip_suffix('\n'))
+        .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| panic!("bad END record {last}\n{out}"));
     let lost = json_of_type(&records, "lost_events");
     assert_eq!(lost.len(), 1, "one lost_events record\n{out}");
-    let lost_n = lost[0]["data"]["events"].as_u64().unwrap_or_else(|| panic!("lost_events without a count: {}", lost[0]));
+    let lost_n =
+        lost[0]["data"]["events"].as_u64().unwrap_or_else(|| panic!("lost_events without a count: {}", lost[0]));
     println!("json: delivered {got}, lost {lost_n}, made {FLOOD}");
     assert!(lost_n > 0);
     assert_eq!(got + lost_n, FLOOD, "delivered ({got}) + lost ({lost_n}) must be the events made\n{out}");

@@ -3,9 +3,7 @@
 //! `k in m` / `m.remove(k)`. Each test makes its own events and checks the
 //! exact values rtrace prints at exit.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 /// Start `rtrace -e src`, wait until attached, run `events`, end with SIGINT.
 fn trace(src: &str, events: impl FnOnce()) -> Outcome {
@@ -51,7 +49,8 @@ probe("tracepoint:sched:sched_process_exit", |e| {
         }
         run_ok(&other);
     });
-    let ours: Vec<String> = out.map_lines("exits").into_iter().filter(|l| l.contains("[rtt_") || l.contains("[rtu_")).collect();
+    let ours: Vec<String> =
+        out.map_lines("exits").into_iter().filter(|l| l.contains("[rtt_") || l.contains("[rtu_")).collect();
     let other_name = other.file_name().unwrap().to_str().unwrap().to_string();
     // Sorted by value: 1 before 3.
     assert_eq!(ours, vec![format!("@exits[{other_name}]: 1"), format!("@exits[{name}]: 3")], "{out}");
@@ -73,8 +72,10 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| {
     });
     let me = pid();
     let lines = out.map_lines("calls");
-    let ours: Vec<&String> =
-        lines.iter().filter(|l| l.starts_with(&format!("@calls[{me}]")) || l.starts_with(&format!("@calls[{child}]"))).collect();
+    let ours: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.starts_with(&format!("@calls[{me}]")) || l.starts_with(&format!("@calls[{child}]")))
+        .collect();
     assert_eq!(ours, vec![&format!("@calls[{me}]: 3"), &format!("@calls[{child}]: 5")], "{out}");
 }
 

@@ -1,9 +1,7 @@
 //! `emit(value)` in a probe and `probe(...).on_event(|rec| ...)`: the
 //! explicit form of sending kernel values to userspace.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 #[test]
 fn emitted_values_reach_on_event_in_order() {

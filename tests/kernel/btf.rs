@@ -4,12 +4,10 @@
 //! userspace statements, listing the arguments, fexit code reading its
 //! arguments and return value, and one-line errors for wrong members.
 
-mod common;
-
 use std::ffi::CString;
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 
 /// `common::setup`, and kernel BTF (else the test skips, saying why).
 fn setup_btf() -> Option<std::sync::MutexGuard<'static, ()>> {
@@ -170,7 +168,11 @@ fn wrong_members_are_one_line_errors() {
             "1:65",
             &["struct task_struct has no member `tgdi`; did you mean", "tgid"],
         ),
-        (r#"probe("tp_btf:sched_switch", |e| { print(e.args.bogus); });"#, "1:43", &["no argument `bogus`", "prev_state"]),
+        (
+            r#"probe("tp_btf:sched_switch", |e| { print(e.args.bogus); });"#,
+            "1:43",
+            &["no argument `bogus`", "prev_state"],
+        ),
         (
             r#"let m = map(); probe("tp_btf:sched_switch", |e| { m[e.args.prev.se] = count(); });"#,
             "1:65",
@@ -216,7 +218,9 @@ fn tracepoint_struct_pointer_fields_have_members() {
     set_comm(&me);
     // A fresh anonymous mapping takes the mmap lock.
     let len = 1 << 20;
-    let p = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) };
+    let p = unsafe {
+        libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0)
+    };
     assert_ne!(p, libc::MAP_FAILED);
     let statm: i64 = std::fs::read_to_string("/proc/self/statm").unwrap().split(' ').next().unwrap().parse().unwrap();
     unsafe { libc::munmap(p, len) };
@@ -266,7 +270,10 @@ fn a_pointer_and_its_member_in_userspace_is_an_error() {
     let Some(_g) = setup_btf() else { return };
     let src = r#"probe("tracepoint:syscalls:sys_enter_getppid", |e| { print(`${e.curtask} ${e.curtask.pid}`); });"#;
     let line = assert_clean_error(&run(&["-e", src]));
-    assert!(line.starts_with("-e:1:") && line.contains("`e.curtask` and `e.curtask.pid`") && line.contains("let"), "{line}");
+    assert!(
+        line.starts_with("-e:1:") && line.contains("`e.curtask` and `e.curtask.pid`") && line.contains("let"),
+        "{line}"
+    );
 }
 
 /// fexit of a function returning `int`: the return value is cut to 32 bits
@@ -293,7 +300,10 @@ fn bitfields_are_extracted() {
     let out = run(&["--explain", "-e", src]);
     assert_eq!(out.code, Some(0), "{out}");
     let code: Vec<&str> = out.stdout.lines().map(str::trim).collect();
-    let read = code.iter().position(|l| l.ends_with("call probe_read_kernel#113")).unwrap_or_else(|| panic!("no read\n{}", out.stdout));
+    let read = code
+        .iter()
+        .position(|l| l.ends_with("call probe_read_kernel#113"))
+        .unwrap_or_else(|| panic!("no read\n{}", out.stdout));
     assert!(code[..read].iter().rev().take(3).any(|l| l.ends_with("r2 = 4")), "a 4-byte unit\n{}", out.stdout);
     assert!(code[read..].iter().take(5).any(|l| l.ends_with("&= 1")), "masked to one bit\n{}", out.stdout);
     // And it runs: the current task never has it set here.

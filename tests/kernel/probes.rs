@@ -1,11 +1,9 @@
 //! Probe specs on a real kernel: `*` wildcards, comma lists with `e.probe`,
 //! short aliases, and raw tracepoints with `e.argN`.
 
-mod common;
-
 use std::ffi::CString;
 
-use common::*;
+use crate::common::*;
 
 /// Tracepoints of the `syscalls` category whose names start with `prefix`,
 /// as tracefs lists them.

@@ -1,0 +1,22 @@
+//! The real-kernel integration tests, as one test binary (one build, one
+//! link). Each module is a topic; `common` holds the shared helpers: run the
+//! rtrace binary, make events happen, read its output. Every test starts with
+//! `common::setup()`, which skips without root and runs one test at a time.
+
+mod common;
+
+mod btf;
+mod emit;
+mod errors;
+mod examples;
+mod exit;
+mod filters;
+mod list;
+mod maps;
+mod output;
+mod perf;
+mod probes;
+mod split;
+mod stacks;
+mod target;
+mod uprobe;
