@@ -63,6 +63,12 @@ pub struct Cli {
     /// Run CMD (held until probes are attached), trace it, stop when it exits.
     #[arg(short = 'c', value_name = "CMD")]
     pub command: Option<String>,
+    /// Serve the maps as Prometheus/OpenMetrics metrics on http://ADDR:PORT/metrics.
+    #[arg(long = "serve", value_name = "ADDR:PORT")]
+    pub serve: Option<String>,
+    /// Prefix of the metric names of maps (default rtrace_).
+    #[arg(long = "metrics-prefix", value_name = "PREFIX", default_value = "rtrace_")]
+    pub metrics_prefix: String,
     /// List probes matching PATTERN.
     #[arg(short = 'l')]
     pub list: bool,
@@ -177,8 +183,16 @@ fn run(cli: Cli) -> Result<i32> {
         return Ok(0);
     }
     check_privileges()?;
-    let run_opts =
-        RunOptions { duration, quiet: cli.quiet, dry_run: cli.dry_run, keep_going: cli.keep_going, ring_size };
+    let run_opts = RunOptions {
+        duration,
+        quiet: cli.quiet,
+        dry_run: cli.dry_run,
+        keep_going: cli.keep_going,
+        ring_size,
+        serve: cli.serve.clone(),
+        metrics_prefix: cli.metrics_prefix.clone(),
+        verbose: cli.verbose,
+    };
     let result = runtime::run(&session, &plan, &run_opts, traced.as_mut());
     if let Some(t) = traced.as_mut() {
         t.stop();

@@ -5,7 +5,9 @@
 
 pub mod continuation;
 pub mod kmaps;
+pub mod probe_stats;
 pub mod reader;
+pub mod serve;
 pub mod signals;
 pub mod stacks;
 pub mod target;
@@ -34,6 +36,11 @@ pub struct RunOptions {
     pub keep_going: bool,
     /// Data ring size in bytes.
     pub ring_size: u32,
+    /// `--serve ADDR:PORT` and the prefix of map metric names.
+    pub serve: Option<String>,
+    pub metrics_prefix: String,
+    /// `-v`: per-probe overhead at exit.
+    pub verbose: bool,
 }
 
 /// Programs loaded into the kernel, with the maps they use.
@@ -176,6 +183,13 @@ pub fn run(
         }
         return Ok(0);
     }
+    let stats = (opts.verbose || opts.serve.is_some()).then(probe_stats::enable);
+    let _endpoint = match &opts.serve {
+        Some(addr) => {
+            Some(serve::start(addr, &opts.metrics_prefix, matches!(stats, Some(Ok(_))), session, plan, &loaded)?)
+        }
+        None => None,
+    };
     signals::install();
     // Follow processes' mappings from now on, so user stacks of processes
     // that exit before their stacks print still resolve.
@@ -250,6 +264,9 @@ pub fn run(
     print_remaining_maps(session, &loaded);
     report_lost(plan, &loaded);
     sink::flush();
+    if let (true, Some(stats)) = (opts.verbose, &stats) {
+        probe_stats::report(plan, &loaded.programs, stats);
+    }
     stacks::report();
     if conts.errors > 0 && conts.keep_going {
         eprintln!("rtrace: {} userspace error(s) in probe statements (the first is shown above)", conts.errors);
@@ -413,6 +430,7 @@ fn run_batch(session: &Session, plan: &Plan, conts: &mut continuation::Continuat
         }
         off += 4 + len;
     }
+    serve::note_progress(conts.records, conts.errors);
     sink::flush();
     result
 }
