@@ -3,6 +3,8 @@
 //! design.md §1.
 
 pub mod explain;
+#[cfg(test)]
+mod fuzz;
 pub mod list;
 mod safety;
 
@@ -204,7 +206,8 @@ fn ring_size(flag: Option<&str>) -> Result<u32> {
         Some('m') | Some('M') => (&t[..t.len() - 1], 1u64 << 20),
         _ => (t, 1u64),
     };
-    let bytes = num.parse::<u64>().ok().and_then(|n| n.checked_mul(mult)).filter(|&n| (4096..=(1u64 << 30)).contains(&n));
+    let bytes =
+        num.parse::<u64>().ok().and_then(|n| n.checked_mul(mult)).filter(|&n| (4096..=(1u64 << 30)).contains(&n));
     match bytes {
         Some(b) => Ok(b.next_power_of_two() as u32),
         None => bail!("ring size '{text}': give a size from 4K to 1G, e.g. 4M"),

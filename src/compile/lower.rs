@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 
 use probes_ebpf::ir::{AggOp, BinOp, Builtin, ContextKind, Expr, LocalId, MapId, Span, Stmt, StmtKind, Ty, UnOp};
-use rhai::{ASTNode, Dynamic, Expr as RExpr, Position, Stmt as RStmt, AST};
+use rhai::{ASTNode, Dynamic, Expr as RExpr, Position, Stmt as RStmt};
 
 use super::fields;
 use super::maps::{MapUse, Sem, UseKind};

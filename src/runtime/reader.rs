@@ -11,8 +11,8 @@
 //! stacks resolve even after they exit.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Mutex;
 use std::sync::Arc;
+use std::sync::Mutex;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -214,6 +214,21 @@ fn for_each_user_stack_pid(batch: &[u8], ustacks: &[Vec<usize>], mut f: impl FnM
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_overflow_is_counted_and_exit_is_never_lost() {
+        let (tx, rx) = crossbeam_channel::bounded::<Control>(CONTROL_QUEUE);
+        let shared = Arc::new(Shared::default());
+        let out = ControlOut { tx, shared: shared.clone() };
+        for _ in 0..CONTROL_QUEUE + 5 {
+            out.send((crate::compile::lower::CONTROL_PRINT, 0, 0));
+        }
+        out.send((crate::compile::lower::CONTROL_EXIT, 2, 7));
+        out.send((crate::compile::lower::CONTROL_EXIT, 3, 9));
+        assert_eq!(shared.lost_controls.load(Ordering::SeqCst), 5);
+        assert_eq!(*shared.exit.lock().unwrap(), Some((2, 7)), "the first exit() wins, past a full queue");
+        assert_eq!(rx.try_iter().count(), CONTROL_QUEUE);
+    }
 
     #[test]
     fn user_stack_pids_are_found_at_their_sites_offsets() {

@@ -18,7 +18,7 @@ static SHUTDOWN: AtomicBool = AtomicBool::new(false);
 extern "C" fn on_signal(sig: libc::c_int) {
     let n = COUNT.fetch_add(1, Ordering::SeqCst) + 1;
     INTERRUPTED.store(true, Ordering::SeqCst);
-    if n >= 2 && SHUTDOWN.load(Ordering::SeqCst) && n > GRACE.load(Ordering::SeqCst) {
+    if n >= 2 && SHUTDOWN.load(Ordering::SeqCst) {
         // Async-signal-safe: a write and _exit.
         let msg = b"rtrace: interrupted again: exiting now\n";
         unsafe {
@@ -50,8 +50,14 @@ pub fn user_code_should_stop() -> bool {
 }
 
 /// The event loop has ended: END runs and maps print unless another signal
-/// comes (which stops END's code; a second signal in all exits at once).
+/// comes (the first signal only ends tracing; one more stops END's code,
+/// and a second signal in all exits at once, also if it came already).
 pub fn shutting_down() {
-    GRACE.store(COUNT.load(Ordering::SeqCst), Ordering::SeqCst);
+    let n = COUNT.load(Ordering::SeqCst);
+    GRACE.store(n.min(1), Ordering::SeqCst);
     SHUTDOWN.store(true, Ordering::SeqCst);
+    if n >= 2 {
+        eprintln!("rtrace: interrupted again: exiting now");
+        std::process::exit(130);
+    }
 }

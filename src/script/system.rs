@@ -88,13 +88,8 @@ fn worker() -> &'static Mutex<Worker> {
 
 fn run_one(cmd: &str) {
     use std::os::unix::process::CommandExt;
-    let child = Command::new("/bin/sh")
-        .arg("-c")
-        .arg(cmd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .process_group(0)
-        .spawn();
+    let child =
+        Command::new("/bin/sh").arg("-c").arg(cmd).stdin(Stdio::null()).stdout(Stdio::piped()).process_group(0).spawn();
     let child = match child {
         Ok(c) => c,
         Err(e) => {
@@ -274,7 +269,7 @@ mod tests {
             r#"Fn("sys" + "tem").call("true")"#,
             r#"let f = Fn("system").curry("true"); f.call()"#,
             r#"eval("system(\"true\")")"#,
-            r#"fn go(c) { system(c) } go("true")"#,
+            r#"fn run_it(c) { system(c) } run_it("true")"#,
             r#"system("echo %d", 1)"#,
         ] {
             let err = e.run(src).expect_err(src).to_string();
