@@ -3,7 +3,10 @@
 //! design.md §1.
 
 pub mod explain;
+#[cfg(test)]
+mod fuzz;
 pub mod list;
+mod safety;
 
 use std::time::Duration;
 
@@ -82,6 +85,8 @@ pub fn main() -> i32 {
     let cli = Cli::parse();
     let result = run(cli);
     crate::output::sink::flush();
+    // Output that could not be written is an error, whatever else happened.
+    let result = result.and_then(|code| crate::runtime::limits::check_output().map(|()| code));
     match result {
         Ok(code) => code,
         Err(e) => {
@@ -122,6 +127,9 @@ fn without_errno_numbers(line: &str) -> String {
 }
 
 fn run(cli: Cli) -> Result<i32> {
+    if cli.list && cli.source.is_some() {
+        bail!("-l lists probes and runs no script: drop -e, or drop -l");
+    }
     if cli.list {
         return list::run(cli.rest.first().map(String::as_str), cli.verbose);
     }
@@ -131,7 +139,7 @@ fn run(cli: Cli) -> Result<i32> {
             let Some(path) = cli.rest.first() else {
                 bail!("no script given: run `rtrace SCRIPT.rhai` or `rtrace -e 'SOURCE'` (see --help)");
             };
-            let text = std::fs::read_to_string(path).map_err(|e| anyhow!("cannot read {path}: {e}"))?;
+            let text = safety::read_script(path)?;
             (path.clone(), text, cli.rest[1..].to_vec())
         }
     };
@@ -146,20 +154,15 @@ fn run(cli: Cli) -> Result<i32> {
         None => None,
     };
 
+    safety::check_text(&file_name, &source)?;
     let mut session = Session::new(&file_name, &source, &args)?;
+    safety::prepare(&mut session, &cli)?;
     session.run_top_level()?;
     if let Some(code) = session.registry.lock().unwrap().exit_code {
         // exit() at the top level: nothing gets attached.
         return Ok(code);
     }
-    if !cli.allow_unsafe {
-        if let Some(pos) = crate::script::userlib::find_system_call(&session.ast) {
-            bail!(
-                "{file_name}:{}: error: system() runs commands and needs --unsafe",
-                crate::script::position_text(pos)
-            );
-        }
-    }
+    safety::require_probes(&session)?;
     let ring_size = ring_size(cli.ring_size.as_deref())?;
     if cli.pid.is_some() && cli.command.is_some() {
         bail!("-p and -c can't be used together");
@@ -217,7 +220,8 @@ fn ring_size(flag: Option<&str>) -> Result<u32> {
         Some('m') | Some('M') => (&t[..t.len() - 1], 1u64 << 20),
         _ => (t, 1u64),
     };
-    let bytes = num.parse::<u64>().ok().map(|n| n * mult).filter(|&n| (4096..=(1u64 << 30)).contains(&n));
+    let bytes =
+        num.parse::<u64>().ok().and_then(|n| n.checked_mul(mult)).filter(|&n| (4096..=(1u64 << 30)).contains(&n));
     match bytes {
         Some(b) => Ok(b.next_power_of_two() as u32),
         None => bail!("ring size '{text}': give a size from 4K to 1G, e.g. 4M"),

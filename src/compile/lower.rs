@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 
 use probes_ebpf::ir::{AggOp, BinOp, Builtin, ContextKind, Expr, LocalId, MapId, Span, Stmt, StmtKind, Ty, UnOp};
-use rhai::{ASTNode, Dynamic, Expr as RExpr, Position, Stmt as RStmt, AST};
+use rhai::{ASTNode, Dynamic, Expr as RExpr, Position, Stmt as RStmt};
 
 use super::fields;
 use super::maps::{MapUse, Sem, UseKind};
@@ -146,51 +146,10 @@ pub struct Site {
 }
 
 /// A closure's parameters and body statements, found in `ast` by function name.
+#[derive(Clone)]
 pub struct ClosureBody {
     pub params: Vec<String>,
     pub body: Vec<RStmt>,
-}
-
-/// Find the body of the script function `name` (closures compile to `anon$…` functions).
-pub fn find_closure(ast: &AST, name: &str) -> Option<ClosureBody> {
-    let defs: Vec<_> = ast
-        .iter_fn_def()
-        .map(|f| {
-            (
-                f.name.to_string(),
-                f.params.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
-                f.body.start_position(),
-                f.body.end_position(),
-            )
-        })
-        .collect();
-    let (_, params, start, end) = defs.iter().find(|d| d.0 == name)?.clone();
-    // Function bodies are only reachable through the AST walk: collect the
-    // top-level statements of function bodies and keep those inside this
-    // function's span and no nested function's span.
-    let main_count = ast.statements().len();
-    let mut seen = 0usize;
-    let mut body = Vec::new();
-    let inside = |p: Position, s: Position, e: Position| -> bool {
-        let key = |x: Position| (x.line().unwrap_or(0), x.position().unwrap_or(0));
-        key(p) >= key(s) && key(p) <= key(e)
-    };
-    ast.walk(&mut |path: &[ASTNode]| {
-        if path.len() == 1 {
-            seen += 1;
-            if seen > main_count {
-                if let ASTNode::Stmt(s) = path[0] {
-                    let p = s.position();
-                    let nested = defs.iter().any(|d| d.0 != name && inside(d.2, start, end) && inside(p, d.2, d.3));
-                    if inside(p, start, end) && !nested {
-                        body.push(s.clone());
-                    }
-                }
-            }
-        }
-        true
-    });
-    Some(ClosureBody { params, body })
 }
 
 /// The IR of one probe plus how it uses maps.

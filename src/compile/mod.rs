@@ -2,12 +2,14 @@
 //! points, lower each closure to IR (`lower`), unify map layouts (`maps`),
 //! and generate BPF (`probes_ebpf`).
 
+pub mod closures;
 pub mod fields;
 pub mod lower;
 pub mod maps;
 pub mod spec;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use anyhow::{anyhow, Result};
 use probes_ebpf::ir::{self, MapId, MapLayout, ValueKind};
@@ -121,6 +123,9 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
     let mut total_points = 0usize;
     let here = |def: &ProbeDef, msg: String| anyhow!("{file}:{}: error: {msg}", position_text(def.pos));
 
+    // One index per AST (the script's, each probe source string's): finding
+    // every probe's closure stays linear in the number of probe() calls.
+    let mut closures: std::collections::HashMap<*const rhai::AST, closures::ClosureIndex> = Default::default();
     for def in &reg.probes {
         let specs = spec::parse(&def.spec).map_err(|e| here(def, e.to_string()))?;
         if specs.iter().any(|s| s.kind.is_userspace()) {
@@ -133,7 +138,9 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
             }
             continue;
         }
-        let body = lower::find_closure(&def.ast, def.closure.fn_name())
+        let index = closures.entry(Arc::as_ptr(&def.ast)).or_insert_with(|| closures::ClosureIndex::new(&def.ast));
+        let body = index
+            .get(def.closure.fn_name())
             .ok_or_else(|| here(def, "the second argument of probe() must be a closure, e.g. |e| { ... }".into()))?;
         let probe_index = plan.probes.len();
         plan.probes.push(def.spec.clone());

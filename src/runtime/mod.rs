@@ -5,6 +5,7 @@
 
 pub mod continuation;
 pub mod kmaps;
+pub mod limits;
 pub mod probe_stats;
 pub mod reader;
 pub mod serve;
@@ -237,6 +238,7 @@ pub fn run(
     if let Some(t) = traced.as_deref_mut() {
         t.stop();
     }
+    signals::shutting_down();
 
     // Stop every probe first so nothing changes while END runs and maps
     // print. Programs check the stop flag first; detaching (slow in the
@@ -263,6 +265,7 @@ pub fn run(
     }
     print_remaining_maps(session, &loaded);
     report_lost(plan, &loaded);
+    limits::report_lost_controls(&reader);
     sink::flush();
     if let (true, Some(stats)) = (opts.verbose, &stats) {
         probe_stats::report(plan, &loaded.programs, stats);
@@ -271,16 +274,17 @@ pub fn run(
     if conts.errors > 0 && conts.keep_going {
         eprintln!("rtrace: {} userspace error(s) in probe statements (the first is shown above)", conts.errors);
     }
-    crate::script::userlib::finish_system_commands();
+    crate::script::system::finish();
     sink::flush();
     crate::attach::detach_all(attachments);
     result?;
+    limits::check_output()?;
     let reg = session.registry.lock().unwrap();
     if let Some(msg) = &reg.failure {
         eprintln!("rtrace: fail: {msg}");
     }
     // The script's own decision wins; with -c, the command's status otherwise.
-    let command_status = traced.filter(|t| t.is_command()).and_then(|t| t.status);
+    let command_status = traced.and_then(|t| t.command_status());
     let errors = (conts.errors > 0).then_some(1);
     Ok(reg.exit_code.or(errors).or(command_status).unwrap_or(0))
 }
@@ -332,6 +336,8 @@ fn event_loop(
     let timers = session.registry.lock().unwrap().timers.clone();
     let mut next_due: Vec<Option<Instant>> = timers.iter().map(|t| Some(start + t.period)).collect();
     loop {
+        limits::note_kernel_exit(session, reader);
+        limits::check_output()?;
         if exit_requested(session) || signals::interrupted() {
             return Ok(());
         }
@@ -362,7 +368,7 @@ fn event_loop(
             }
             default(wait) => {}
         }
-        while let Ok(msg) = reader.control.try_recv() {
+        for msg in reader.control.try_iter().take(limits::CONTROL_PER_TURN) {
             control(session, loaded, msg);
         }
         sink::flush();
@@ -388,7 +394,9 @@ fn drain(
     result: &mut Result<()>,
 ) -> u64 {
     let mut skipped = 0u64;
+    limits::note_kernel_exit(session, reader);
     for batch in reader.data.iter() {
+        limits::note_kernel_exit(session, reader);
         while let Ok(msg) = reader.control.try_recv() {
             control(session, loaded, msg);
         }
@@ -406,6 +414,7 @@ fn drain(
     while let Ok(msg) = reader.control.try_recv() {
         control(session, loaded, msg);
     }
+    limits::note_kernel_exit(session, reader);
     skipped
 }
 
@@ -440,7 +449,7 @@ fn control(session: &Session, loaded: &Loaded, (kind, _probe, arg): reader::Cont
         CONTROL_EXIT => {
             let mut reg = session.registry.lock().unwrap();
             if reg.exit_code.is_none() {
-                reg.exit_code = Some(arg as i32);
+                reg.exit_code = Some(crate::script::api::exit_status(arg));
                 reg.exit_from_kernel = true;
             }
         }
