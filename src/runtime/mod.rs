@@ -4,6 +4,7 @@
 //! report lost events.
 
 pub mod continuation;
+pub mod exporter;
 pub mod kmaps;
 pub mod probe_stats;
 pub mod reader;
@@ -41,6 +42,8 @@ pub struct RunOptions {
     pub metrics_prefix: String,
     /// `-v`: per-probe overhead at exit.
     pub verbose: bool,
+    /// `--exporter`: no map dump at exit; SIGHUP ends the run for a reload.
+    pub exporter: bool,
 }
 
 /// Programs loaded into the kernel, with the maps they use.
@@ -184,7 +187,7 @@ pub fn run(
         return Ok(0);
     }
     let stats = (opts.verbose || opts.serve.is_some()).then(probe_stats::enable);
-    let _endpoint = match &opts.serve {
+    let _serving = match &opts.serve {
         Some(addr) => {
             Some(serve::start(addr, &opts.metrics_prefix, matches!(stats, Some(Ok(_))), session, plan, &loaded)?)
         }
@@ -253,7 +256,8 @@ pub fn run(
     if skipped > 0 {
         eprintln!("rtrace: {skipped} queued event(s) were not processed because tracing stopped");
     }
-    if result.is_ok() {
+    let reloading = opts.exporter && exporter::reload_requested();
+    if result.is_ok() && !reloading {
         for p in &plan.end {
             if let Err(e) = session.call(&p.ast, &p.closure) {
                 result = Err(e);
@@ -261,7 +265,9 @@ pub fn run(
             }
         }
     }
-    print_remaining_maps(session, &loaded);
+    if !opts.exporter {
+        print_remaining_maps(session, &loaded);
+    }
     report_lost(plan, &loaded);
     sink::flush();
     if let (true, Some(stats)) = (opts.verbose, &stats) {
@@ -332,7 +338,7 @@ fn event_loop(
     let timers = session.registry.lock().unwrap().timers.clone();
     let mut next_due: Vec<Option<Instant>> = timers.iter().map(|t| Some(start + t.period)).collect();
     loop {
-        if exit_requested(session) || signals::interrupted() {
+        if exit_requested(session) || signals::interrupted() || exporter::reload_requested() {
             return Ok(());
         }
         if traced.as_deref_mut().is_some_and(|t| t.ended()) {
