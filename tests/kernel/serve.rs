@@ -397,3 +397,34 @@ fn exporter_reloads_the_script_on_sighup_and_keeps_the_port() {
         "{out}"
     );
 }
+
+#[test]
+fn stack_maps_only_when_asked_and_per_map_opt_out() {
+    let Some(_g) = setup() else { return };
+    let me = tid();
+    let src = format!(
+        r#"let folded = map("folded", #{{ folded_stacks: true }});
+let plain = map("plain");
+let hidden = map("hidden", #{{ metrics: false }});
+probe("tracepoint:syscalls:sys_enter_getppid", |e| {{
+    if e.tid == {me} {{ folded[e.kstack] = count(); plain[e.kstack] = count(); hidden = count(); }}
+}});"#
+    );
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut t = Tracer::start(&["--serve", &addr, "--metrics-prefix", "host_", "-e", &src]);
+    t.wait_attached();
+    getppid_n(3);
+    let body = metrics(port);
+    let rows = lines_of(&body, "host_folded_total{");
+    assert_eq!(rows.len(), 1, "{body}");
+    let (series, count) = rows[0].rsplit_once(' ').unwrap();
+    assert_eq!(count, "3", "{body}");
+    let stack = series.strip_prefix("host_folded_total{stack=\"").and_then(|s| s.strip_suffix("\"}")).unwrap();
+    let frames: Vec<&str> = stack.split(';').collect();
+    assert!(frames.contains(&"do_syscall_64"), "not a folded kernel stack: {stack}");
+    assert!(!body.contains("host_plain") && !body.contains("host_hidden"), "{body}");
+    let out = t.interrupt_and_finish();
+    assert_eq!(out.code, Some(0), "{out}");
+    assert_eq!(out.map_lines("hidden"), vec!["@hidden: 3"], "{out}");
+}
