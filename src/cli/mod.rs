@@ -72,6 +72,10 @@ pub struct Cli {
     /// Prefix of the metric names of maps (default rtrace_).
     #[arg(long = "metrics-prefix", value_name = "PREFIX", default_value = "rtrace_")]
     pub metrics_prefix: String,
+    /// With --serve: run as a metrics service (no terminal output unless the
+    /// script prints; SIGHUP reloads the script).
+    #[arg(long = "exporter")]
+    pub exporter: bool,
     /// List probes matching PATTERN.
     #[arg(short = 'l')]
     pub list: bool,
@@ -96,7 +100,7 @@ pub fn main() -> i32 {
     }
 }
 
-fn one_line(e: &anyhow::Error) -> String {
+pub(crate) fn one_line(e: &anyhow::Error) -> String {
     let msg = format!("{e:#}");
     let first = without_errno_numbers(msg.lines().next().unwrap_or(""));
     if first.starts_with("rtrace") || first.contains(": error:") {
@@ -163,6 +167,9 @@ fn run(cli: Cli) -> Result<i32> {
         return Ok(code);
     }
     safety::require_probes(&session)?;
+    if cli.exporter && (cli.serve.is_none() || cli.command.is_some()) {
+        bail!("--exporter runs a metrics service: it needs --serve ADDR:PORT and can't be used with -c");
+    }
     let ring_size = ring_size(cli.ring_size.as_deref())?;
     if cli.pid.is_some() && cli.command.is_some() {
         bail!("-p and -c can't be used together");
@@ -188,14 +195,25 @@ fn run(cli: Cli) -> Result<i32> {
     check_privileges()?;
     let run_opts = RunOptions {
         duration,
-        quiet: cli.quiet,
+        quiet: cli.quiet || cli.exporter,
         dry_run: cli.dry_run,
         keep_going: cli.keep_going,
         ring_size,
         serve: cli.serve.clone(),
         metrics_prefix: cli.metrics_prefix.clone(),
         verbose: cli.verbose,
+        exporter: cli.exporter,
     };
+    if cli.exporter && !cli.dry_run {
+        let script = runtime::exporter::Script {
+            path: cli.source.is_none().then(|| file_name.clone()),
+            file_name,
+            source,
+            args,
+            allow_unsafe: cli.allow_unsafe,
+        };
+        return runtime::exporter::run(&script, (session, plan), &opts, &run_opts, traced.as_mut());
+    }
     let result = runtime::run(&session, &plan, &run_opts, traced.as_mut());
     if let Some(t) = traced.as_mut() {
         t.stop();

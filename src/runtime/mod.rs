@@ -4,6 +4,7 @@
 //! report lost events.
 
 pub mod continuation;
+pub mod exporter;
 pub mod kmaps;
 pub mod limits;
 pub mod probe_stats;
@@ -42,6 +43,8 @@ pub struct RunOptions {
     pub metrics_prefix: String,
     /// `-v`: per-probe overhead at exit.
     pub verbose: bool,
+    /// `--exporter`: no map dump at exit; SIGHUP ends the run for a reload.
+    pub exporter: bool,
 }
 
 /// Programs loaded into the kernel, with the maps they use.
@@ -185,7 +188,7 @@ pub fn run(
         return Ok(0);
     }
     let stats = (opts.verbose || opts.serve.is_some()).then(probe_stats::enable);
-    let _endpoint = match &opts.serve {
+    let _serving = match &opts.serve {
         Some(addr) => {
             Some(serve::start(addr, &opts.metrics_prefix, matches!(stats, Some(Ok(_))), session, plan, &loaded)?)
         }
@@ -255,7 +258,8 @@ pub fn run(
     if skipped > 0 {
         eprintln!("rtrace: {skipped} queued event(s) were not processed because tracing stopped");
     }
-    if result.is_ok() {
+    let reloading = opts.exporter && exporter::reload_requested();
+    if result.is_ok() && !reloading {
         for p in &plan.end {
             if let Err(e) = session.call(&p.ast, &p.closure) {
                 result = Err(e);
@@ -263,7 +267,9 @@ pub fn run(
             }
         }
     }
-    print_remaining_maps(session, &loaded);
+    if !opts.exporter {
+        print_remaining_maps(session, &loaded);
+    }
     report_lost(plan, &loaded);
     limits::report_lost_controls(&reader);
     sink::flush();
@@ -338,7 +344,7 @@ fn event_loop(
     loop {
         limits::note_kernel_exit(session, reader);
         limits::check_output()?;
-        if exit_requested(session) || signals::interrupted() {
+        if exit_requested(session) || signals::interrupted() || exporter::reload_requested() {
             return Ok(());
         }
         if traced.as_deref_mut().is_some_and(|t| t.ended()) {
