@@ -236,8 +236,32 @@ pub fn needs_per_point_program(body: &ClosureBody) -> bool {
 }
 
 /// Lower a closure (captured values in `curry`, matched to the first
-/// parameters) for `target`.
+/// parameters) for `target`. A string local is as wide as the longest value
+/// any assignment stores in it: when a later assignment is longer than the
+/// `let`, the closure is lowered again with the wider size.
 pub fn lower(body: &ClosureBody, curry: &[Dynamic], target: &Target) -> Result<Lowered> {
+    let mut widths = HashMap::new();
+    for _ in 0..8 {
+        let (lowered, wanted) = lower_pass(body, curry, target, &widths)?;
+        if wanted.iter().all(|(at, w)| widths.get(at).is_some_and(|h| h >= w)) {
+            return Ok(lowered);
+        }
+        for (at, w) in wanted {
+            let h = widths.entry(at).or_insert(0);
+            *h = (*h).max(w);
+        }
+    }
+    lower_pass(body, curry, target, &widths).map(|(l, _)| l)
+}
+
+/// One lowering pass; string locals declared at a position in `widths` are
+/// at least that wide. Returns the widths assignments asked for too.
+fn lower_pass(
+    body: &ClosureBody,
+    curry: &[Dynamic],
+    target: &Target,
+    widths: &HashMap<Span, u32>,
+) -> Result<(Lowered, HashMap<Span, u32>)> {
     let mut captures = HashMap::new();
     for (name, value) in body.params.iter().zip(curry) {
         let v = value.flatten_clone();
@@ -281,9 +305,12 @@ pub fn lower(body: &ClosureBody, curry: &[Dynamic], target: &Target) -> Result<L
         userspace_vars,
         local_sems: HashMap::new(),
         local_btf: HashMap::new(),
+        widths,
+        local_decl: HashMap::new(),
+        wanted_widths: HashMap::new(),
     };
     let stmts = l.block(&body.body)?;
-    Ok(Lowered { locals: l.locals, body: stmts, uses: l.uses, sites: l.sites })
+    Ok((Lowered { locals: l.locals, body: stmts, uses: l.uses, sites: l.sites }, l.wanted_widths))
 }
 
 struct Lowerer<'a> {
@@ -304,6 +331,12 @@ struct Lowerer<'a> {
     local_sems: HashMap<LocalId, Sem>,
     /// Locals holding kernel pointers to BTF structs: the struct's type id.
     local_btf: HashMap<LocalId, u32>,
+    /// Least widths of string locals, by the position of their `let`.
+    widths: &'a HashMap<Span, u32>,
+    /// Where each local was declared.
+    local_decl: HashMap<LocalId, Span>,
+    /// Widths later assignments need (see [`lower`]).
+    wanted_widths: HashMap<Span, u32>,
 }
 
 /// Lowering state to roll back when a statement turns out to be userspace.
@@ -659,9 +692,13 @@ impl<'a> Lowerer<'a> {
                     Some(access) => access.map(|a| (a.expr, a.pointee))?,
                     None => (self.expr(init)?, None),
                 };
-                let ty = self.ty(&value);
+                let ty = match (self.ty(&value), self.widths.get(&span(*pos))) {
+                    (Ty::Bytes(n), Some(w)) => Ty::Bytes(n.max(*w)),
+                    (ty, _) => ty,
+                };
                 let sem = self.sem(&value);
                 let id = self.new_local(ident.name.as_str(), ty);
+                self.local_decl.insert(id, span(*pos));
                 if sem != Sem::Plain {
                     self.local_sems.insert(id, sem);
                 }
@@ -707,12 +744,12 @@ impl<'a> Lowerer<'a> {
             }
             RStmt::FnCall(call, pos) => {
                 let k = self.call_stmt(call.name.as_str(), &call.args, *pos)?;
-                push(k);
+                push_call(&mut push, k);
             }
             RStmt::Expr(e) => match e.as_ref() {
                 RExpr::FnCall(call, pos) => {
                     let k = self.call_stmt(call.name.as_str(), &call.args, *pos)?;
-                    push(k);
+                    push_call(&mut push, k);
                 }
                 RExpr::Dot(x, _, pos) => {
                     let k = self.method_stmt(&x.lhs, &x.rhs, *pos)?;
@@ -888,6 +925,12 @@ impl<'a> Lowerer<'a> {
         let (want, got) = (self.locals[id as usize], self.ty(&value));
         if matches!(want, Ty::Int) != matches!(got, Ty::Int) {
             return err(pos, format!("`{name}` holds a {} but is assigned a {}", ty_name(want), ty_name(got)));
+        }
+        if let (Ty::Bytes(w), Ty::Bytes(g), Some(decl)) = (want, got, self.local_decl.get(&id)) {
+            if g > w {
+                let need = self.wanted_widths.entry(*decl).or_insert(0);
+                *need = (*need).max(g);
+            }
         }
         Ok(vec![StmtKind::SetLocal(id, value)])
     }
@@ -1635,6 +1678,16 @@ fn ty_name(t: Ty) -> &'static str {
     match t {
         Ty::Int => "number",
         Ty::Bytes(_) => "string",
+    }
+}
+
+/// A statement-level call; `exit()` also ends the probe at once (as in
+/// bpftrace), so none of its later statements run.
+fn push_call(push: &mut impl FnMut(StmtKind), k: StmtKind) {
+    let exit = matches!(k, StmtKind::Control { kind: CONTROL_EXIT, .. });
+    push(k);
+    if exit {
+        push(StmtKind::Return);
     }
 }
 
