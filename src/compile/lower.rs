@@ -12,6 +12,8 @@ use probes_ebpf::ir::{AggOp, BinOp, Builtin, ContextKind, Expr, LocalId, MapId, 
 use rhai::{ASTNode, Dynamic, Expr as RExpr, Position, Stmt as RStmt, AST};
 
 use super::fields;
+
+mod index;
 use super::maps::{MapUse, Sem, UseKind};
 use crate::attach::tracefs::{FieldKind, TracepointFormat};
 use crate::script::MapHandle;
@@ -306,6 +308,7 @@ fn lower_pass(
         local_sems: HashMap::new(),
         local_btf: HashMap::new(),
         widths,
+        local_user: Default::default(),
         local_decl: HashMap::new(),
         wanted_widths: HashMap::new(),
     };
@@ -331,6 +334,8 @@ struct Lowerer<'a> {
     local_sems: HashMap<LocalId, Sem>,
     /// Locals holding kernel pointers to BTF structs: the struct's type id.
     local_btf: HashMap<LocalId, u32>,
+    /// Locals holding pointers to structs in user memory.
+    local_user: std::collections::HashSet<LocalId>,
     /// Least widths of string locals, by the position of their `let`.
     widths: &'a HashMap<Span, u32>,
     /// Where each local was declared.
@@ -408,6 +413,7 @@ impl<'a> Lowerer<'a> {
     fn restore(&mut self, s: Snapshot) {
         self.local_sems.retain(|id, _| (*id as usize) < s.locals);
         self.local_btf.retain(|id, _| (*id as usize) < s.locals);
+        self.local_user.retain(|id| (*id as usize) < s.locals);
         self.locals.truncate(s.locals);
         self.uses.truncate(s.uses);
         *self.scopes.last_mut().unwrap() = s.scope;
@@ -609,7 +615,12 @@ impl<'a> Lowerer<'a> {
         if args != "args" {
             return Ok(None);
         }
-        let Some(f) = self.target.format.and_then(|fmt| fmt.field(field)) else { return Ok(None) };
+        let Some(format) = self.target.format else { return Ok(None) };
+        let Some(f) = format.field(field) else { return Ok(None) };
+        if let Some(items) = index::array_items(format, field) {
+            // An array of integers (`unsigned long args[6]`): every element.
+            return Ok(Some(items));
+        }
         if !(f.c_type.contains("char") && f.c_type.matches('*').count() == 2) {
             return Ok(None);
         }
@@ -704,6 +715,9 @@ impl<'a> Lowerer<'a> {
                 }
                 if let Some(p) = pointee {
                     self.local_btf.insert(id, p);
+                    if self.user_struct_pointer(init) {
+                        self.local_user.insert(id);
+                    }
                 }
                 push(StmtKind::SetLocal(id, value));
             }
@@ -824,6 +838,8 @@ impl<'a> Lowerer<'a> {
     fn key(&mut self, e: &RExpr) -> Result<Vec<Expr>> {
         match e {
             RExpr::Array(parts, _) => parts.iter().map(|p| self.expr(p)).collect(),
+            // `m[()]`: the one value of a keyless map.
+            RExpr::Unit(_) => Ok(Vec::new()),
             other => Ok(vec![self.expr(other)?]),
         }
     }
@@ -1265,12 +1281,25 @@ impl<'a> Lowerer<'a> {
         }
     }
 
+    /// `e.args.X` (a `__user` pointer field) or a local holding one.
+    fn user_struct_pointer(&self, e: &RExpr) -> bool {
+        if let RExpr::Variable(v, _, _) = e {
+            return self.lookup_local(v.1.as_str()).is_some_and(|id| self.local_user.contains(&id));
+        }
+        let RExpr::Dot(x, _, _) = e else { return false };
+        let (chain, rest) = property_chain(&x.rhs);
+        !rest && chain.len() == 2 && chain[0].0 == "args" && self.user_field(&chain[1].0)
+    }
+
     /// `e.args.X` where X is a `__user` pointer field.
     fn is_user_pointer(&self, e: &RExpr) -> bool {
         if self.target.user_space {
             return true;
         }
         let (Some(format), RExpr::Dot(x, _, _)) = (self.target.format, e) else { return false };
+        if let Some((field, _, _)) = index::indexed_arg(&x.rhs) {
+            return self.user_field(field);
+        }
         if let RExpr::Dot(inner, _, _) = &x.rhs {
             if let (RExpr::Property(a, _), RExpr::Property(f, _)) = (&inner.lhs, &inner.rhs) {
                 if a.2.as_str() == "args" {
@@ -1299,7 +1328,8 @@ impl<'a> Lowerer<'a> {
             let Some(btf) = crate::btf::kernel() else { return Some(err(pos, "this kernel has no BTF")) };
             let names: Vec<String> = chain.iter().map(|c| c.0.clone()).collect();
             let base = fields::Base { value: Expr::Local(id), ty: to, pointee: true, name: name.to_string() };
-            return Some(fields::walk(btf, base, &names).map_err(|(i, msg)| {
+            let user = self.local_user.contains(&id);
+            return Some(fields::walk(btf, base, &names).map(|a| user_access(a, user)).map_err(|(i, msg)| {
                 let at = chain.get(i).or(chain.last()).map(|c| c.1).unwrap_or(pos);
                 LowerError { pos: at, message: msg, userspace: false }
             }));
@@ -1335,6 +1365,9 @@ impl<'a> Lowerer<'a> {
             }
         }
         let is_event = matches!(lhs, RExpr::Variable(v, _, _) if Some(v.1.as_str()) == self.event.as_deref() && self.lookup_local(v.1.as_str()).is_none());
+        if let (true, Some((field, fpos, ix))) = (is_event, index::indexed_arg(rhs)) {
+            return self.arg_element(field, fpos, ix).map(|(e, _)| e);
+        }
         if !is_event {
             if let RExpr::MethodCall(call, _) = rhs {
                 return Err(userspace_only(&format!("`.{}()`", call.name), pos));
@@ -1496,6 +1529,7 @@ impl<'a> Lowerer<'a> {
         let ev = self.event.clone().unwrap_or_else(|| "e".into());
         let no_btf =
             |pos| err(pos, "this kernel has no BTF (/sys/kernel/btf/vmlinux), so struct members can't be read");
+        let mut user = false;
         let (base, rest) = match chain[0].0.as_str() {
             "curtask" => {
                 let Some(btf) = crate::btf::kernel() else { return no_btf(chain[0].1) };
@@ -1532,9 +1566,15 @@ impl<'a> Lowerer<'a> {
                     let value = self.tracepoint_arg(field, fpos)?;
                     let c_type =
                         self.target.format.and_then(|f| f.field(field)).map(|f| f.c_type.clone()).unwrap_or_default();
-                    // A tracepoint field that points to a struct (`struct mm_struct *mm`).
+                    // A tracepoint field that points to a struct (`struct mm_struct *mm`,
+                    // `const struct __kernel_timespec *rqtp`); a system call's
+                    // pointers lead to user memory.
+                    user = self.user_field(field);
+                    let unqualified: Vec<&str> =
+                        c_type.split_whitespace().filter(|w| !matches!(*w, "const" | "volatile" | "__user")).collect();
+                    let unqualified = unqualified.join(" ");
                     let struct_name =
-                        c_type.trim().strip_prefix("struct ").and_then(|t| t.strip_suffix('*')).map(str::trim);
+                        unqualified.strip_prefix("struct ").and_then(|t| t.strip_suffix('*')).map(str::trim);
                     let pointee = struct_name.and_then(|n| crate::btf::kernel()?.struct_named(n));
                     if chain.len() == 2 {
                         return Ok(fields::Access { expr: value, char_pointer: false, pointee });
@@ -1551,10 +1591,18 @@ impl<'a> Lowerer<'a> {
         };
         let Some(btf) = crate::btf::kernel() else { return no_btf(chain[0].1) };
         let names: Vec<String> = rest.iter().map(|c| c.0.clone()).collect();
-        fields::walk(btf, base, &names).map_err(|(i, msg)| {
+        fields::walk(btf, base, &names).map(|a| user_access(a, user)).map_err(|(i, msg)| {
             let pos = rest.get(i).or(rest.last()).map(|c| c.1).unwrap_or(chain[0].1);
             LowerError { pos, message: msg, userspace: false }
         })
+    }
+
+    /// Tracepoint field `field` is a `__user` pointer.
+    fn user_field(&self, field: &str) -> bool {
+        matches!(
+            self.target.format.and_then(|f| f.field(field)).map(|f| &f.kind),
+            Some(FieldKind::Pointer { user: true, .. })
+        )
     }
 
     fn tracepoint_arg(&mut self, field: &str, pos: Position) -> Result<Expr> {
@@ -1594,6 +1642,14 @@ impl<'a> Lowerer<'a> {
             _ => return err(pos, format!("field `{field}` has type `{}`, which probes can't read yet", f.c_type)),
         })
     }
+}
+
+/// A member chain's reads, from user memory when `user`.
+fn user_access(mut a: fields::Access, user: bool) -> fields::Access {
+    if user {
+        a.expr = fields::in_user_memory(a.expr);
+    }
+    a
 }
 
 /// Argument slot `i` of a BTF-typed context (`u64 args[]`) holding a value
@@ -1655,6 +1711,10 @@ fn event_path(rhs: &RExpr) -> Option<Vec<String>> {
             Some(path)
         }
         RExpr::Dot(..) => {
+            // `e.args.F[i]` ships F; userspace takes the element.
+            if let Some((field, _, _)) = index::indexed_arg(rhs) {
+                return Some(vec!["args".to_string(), field.to_string()]);
+            }
             let (chain, _) = property_chain(rhs);
             (!chain.is_empty()).then(|| chain.into_iter().map(|c| c.0).collect())
         }
