@@ -51,6 +51,11 @@ pub struct MapShape {
     pub key_sems: Vec<Sem>,
     /// The aggregation stored, if any (decides how values print).
     pub agg: Option<AggOp>,
+    /// A probe that runs with interrupts off (perf events, irq and timer
+    /// tracepoints) writes it: its entries are allocated when the map is
+    /// created, since on-demand allocation there keeps only one spare entry
+    /// per CPU and later inserts of the same firing would fail.
+    pub prealloc: bool,
 }
 
 impl MapShape {
@@ -60,6 +65,7 @@ impl MapShape {
             layout: MapLayout { key: vec![Ty::Int], value: ValueKind::Value(Ty::Int) },
             key_sems: vec![Sem::Plain],
             agg: None,
+            prealloc: false,
         }
     }
 }
@@ -180,15 +186,24 @@ pub fn unify(uses: &[MapUse], names: &dyn Fn(MapId) -> String) -> Result<BTreeMa
                     "{b}: error: map '{name}' is assigned plain values here but is an aggregation at {a}; use two maps"
                 ))
             }
-            (Some((op, _)), None) => {
-                MapShape { layout: MapLayout { key, value: ValueKind::Agg(agg_kind(op)) }, key_sems, agg: Some(op) }
-            }
-            (None, Some((ty, _))) => {
-                MapShape { layout: MapLayout { key, value: ValueKind::Value(ty) }, key_sems, agg: None }
-            }
-            (None, None) => {
-                MapShape { layout: MapLayout { key, value: ValueKind::Value(Ty::Int) }, key_sems, agg: None }
-            }
+            (Some((op, _)), None) => MapShape {
+                layout: MapLayout { key, value: ValueKind::Agg(agg_kind(op)) },
+                key_sems,
+                agg: Some(op),
+                prealloc: false,
+            },
+            (None, Some((ty, _))) => MapShape {
+                layout: MapLayout { key, value: ValueKind::Value(ty) },
+                key_sems,
+                agg: None,
+                prealloc: false,
+            },
+            (None, None) => MapShape {
+                layout: MapLayout { key, value: ValueKind::Value(Ty::Int) },
+                key_sems,
+                agg: None,
+                prealloc: false,
+            },
         };
         shapes.insert(id, shape);
     }

@@ -7,6 +7,7 @@ pub mod fields;
 pub mod lower;
 pub mod maps;
 pub mod spec;
+pub mod userspace_uses;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -232,9 +233,19 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
     }
 
     // One layout per map, from every use in every probe.
-    let uses: Vec<maps::MapUse> = pending.iter().flat_map(|p| p.0.uses.iter().cloned()).collect();
+    let mut uses: Vec<maps::MapUse> = pending.iter().flat_map(|p| p.0.uses.iter().cloned()).collect();
+    uses.extend(userspace_uses::uses(&session.ast, &session.scope, opts.str_max));
     let names = |id: MapId| reg.maps.get(id as usize).map(|m| m.name()).unwrap_or_default();
-    let unified: BTreeMap<MapId, MapShape> = maps::unify(&uses, &names).map_err(|e| anyhow!("{file}:{e}"))?;
+    let mut unified: BTreeMap<MapId, MapShape> = maps::unify(&uses, &names).map_err(|e| anyhow!("{file}:{e}"))?;
+    for (lowered, _, ptype, points, _) in &pending {
+        if irqs_off(ptype.context_at(&points[0]), &points[0]) {
+            for u in &lowered.uses {
+                if let Some(shape) = unified.get_mut(&u.map) {
+                    shape.prealloc = true;
+                }
+            }
+        }
+    }
     plan.shapes = (0..map_count).map(|id| unified.get(&id).cloned().unwrap_or_else(MapShape::unused)).collect();
     let mut layouts: Vec<MapLayout> = plan.shapes.iter().map(|s| s.layout.clone()).collect();
     layouts.push(MapLayout { key: vec![], value: ValueKind::RingBuf });
@@ -277,6 +288,7 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
             locals: lowered.locals,
             maps: layouts.clone(),
             body,
+            possible_cpus: possible_cpus(),
         };
         let code = probes_ebpf::generate(&program)
             .map_err(|e| anyhow!("{file}:{}:{}: error: {}", e.span.line, e.span.col, e.message))?;
@@ -287,6 +299,19 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
             .extend(follow_programs(map, plan.stop_map, layouts).map_err(|e| anyhow!("{file}: error: -c: {e}"))?);
     }
     Ok(plan)
+}
+
+/// Whether a program at `point` runs with interrupts off: perf events
+/// (profile, interval, software, hardware) and hard-irq/timer tracepoints.
+fn irqs_off(context: ir::ContextKind, point: &AttachPoint) -> bool {
+    const IRQ_CATEGORIES: &[&str] = &["irq", "irq_vectors", "timer", "ipi", "nmi", "irq_matrix"];
+    context == ir::ContextKind::PerfEvent
+        || matches!(&point.target, AttachTarget::Tracepoint { category, .. } if IRQ_CATEGORIES.contains(&category.as_str()))
+}
+
+/// CPUs per-CPU maps have slots for (kernel reads of aggregations combine them).
+fn possible_cpus() -> u32 {
+    libbpf_rs::num_possible_cpus().map_or(1, |n| n as u32)
 }
 
 /// `if cond { return }`, first thing in a program.
@@ -337,8 +362,14 @@ fn follow_programs(map: MapId, stop_map: MapId, maps: Vec<MapLayout>) -> Result<
     {
         body.insert(0, leave_if(stopped(stop_map)));
         let points = ptype.expand(&spec::ProbeSpec { kind: ProbeKind::Tracepoint, target: target.into() })?;
-        let program =
-            ir::Program { name: name.into(), context: ptype.context(), locals: vec![], maps: maps.clone(), body };
+        let program = ir::Program {
+            name: name.into(),
+            context: ptype.context(),
+            locals: vec![],
+            maps: maps.clone(),
+            body,
+            possible_cpus: possible_cpus(),
+        };
         let code = probes_ebpf::generate(&program).map_err(|e| anyhow!("{}", e.message))?;
         out.push(CompiledProgram {
             name: name.into(),

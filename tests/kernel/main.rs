@@ -17,6 +17,7 @@ mod output;
 mod perf;
 mod probes;
 mod safety;
+mod semantics;
 mod serve;
 mod split;
 mod stacks;
