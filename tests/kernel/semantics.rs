@@ -122,7 +122,14 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| {
 "#,
         &[("ME", &tid())],
     );
-    let out = trace(&src, || getppid_n(1));
+    // The print runs in userspace: wait for it before ending the run (a
+    // record still queued at Ctrl-C is skipped and reported, not run).
+    let mut t = Tracer::start(&["-e", &src]);
+    t.wait_attached();
+    getppid_n(1);
+    t.wait_line("the userspace print", ATTACH_TIMEOUT, |l| l.contains('|'));
+    let out = t.interrupt_and_finish();
+    assert_eq!(out.code, Some(0), "{out}");
     assert!(out.lines().contains(&"hello|hello world|a longer string"), "{out}");
     assert_eq!(out.map_lines("m"), vec!["@m[hello, hello world]: 1"], "{out}");
 }
