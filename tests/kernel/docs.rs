@@ -17,7 +17,8 @@
 //!   differ), `any=A,B` (the words A and B may be anything), `more` (other
 //!   lines may come between and after the lines shown), `first=N` (only the
 //!   first N lines shown are checked), `exit=N[,N...]` (the exit status of
-//!   each command; default 0), `stop=DURATION` (Ctrl-C after DURATION, for
+//!   each command; default 1 when the output shown has an `error:` or
+//!   `rtrace: fail:` line, else 0; `any`: not checked), `stop=DURATION` (Ctrl-C after DURATION, for
 //!   examples that run until interrupted), `skip REASON` (not run; the
 //!   reason is required), `compile` (on a block or table of side-by-side
 //!   forms: every `rtrace ...` command in it is run with `--dry-run`, so it
@@ -438,7 +439,8 @@ fn check_console(w: &Workdir, page: &str, line: usize, opts: &Options, steps: &[
     let mut failures = Vec::new();
     let mut prev = 0;
     for (k, (cmd, expected)) in steps.iter().enumerate() {
-        let want = opts.exit.get(k).or(opts.exit.last()).map(String::as_str).unwrap_or("0");
+        let shows_error = expected.iter().any(|l| l.contains("error:") || l.starts_with("rtrace: fail:"));
+        let want = opts.exit.get(k).or(opts.exit.last()).map(String::as_str).unwrap_or(if shows_error { "1" } else { "0" });
         let (code, actual) = match w.run(cmd, prev, opts.stop) {
             Ok(r) => r,
             Err(e) => {
