@@ -305,7 +305,8 @@ fn replace_word(s: &str, w: &str, by: &str) -> String {
 
 /// Match with placeholders: `\x01` is any word (no spaces); with `shape`, a
 /// run of digits is any run of digits (with an optional `-`, or hex digits
-/// after `0x`), and a run of `@` is any run of `@` and spaces of the same
+/// after `0x`; a word of 8 or more hex digits is any hex word: an
+/// address), and a run of `@` is any run of `@` and spaces of the same
 /// width (a histogram bar), and a run of spaces is any run of spaces.
 fn glob(e: &[u8], a: &[u8], shape: bool) -> bool {
     let Some(&c) = e.first() else { return a.is_empty() };
@@ -315,6 +316,11 @@ fn glob(e: &[u8], a: &[u8], shape: bool) -> bool {
     if c == 1 {
         let n = a.iter().take_while(|b| !b.is_ascii_whitespace()).count();
         return (1..=n).rev().any(|k| glob(&e[1..], &a[k..], shape)) || glob(&e[1..], a, shape);
+    }
+    if shape && c.is_ascii_hexdigit() && hex_word(e) >= 8 {
+        // An address (`7f1045e82503`).
+        let na = hex_word(a);
+        return na > 0 && glob(&e[hex_word(e)..], &a[na..], shape);
     }
     if shape && (c.is_ascii_digit() || (c == b'-' && e.get(1).is_some_and(u8::is_ascii_digit))) {
         let hex = e.starts_with(b"0x");
@@ -342,6 +348,17 @@ fn glob(e: &[u8], a: &[u8], shape: bool) -> bool {
         return na > 0 && glob(&e[ne..], &a[na..], shape);
     }
     a.first() == Some(&c) && glob(&e[1..], &a[1..], shape)
+}
+
+/// The length of the run of hex digits at the start of `s`, if it ends a
+/// word (0 otherwise).
+fn hex_word(s: &[u8]) -> usize {
+    let n = s.iter().take_while(|b| b.is_ascii_hexdigit()).count();
+    if s.get(n).is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_') {
+        0
+    } else {
+        n
+    }
 }
 
 /// Whether a histogram bar (`@`s and spaces up to a closing `|`) starts here.
@@ -412,8 +429,10 @@ impl Workdir {
             .arg("-c")
             .arg(&script)
             .current_dir(&self.dir.path)
+            .env_clear()
             .env("PATH", &self.path_env)
-            .env_remove("RTRACE_MAX_PROBES")
+            .env("HOME", "/root")
+            .env("LANG", "C.UTF-8")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -584,6 +603,7 @@ fn matcher() {
     assert!(line_matches("[4K, 8K)             100 |@@@@@@@@@@   |", "[4K, 8K)               3 |@@@          |", &o));
     assert!(!line_matches("[4K, 8K)             100 |@@@@@@@@@@   |", "[4K, 8K)               3 |@@@         |", &o));
     assert!(line_matches("22194 sleep", " 1844 sleep", &o));
+    assert!(line_matches("\t7fac2f8a2503 __GI___clock_nanosleep+35 (libc)", "\t7f0c2e8a2503 __GI___clock_nanosleep+35 (libc)", &o));
     assert!(!line_matches("Attaching 2 probes...", "Attaching 2 probe...", &o));
     let exact = Options::default();
     assert!(!line_matches("@c[18845]: 5", "@c[18846]: 5", &exact));
