@@ -595,6 +595,41 @@ fn every_page_is_checked() {
     assert_eq!(found, listed, "docs pages and the PAGES list in tests/kernel/docs.rs differ");
 }
 
+/// The code blocks of a page (with the `<!-- example/file -->` marker before
+/// each), in order.
+fn code_blocks(text: &str) -> Vec<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        if lines[i].trim().starts_with("```") {
+            let start = if i > 0 && lines[i - 1].starts_with("<!--") { i - 1 } else { i };
+            let mut end = i + 1;
+            while end < lines.len() && lines[end].trim() != "```" {
+                end += 1;
+            }
+            out.push(lines[start..=end.min(lines.len() - 1)].join("\n"));
+            i = end + 1;
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+/// The Chinese tutorial keeps in step with the English one: the same
+/// examples, with the same options, in the same order.
+#[test]
+fn zh_tutorial_has_the_same_examples() {
+    let en = std::fs::read_to_string(docs_dir().join("tutorial.md")).unwrap();
+    let zh = std::fs::read_to_string(docs_dir().join("zh/tutorial.md")).unwrap();
+    let (en, zh) = (code_blocks(&en), code_blocks(&zh));
+    for (k, (a, b)) in en.iter().zip(&zh).enumerate() {
+        assert_eq!(a, b, "code block {} differs between docs/tutorial.md and docs/zh/tutorial.md", k + 1);
+    }
+    assert_eq!(en.len(), zh.len(), "docs/tutorial.md and docs/zh/tutorial.md have different numbers of code blocks");
+}
+
 #[test]
 fn matcher() {
     let o = Options { shape: true, ..Options::default() };
@@ -603,7 +638,11 @@ fn matcher() {
     assert!(line_matches("[4K, 8K)             100 |@@@@@@@@@@   |", "[4K, 8K)               3 |@@@          |", &o));
     assert!(!line_matches("[4K, 8K)             100 |@@@@@@@@@@   |", "[4K, 8K)               3 |@@@         |", &o));
     assert!(line_matches("22194 sleep", " 1844 sleep", &o));
-    assert!(line_matches("\t7fac2f8a2503 __GI___clock_nanosleep+35 (libc)", "\t7f0c2e8a2503 __GI___clock_nanosleep+35 (libc)", &o));
+    assert!(line_matches(
+        "\t7fac2f8a2503 __GI___clock_nanosleep+35 (libc)",
+        "\t7f0c2e8a2503 __GI___clock_nanosleep+35 (libc)",
+        &o
+    ));
     assert!(!line_matches("Attaching 2 probes...", "Attaching 2 probe...", &o));
     let exact = Options::default();
     assert!(!line_matches("@c[18845]: 5", "@c[18846]: 5", &exact));
