@@ -509,7 +509,13 @@ fn check_console(w: &Workdir, page: &str, line: usize, opts: &Options, steps: &[
 fn check_page(page: &str) {
     let path = docs_dir().join(page);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    let blocks = parse_page(page, &text);
+    let failures = run_page(page, &text);
+    assert!(failures.is_empty(), "{} stale example(s) in docs/{page}:\n\n{}", failures.len(), failures.join("\n"));
+}
+
+/// Run every example of a page's text; the failures, one message each.
+fn run_page(page: &str, text: &str) -> Vec<String> {
+    let blocks = parse_page(page, text);
     let w = Workdir::new();
     let mut failures = Vec::new();
     let (mut ran, mut skipped, mut compiled) = (0, 0, 0);
@@ -545,7 +551,53 @@ fn check_page(page: &str) {
         }
     }
     eprintln!("{page}: {ran} console example(s) run, {compiled} command(s) compiled, {skipped} not run");
-    assert!(failures.is_empty(), "{} stale example(s) in docs/{page}:\n\n{}", failures.len(), failures.join("\n"));
+    failures
+}
+
+/// The harness itself: a page whose output, exit status or compile check
+/// is wrong fails, one failure per stale example; a right one passes.
+#[test]
+fn a_stale_example_is_caught() {
+    let Some(_g) = setup() else { return };
+    let page = r#"
+```rhai
+// hi.rhai
+probe("BEGIN", || { print("hi"); exit(); });
+```
+
+```
+$ rtrace -q hi.rhai
+hi
+```
+
+```
+$ rtrace -q hi.rhai
+hello
+```
+
+<!-- example: shape -->
+```
+$ rtrace -q -c "perl -e 'getppid() for 1..3'" -e 'let c = map(); probe("tracepoint:syscalls:sys_enter_getppid", |e| { if e.comm == "perl" { c = count(); } });'
+@c: 7
+```
+
+```
+$ rtrace -q -c "perl -e 'getppid() for 1..3'" -e 'let c = map(); probe("tracepoint:syscalls:sys_enter_getppid", |e| { if e.comm == "perl" { c = count(); } });'
+@c: 7
+```
+
+```
+$ rtrace -e 'probe("nope:x", || {});'
+```
+
+<!-- example: compile -->
+```
+rtrace -e 'probe("tracepoint:syscalls:sys_enter_nope", |e| { });'
+```
+"#;
+    let failures = run_page("test.md", page);
+    let at: Vec<&str> = failures.iter().map(|f| f.split(':').nth(1).unwrap_or("")).collect();
+    assert_eq!(at, vec!["12", "23", "28", "33"], "{failures:#?}");
 }
 
 // ---------------------------------------------------------------------------
