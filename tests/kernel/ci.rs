@@ -59,7 +59,7 @@ fn quantiles_are_within_one_percent() {
     let src = fill(
         r#"let q = map();
 let k = map();
-probe("uprobe:__BIN__:ci_value", |e| { q = quantiles(e.arg0); k[e.arg0 % 2] = quantiles(e.arg0 * 3); });
+probe("uprobe:__BIN__:ci_value", |e| { q = quantiles(e.arg0); k[(e.arg0 / 1000) % 2] = quantiles(e.arg0 * 3); });
 probe("END", || {
     print(`Q count=${q.count()} p1=${q.percentile(1)} p50=${q.percentile(50)} p90=${q.percentile(90)} p99=${q.percentile(99)} p99.9=${q.percentile(99.9)} min=${q.min()} max=${q.max()} avg=${q.avg()}`);
     print(`K count=${k[1].count()} p50=${k[1].percentile(50)} p99=${k[1].percentile(99)}`);
@@ -98,13 +98,14 @@ probe("END", || {
     // The printed line and the JSON record agree with the queries.
     let line = out.map_lines("q");
     assert_eq!(line.len(), 1, "{out}");
-    assert!(line[0].starts_with(&format!("@q: count {n}, min 1000, p50 ")), "{out}");
+    // min is 1000, answered within 1% as well.
+    assert!(line[0].starts_with(&format!("@q: count {n}, min 1003, p50 ")), "{out}");
 }
 
 /// The issue's case: values 300..=480 all sit in hist's [256, 512) bucket, so
 /// a p50 budget of 300 must fail (hist answers the bucket's upper bound);
-/// quantiles() answers within 1%, so a 400 budget on it fails too, and one of
-/// 500 passes. The checks are listed, the run exits 1, and the JUnit file
+/// quantiles() answers within 1% of the true 390 (389), so a 385 budget on it
+/// fails too, and one of 395 passes. The checks are listed, the run exits 1, and the JUnit file
 /// has a failure for each failed check.
 #[test]
 fn budgets_that_must_fail_fail_and_others_pass() {
@@ -118,8 +119,8 @@ let q = map();
 probe("uprobe:__BIN__:ci_value", |e| { h = hist(e.arg0 / 1000 + 299); q = quantiles(e.arg0 / 1000 + 299); });
 probe("END", || {
     check("hist p50 under 300", h.percentile(50) < 300, `p50 ${h.percentile(50)}`);
-    check("quantiles p50 under 400", q.percentile(50) < 400, `p50 ${q.percentile(50)}`);
-    check("quantiles p50 under 500", q.percentile(50) < 500, `p50 ${q.percentile(50)}`);
+    check("quantiles p50 under 385", q.percentile(50) < 385, `p50 ${q.percentile(50)}`);
+    check("quantiles p50 under 395", q.percentile(50) < 395, `p50 ${q.percentile(50)}`);
 });"#,
         &[("BIN", &t.p())],
     );
@@ -129,12 +130,12 @@ probe("END", || {
     let at = lines.iter().position(|l| l.starts_with("FAIL hist")).unwrap_or_else(|| panic!("no check list\n{out}"));
     assert_eq!(
         lines[at..at + 3],
-        ["FAIL hist p50 under 300: p50 511", "FAIL quantiles p50 under 400: p50 389", "PASS quantiles p50 under 500"],
+        ["FAIL hist p50 under 300: p50 511", "FAIL quantiles p50 under 385: p50 389", "PASS quantiles p50 under 395"],
         "{out}"
     );
     let xml = std::fs::read_to_string(&junit).expect("the JUnit report");
     assert!(xml.contains(r#"tests="3" failures="2" errors="0""#), "{xml}");
-    assert!(xml.contains(r#"<testcase classname="-e" name="quantiles p50 under 500"/>"#), "{xml}");
+    assert!(xml.contains(r#"<testcase classname="-e" name="quantiles p50 under 395"/>"#), "{xml}");
     assert!(xml.contains(r#"<failure message="p50 511">"#), "{xml}");
 }
 
@@ -198,7 +199,7 @@ fn wrapped_command_events_are_all_seen() {
 let ppid = map();
 let libc = map();
 probe("uprobe:__BIN__:ci_value", |e| { calls = count(); });
-probe("uprobe:libc:getppid", |e| { libc = count(); });
+probe("uprobe:libc:getppid", |e| { libc[e.comm] = count(); });
 probe("tracepoint:syscalls:sys_enter_getppid", |e| { ppid[e.comm] = count(); });"#,
         &[("BIN", &t.p())],
     );
@@ -210,10 +211,17 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| { ppid[e.comm] = count(); });
     let out = tracer.finish();
     assert_eq!(out.code, Some(0), "{out}");
     assert_eq!(out.map_lines("calls"), ["@calls: 50"], "{out}");
-    assert_eq!(out.map_lines("libc"), ["@libc: 50"], "{out}");
+    // The shell calls getppid() too: only its and the fixture's calls count.
     let name = t.path.file_name().unwrap().to_string_lossy().into_owned();
     let comm: String = name.chars().take(15).collect();
-    assert_eq!(out.map_lines("ppid"), [format!("@ppid[{comm}]: 50")], "{out}");
+    for m in ["libc", "ppid"] {
+        let lines = out.map_lines(m);
+        assert!(lines.contains(&format!("@{m}[{comm}]: 50")), "{m}\n{out}");
+        assert!(
+            lines.iter().all(|l| l.starts_with(&format!("@{m}[{comm}]")) || l.starts_with(&format!("@{m}[sh]"))),
+            "{out}"
+        );
+    }
 }
 
 /// check() records without stopping; `-f json` carries check and quantiles
@@ -231,7 +239,9 @@ probe("END", || { check("few", q.count() < 5, `${q.count()} calls`); print("afte
     );
     let out = run(&["-q", "-f", "json", "-c", &t.cmd("10"), "-e", &src]);
     assert_eq!(out.code, Some(1), "a failed check wins over exit(0)\n{out}");
-    let records = json_records(&out.stdout);
+    // The command's own `done 10` line shares stdout.
+    let json: String = out.stdout.lines().filter(|l| l.starts_with('{')).map(|l| format!("{l}\n")).collect();
+    let records = json_records(&json);
     let checks = json_of_type(&records, "check");
     assert_eq!(checks.len(), 1, "{out}");
     assert_eq!(checks[0]["data"]["name"], "few");
@@ -327,7 +337,11 @@ fn example_no_unexpected_opens() {
         .unwrap_or_else(|| panic!("{out}"));
     assert!(fail.contains(secret), "{out}");
     let parent = format!("{}/", Path::new(secret).parent().unwrap().display());
-    let out = run(&["-q", "-c", &cmd, &script, &parent]);
+    // The loader also searches the test's LD_LIBRARY_PATH (set by cargo).
+    let ld_path = std::env::var("LD_LIBRARY_PATH").unwrap_or_default();
+    let mut args = vec!["-q", "-c", &cmd, &script, &parent];
+    args.extend(ld_path.split(':').filter(|d| !d.is_empty()));
+    let out = run(&args);
     assert_eq!(out.code, Some(0), "{out}");
     assert!(out.stdout.contains("PASS no unexpected file opens"), "{out}");
 }
