@@ -45,8 +45,13 @@ pub fn create(handle: &MapHandle, shape: &MapShape) -> Result<Arc<KernelMap>> {
     let max_entries = if layout.is_array() {
         1
     } else {
-        let default =
-            if layout.value == ValueKind::Agg(AggKind::Hist) { DEFAULT_MAX_ENTRIES * 4 } else { DEFAULT_MAX_ENTRIES };
+        // A key-and-bucket entry per used bucket: quantiles use up to about
+        // a thousand buckets per key (values to 2^20), hist at most 65.
+        let default = match (layout.value, shape.agg) {
+            (_, Some(AggOp::Quantiles { .. })) => DEFAULT_MAX_ENTRIES * 16,
+            (ValueKind::Agg(AggKind::Hist), _) => DEFAULT_MAX_ENTRIES * 4,
+            _ => DEFAULT_MAX_ENTRIES,
+        };
         opts.max_entries.unwrap_or(default)
     };
     // Hash maps allocate entries on demand (as bpftrace's do): preallocating
@@ -316,7 +321,7 @@ impl MapBackend for KernelMap {
         Ok(self.all_keys().iter().map(|k| self.key_dynamic(k)).collect())
     }
     fn get(&self, key: &Dynamic) -> Result<Dynamic, String> {
-        if self.shape.layout.value == ValueKind::Agg(AggKind::Hist) || self.shape.agg == Some(AggOp::Stats) {
+        if self.shape.layout.value == ValueKind::Agg(AggKind::Hist) {
             // A distribution: m[k].percentile(p), m[k].count(), ...
             return self.distribution(Some(key)).map(Dynamic::from);
         }
