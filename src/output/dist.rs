@@ -391,7 +391,7 @@ mod tests {
         assert_eq!(readable(4_560_000, 1), "4.56ms");
         assert_eq!(readable(1_200, 1_000_000), "1.20s");
         assert_eq!(readable(42, 0), "42");
-        assert_eq!(quantiles_text(0, &vec![0; 10]), "count 0");
+        assert_eq!(quantiles_text(0, &[0; 10]), "count 0");
         let MapValue::Quantiles { counts, .. } = quantiles_of(&[100, 100, 100]) else { unreachable!() };
         assert_eq!(
             quantiles_text(1, &counts),
