@@ -359,3 +359,30 @@ fn every_ci_example_is_exercised() {
     on_disk.sort();
     assert_eq!(on_disk, ["latency_budget.rhai", "no_unexpected_opens.rhai", "syscall_budget.rhai"]);
 }
+
+/// `fail()` and a failed `assert()` stop the run and are testcases of the
+/// JUnit report, beside the checks recorded before them.
+#[test]
+fn junit_has_fail_and_assert() {
+    let Some(_g) = setup() else { return };
+    let dir = TempDir::new();
+    let junit = dir.join("report.xml");
+    let path = junit.to_str().unwrap();
+    let src = r#"probe("BEGIN", || { check("first", true, ""); fail("over the budget"); });"#;
+    let out = run(&["-q", "--junit", path, "-e", src]);
+    assert_eq!(out.code, Some(1), "{out}");
+    assert!(out.stdout.contains("PASS first"), "{out}");
+    let xml = std::fs::read_to_string(&junit).expect("the JUnit report");
+    assert!(xml.contains(r#"tests="2" failures="1" errors="0""#), "{xml}");
+    assert!(xml.contains(r#"<testcase classname="-e" name="fail">"#), "{xml}");
+    assert!(xml.contains(r#"<failure message="over the budget">"#), "{xml}");
+    let src = r#"probe("BEGIN", || { assert(1 > 2, "one is not over two"); });"#;
+    let out = run(&["-q", "--junit", path, "-e", src]);
+    assert_eq!(out.code, Some(1), "{out}");
+    let xml = std::fs::read_to_string(&junit).expect("the JUnit report");
+    assert!(xml.contains(r#"name="assert">"#) && xml.contains("assertion failed: one is not over two"), "{xml}");
+    // An unwritable report is a one-line error and a failed run.
+    let out = run(&["-q", "--junit", "/nonexistent/dir/r.xml", "-e", r#"probe("BEGIN", || { exit(); });"#]);
+    assert_eq!(out.code, Some(1), "{out}");
+    assert!(out.stderr.starts_with("rtrace: error: --junit /nonexistent/dir/r.xml: "), "{out}");
+}
