@@ -504,12 +504,20 @@ impl<'a> Gen<'a> {
                 let v = rv.ok_or_else(need_value)?;
                 Some(self.linear_bucket(v, min, max, step)?)
             }
+            AggOp::Quantiles { .. } => {
+                let v = rv.ok_or_else(need_value)?;
+                let b = self.reg()?;
+                for insn in crate::quantile::bucket_insns(v, b) {
+                    self.emit(insn);
+                }
+                Some(b)
+            }
             _ => None,
         };
         let key_off = self.build_key(map, key, bucket)?;
         let failed = self.lookup_or_init(map, key_off)?;
         match op {
-            AggOp::Count | AggOp::Hist | AggOp::Lhist { .. } => {
+            AggOp::Count | AggOp::Hist | AggOp::Lhist { .. } | AggOp::Quantiles { .. } => {
                 self.emit(Insn::load(8, R1, R0, 0));
                 self.emit(Insn::alu_imm(Alu::Add, R1, 1));
                 self.emit(Insn::store(8, R0, 0, R1));

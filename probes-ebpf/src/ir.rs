@@ -199,7 +199,17 @@ pub enum AggOp {
     Avg,
     Stats,
     Hist,
-    Lhist { min: i64, max: i64, step: i64 },
+    Lhist {
+        min: i64,
+        max: i64,
+        step: i64,
+    },
+    /// `quantiles(x[, unit])`: log-linear buckets (see [`crate::quantile`]),
+    /// stored as a histogram. `unit_ns`: nanoseconds per unit of x when x
+    /// is a duration (only printing uses it), 0 for plain numbers.
+    Quantiles {
+        unit_ns: u32,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -300,7 +310,7 @@ pub enum AggKind {
     Max,
     /// avg()/stats(): { u64 count, i64 total }.
     Avg,
-    /// hist()/lhist(): the key gets one more u64 part, the bucket; value u64.
+    /// hist()/lhist()/quantiles(): the key gets one more u64 part, the bucket; value u64.
     Hist,
 }
 

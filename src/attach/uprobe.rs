@@ -152,8 +152,10 @@ impl ProbeType for UprobeProbe {
         let Target::Uprobe { path, offset, retprobe, .. } = &point.target else {
             bail!("not a uprobe: {}", point.name);
         };
-        let fd = open_uprobe(path, *offset, *retprobe, 0, super::target_pid())
-            .map_err(|e| anyhow!("cannot attach {}: {e}", point.name))?;
+        // Every process: -p/-c filter in the kernel, so processes a wrapped
+        // command starts (a shell, make, cargo) are seen too.
+        let fd =
+            open_uprobe(path, *offset, *retprobe, 0, None).map_err(|e| anyhow!("cannot attach {}: {e}", point.name))?;
         perf::attach_bpf(vec![fd], prog).map_err(|e| anyhow!("{}: {e}", point.name))
     }
 }

@@ -381,7 +381,8 @@ impl ProbeType for Usdt {
         };
         // One name may have several sites; say which one failed.
         let site = format!("USDT probe {provider}:{name} at offset {offset:#x} of {path}");
-        let fd = uprobe::open_uprobe(path, *offset, false, *semaphore, super::target_pid())
+        // Every process, as for uprobes: -p/-c filter in the kernel.
+        let fd = uprobe::open_uprobe(path, *offset, false, *semaphore, None)
             .map_err(|e| anyhow!("cannot attach {site}: {e}"))?;
         perf::attach_bpf(vec![fd], prog).map_err(|e| anyhow!("{site}: {e}"))
     }

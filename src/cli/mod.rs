@@ -79,6 +79,9 @@ pub struct Cli {
     /// List probes matching PATTERN.
     #[arg(short = 'l')]
     pub list: bool,
+    /// Write the results of check(), fail() and assert() to FILE as JUnit XML.
+    #[arg(long = "junit", value_name = "FILE")]
+    pub junit: Option<String>,
     /// SCRIPT.rhai followed by its ARGS (or only ARGS with -e; the PATTERN with -l).
     /// Options may come anywhere; ARGS that start with '-' go after `--`.
     pub rest: Vec<String>,
@@ -91,12 +94,18 @@ pub fn main() -> i32 {
     crate::output::sink::flush();
     // Output that could not be written is an error, whatever else happened.
     let result = result.and_then(|code| crate::runtime::limits::check_output().map(|()| code));
-    match result {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("{}", one_line(&e));
+    let error = result.as_ref().err().map(one_line);
+    let report = crate::script::checks::write_junit(error.as_deref());
+    if let Some(line) = &error {
+        eprintln!("{line}");
+    }
+    match (result, report) {
+        (Ok(code), Ok(())) => code,
+        (Ok(_), Err(line)) => {
+            eprintln!("{line}");
             1
         }
+        (Err(_), _) => 1,
     }
 }
 
@@ -159,6 +168,9 @@ fn run(cli: Cli) -> Result<i32> {
     };
 
     safety::check_text(&file_name, &source)?;
+    if let Some(path) = &cli.junit {
+        crate::script::checks::set_junit(path, &file_name);
+    }
     let mut session = Session::new(&file_name, &source, &args)?;
     safety::prepare(&mut session, &cli)?;
     session.run_top_level()?;
@@ -218,6 +230,7 @@ fn run(cli: Cli) -> Result<i32> {
     if let Some(t) = traced.as_mut() {
         t.stop();
     }
+    crate::script::checks::finish(&session.registry);
     let code = result?;
     Ok(code)
 }

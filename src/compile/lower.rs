@@ -343,7 +343,7 @@ fn kernel_needs(e: LowerError) -> LowerError {
 const KSYM_TAG: i64 = 0;
 
 /// Aggregations exist only in the kernel.
-const AGGREGATIONS: &[&str] = &["count", "sum", "min", "max", "avg", "stats", "hist", "lhist"];
+const AGGREGATIONS: &[&str] = &["count", "sum", "min", "max", "avg", "stats", "hist", "lhist", "quantiles"];
 
 impl<'a> Lowerer<'a> {
     fn lookup_local(&self, name: &str) -> Option<LocalId> {
@@ -946,6 +946,15 @@ impl<'a> Lowerer<'a> {
                 let v = self.int_expr(&args[0])?;
                 return Ok(Some((AggOp::Lhist { min, max, step }, Some(v))));
             }
+            "quantiles" => {
+                let unit_ns = match args.len() {
+                    1 => 0,
+                    2 => super::maps::quantiles_unit(&args[1]).or_else(|e| err(*pos, e))?,
+                    _ => return err(*pos, "quantiles(value[, unit]) takes 1 or 2 arguments"),
+                };
+                let v = self.int_expr(&args[0])?;
+                return Ok(Some((AggOp::Quantiles { unit_ns }, Some(v))));
+            }
             _ => return Ok(None),
         };
         want(1)?;
@@ -1232,7 +1241,7 @@ impl<'a> Lowerer<'a> {
                 let v = self.int_expr(&args[0])?;
                 Ok(Expr::Binary(BinOp::Or, Box::new(v), Box::new(Expr::Int(KSYM_TAG))))
             }
-            ("count" | "sum" | "min" | "max" | "avg" | "stats" | "hist" | "lhist", _) => {
+            ("count" | "sum" | "min" | "max" | "avg" | "stats" | "hist" | "lhist" | "quantiles", _) => {
                 err(pos, format!("{name}() is an aggregation: assign it to a map, e.g. `m[e.comm] = {name}(...)`"))
             }
             ("exit", _) => err(pos, "exit() is a statement, not a value"),

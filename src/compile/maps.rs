@@ -76,7 +76,7 @@ pub fn agg_kind(op: AggOp) -> AggKind {
         AggOp::Min => AggKind::Min,
         AggOp::Max => AggKind::Max,
         AggOp::Avg | AggOp::Stats => AggKind::Avg,
-        AggOp::Hist | AggOp::Lhist { .. } => AggKind::Hist,
+        AggOp::Hist | AggOp::Lhist { .. } | AggOp::Quantiles { .. } => AggKind::Hist,
     }
 }
 
@@ -90,6 +90,24 @@ fn agg_name(op: AggOp) -> &'static str {
         AggOp::Stats => "stats()",
         AggOp::Hist => "hist()",
         AggOp::Lhist { .. } => "lhist()",
+        AggOp::Quantiles { .. } => "quantiles()",
+    }
+}
+
+/// The unit argument of `quantiles(x, "ns")`: nanoseconds per unit of x.
+pub fn quantiles_unit(arg: &rhai::Expr) -> std::result::Result<u32, String> {
+    let unit = match arg {
+        rhai::Expr::StringConstant(s, _) => s.as_str(),
+        _ => {
+            return Err("quantiles(x, unit): the unit must be a string literal: \"ns\", \"us\", \"ms\" or \"s\"".into())
+        }
+    };
+    match unit {
+        "ns" => Ok(1),
+        "us" => Ok(1_000),
+        "ms" => Ok(1_000_000),
+        "s" => Ok(1_000_000_000),
+        other => Err(format!("quantiles(x, \"{other}\"): unknown unit; use \"ns\", \"us\", \"ms\" or \"s\"")),
     }
 }
 

@@ -21,6 +21,7 @@ pub fn format_map_json(dump: &MapDump) -> String {
         MapKind::Int | MapKind::Str => "map",
         MapKind::Hist => "hist",
         MapKind::Stats => "stats",
+        MapKind::Quantiles => "quantiles",
     };
     let mut out = format!("{{\"type\": \"{record_type}\", \"data\": {{\"@{}\": ", escape_json(&dump.name));
     if !dump.keyless {
@@ -80,6 +81,7 @@ fn push_json_value(out: &mut String, value: &MapValue) {
         }
         MapValue::Hist(counts) => push_hist_json(out, counts),
         MapValue::Lhist { min, max, step, counts } => push_lhist_json(out, counts, *min, *max, *step),
+        MapValue::Quantiles { unit_ns, counts } => out.push_str(&super::dist::quantiles_json(*unit_ns, counts)),
     }
 }
 
@@ -128,7 +130,7 @@ fn push_lhist_json(out: &mut String, counts: &[u64], min: i64, max: i64, step: i
 
 /// bpftrace's JSON string escaping: `"`, `\`, `\n`, `\r`, `\t` by name,
 /// other control characters as `\u00XX`, everything else as is.
-fn escape_json(s: &str) -> String {
+pub(super) fn escape_json(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

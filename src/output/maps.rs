@@ -34,6 +34,9 @@ pub enum MapValue {
     Hist(Vec<u64>),
     /// Linear histogram counts indexed by [`lhist_bucket`].
     Lhist { min: i64, max: i64, step: i64, counts: Vec<u64> },
+    /// quantiles(): counts indexed by `probes_ebpf::quantile::bucket`;
+    /// `unit_ns` > 0 when the values are durations in units of that many ns.
+    Quantiles { unit_ns: u32, counts: Vec<u64> },
 }
 
 /// The decoded contents of one map.
@@ -57,6 +60,8 @@ pub enum MapKind {
     Hist,
     /// `Avg` / `Stats` values: sorted by average, followed by a blank line.
     Stats,
+    /// `Quantiles` values: sorted by count, one summary line per entry.
+    Quantiles,
 }
 
 impl MapValue {
@@ -66,6 +71,7 @@ impl MapValue {
             MapValue::Str(_) => MapKind::Str,
             MapValue::Hist(_) | MapValue::Lhist { .. } => MapKind::Hist,
             MapValue::Avg { .. } | MapValue::Stats { .. } => MapKind::Stats,
+            MapValue::Quantiles { .. } => MapKind::Quantiles,
         }
     }
 }
@@ -138,7 +144,7 @@ pub fn format_map_text(dump: &MapDump) -> String {
 pub fn format_empty_map_text(kind: MapKind) -> String {
     match kind {
         MapKind::Stats => "\n\n".to_string(),
-        MapKind::Int | MapKind::Str | MapKind::Hist => "\n".to_string(),
+        MapKind::Int | MapKind::Str | MapKind::Hist | MapKind::Quantiles => "\n".to_string(),
     }
 }
 
@@ -177,6 +183,7 @@ fn push_text_value(out: &mut String, value: &MapValue) {
             out.push('\n');
             push_lhist_text(out, counts, *min, *max, *step);
         }
+        MapValue::Quantiles { unit_ns, counts } => out.push_str(&super::dist::quantiles_text(*unit_ns, counts)),
     }
 }
 
@@ -320,7 +327,7 @@ pub(super) fn sorted_entries(dump: &MapDump) -> Vec<&(Vec<KeyPart>, MapValue)> {
             entries.sort_by(|(key_a, a), (key_b, b)| int_value(a).cmp(&int_value(b)).then_with(|| key_a.cmp(key_b)))
         }
         Some(MapKind::Str) => entries.sort_by(|(key_a, _), (key_b, _)| compare_keys(key_a, key_b, key_part_order)),
-        Some(MapKind::Hist) => entries.sort_by(|(key_a, a), (key_b, b)| {
+        Some(MapKind::Hist | MapKind::Quantiles) => entries.sort_by(|(key_a, a), (key_b, b)| {
             hist_total(a).cmp(&hist_total(b)).then_with(|| compare_keys(key_a, key_b, key_part_byte_order))
         }),
         Some(MapKind::Stats) => entries.sort_by(|(key_a, a), (key_b, b)| {
@@ -339,7 +346,7 @@ fn int_value(value: &MapValue) -> i64 {
 
 fn hist_total(value: &MapValue) -> u64 {
     match value {
-        MapValue::Hist(counts) | MapValue::Lhist { counts, .. } => {
+        MapValue::Hist(counts) | MapValue::Lhist { counts, .. } | MapValue::Quantiles { counts, .. } => {
             counts.iter().fold(0u64, |sum, &c| sum.wrapping_add(c))
         }
         _ => 0,

@@ -229,7 +229,7 @@ pub fn map_family(name: &str, help: &str, dump: &MapDump, counter: bool, labels:
         Some(MapValue::Int(_)) if counter => Type::Counter,
         Some(MapValue::Int(_) | MapValue::Avg { .. }) => Type::Gauge,
         Some(MapValue::Str(_)) => return None,
-        Some(MapValue::Stats { .. }) => Type::Summary,
+        Some(MapValue::Stats { .. } | MapValue::Quantiles { .. }) => Type::Summary,
         Some(MapValue::Hist(_) | MapValue::Lhist { .. }) => Type::Histogram,
     };
     let mut family = Family::new(name, kind, help);
@@ -266,6 +266,7 @@ pub fn map_family(name: &str, help: &str, dump: &MapDump, counter: bool, labels:
                 });
                 family.samples.push(Sample { suffix: "_sum", labels, value: Number::Int(*total) });
             }
+            MapValue::Quantiles { counts, .. } => push_quantiles(&mut family, &labels, counts),
             MapValue::Hist(counts) => {
                 let first = if hist_negative { 0 } else { 1 };
                 let top = hist_top.unwrap_or(1).clamp(1, HIST_LEN - 1);
@@ -286,6 +287,25 @@ pub fn map_family(name: &str, help: &str, dump: &MapDump, counter: bool, labels:
         }
     }
     Some(family)
+}
+
+/// A quantiles() entry as a summary: p50, p90, p99 and p99.9 (within 1%,
+/// from its log-linear buckets), `_sum` estimated from the buckets, `_count`.
+fn push_quantiles(family: &mut Family, labels: &[(String, String)], counts: &[u64]) {
+    use probes_ebpf::quantile;
+    let total: u64 = counts.iter().sum();
+    if total > 0 {
+        for (q, p) in [("0.5", 50.0), ("0.9", 90.0), ("0.99", 99.0), ("0.999", 99.9)] {
+            let mut l = labels.to_vec();
+            l.push(("quantile".into(), q.into()));
+            let v = quantile::percentile(counts, p).unwrap_or(0);
+            family.samples.push(Sample { suffix: "", labels: l, value: Number::Int(v) });
+        }
+    }
+    let sum: i64 =
+        counts.iter().enumerate().map(|(i, &n)| quantile::estimate(i).saturating_mul(n as i64)).fold(0, i64::saturating_add);
+    family.samples.push(Sample { suffix: "_sum", labels: labels.to_vec(), value: Number::Int(sum) });
+    family.samples.push(Sample { suffix: "_count", labels: labels.to_vec(), value: Number::Int(total as i64) });
 }
 
 /// The inclusive upper bound of log2 bucket `i`: the values are integers,

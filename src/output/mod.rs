@@ -5,7 +5,9 @@
 //! does. Callers decode BPF maps into a [`MapDump`] first; these functions
 //! only sort and format. [`sink`] writes the result to stdout or a file.
 
+pub mod dist;
 mod json;
+pub mod junit;
 mod maps;
 pub mod metrics;
 pub mod overhead;

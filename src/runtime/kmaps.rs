@@ -11,6 +11,7 @@ use probes_ebpf::ir::{AggKind, AggOp, Ty, ValueKind};
 use rhai::Dynamic;
 
 use crate::compile::maps::{MapShape, Sem};
+use crate::output::dist::Distribution;
 use crate::output::{self, KeyPart, MapDump, MapValue};
 use crate::runtime::stacks;
 use crate::script::api::MapBackend;
@@ -44,8 +45,13 @@ pub fn create(handle: &MapHandle, shape: &MapShape) -> Result<Arc<KernelMap>> {
     let max_entries = if layout.is_array() {
         1
     } else {
-        let default =
-            if layout.value == ValueKind::Agg(AggKind::Hist) { DEFAULT_MAX_ENTRIES * 4 } else { DEFAULT_MAX_ENTRIES };
+        // A key-and-bucket entry per used bucket: quantiles use up to about
+        // a thousand buckets per key (values to 2^20), hist at most 65.
+        let default = match (layout.value, shape.agg) {
+            (_, Some(AggOp::Quantiles { .. })) => DEFAULT_MAX_ENTRIES * 16,
+            (ValueKind::Agg(AggKind::Hist), _) => DEFAULT_MAX_ENTRIES * 4,
+            _ => DEFAULT_MAX_ENTRIES,
+        };
         opts.max_entries.unwrap_or(default)
     };
     // Hash maps allocate entries on demand (as bpftrace's do): preallocating
@@ -246,6 +252,7 @@ impl KernelMap {
             let nparts: usize = self.shape.layout.key.iter().map(|t| t.slot_size() as usize).sum();
             let (len, lhist) = match self.shape.agg {
                 Some(AggOp::Lhist { min, max, step }) => (output::lhist_len(min, max, step), Some((min, max, step))),
+                Some(AggOp::Quantiles { .. }) => (probes_ebpf::quantile::BUCKETS, None),
                 _ => (output::HIST_LEN, None),
             };
             let mut groups: BTreeMap<Vec<u8>, Vec<u64>> = BTreeMap::new();
@@ -261,9 +268,10 @@ impl KernelMap {
                 if counts.iter().all(|&c| c == 0) {
                     continue;
                 }
-                let value = match lhist {
-                    Some((min, max, step)) => MapValue::Lhist { min, max, step, counts },
-                    None => MapValue::Hist(counts),
+                let value = match (lhist, self.shape.agg) {
+                    (Some((min, max, step)), _) => MapValue::Lhist { min, max, step, counts },
+                    (None, Some(AggOp::Quantiles { unit_ns })) => MapValue::Quantiles { unit_ns, counts },
+                    (None, _) => MapValue::Hist(counts),
                 };
                 entries.push((self.key_parts(&k), value));
             }
@@ -360,7 +368,8 @@ impl MapBackend for KernelMap {
     }
     fn get(&self, key: &Dynamic) -> Result<Dynamic, String> {
         if self.shape.layout.value == ValueKind::Agg(AggKind::Hist) {
-            return Err(format!("map '{}' is a histogram; print it or use keys()", self.name));
+            // A distribution: m[k].percentile(p), m[k].count(), ...
+            return self.distribution(Some(key)).map(Dynamic::from);
         }
         let k = self.encode_key(key)?;
         Ok(match self.combine(&self.slots(&k)?) {
@@ -405,55 +414,27 @@ impl MapBackend for KernelMap {
         let dump = self.dump()?;
         Ok(dump.entries.into_iter().map(|(k, v)| Dynamic::from(vec![parts_dynamic(k), value_dynamic(&v)])).collect())
     }
-    fn percentile(&self, p: f64) -> Result<i64, String> {
+    fn distribution(&self, key: Option<&Dynamic>) -> Result<Distribution, String> {
         let dump = self.dump()?;
-        // All keys' buckets together; the answer is the lower bound of the
-        // bucket holding the p-th percentile (histograms keep no more).
-        let mut merged: Vec<u64> = Vec::new();
-        let mut lhist = None;
-        for (_, v) in &dump.entries {
-            let counts = match v {
-                MapValue::Hist(c) => c,
-                MapValue::Lhist { min, max, step, counts } => {
-                    lhist = Some((*min, *max, *step));
-                    counts
-                }
-                _ => return Err(format!("map '{}' is not a histogram", self.name)),
-            };
-            if merged.len() < counts.len() {
-                merged.resize(counts.len(), 0);
-            }
-            for (m, c) in merged.iter_mut().zip(counts) {
-                *m += c;
-            }
-        }
-        let total: u64 = merged.iter().sum();
-        if total == 0 {
-            return Ok(0);
-        }
-        let want = ((p.clamp(0.0, 100.0) / 100.0) * total as f64).ceil().max(1.0) as u64;
-        let mut seen = 0u64;
-        for (i, c) in merged.iter().enumerate() {
-            seen += c;
-            if seen >= want {
-                return Ok(match lhist {
-                    Some((min, _, step)) => {
-                        if i == 0 {
-                            min - 1
-                        } else {
-                            min + (i as i64 - 1) * step
-                        }
-                    }
-                    None => match i {
-                        0 => -1,
-                        1 => 0,
-                        i => 1i64 << (i - 2),
-                    },
-                });
-            }
-        }
-        Ok(0)
+        let Some(key) = key else {
+            return Distribution::merged(&self.name, dump.entries.into_iter().map(|(_, v)| v).collect());
+        };
+        let parts = self.key_parts(&self.encode_key(key)?);
+        let value = dump.entries.into_iter().find(|(k, _)| *k == parts).map(|(_, v)| v);
+        Distribution::of_key(&self.name, format!("[{}]", key_text(&parts)), value)
     }
+}
+
+/// A key as `m[...]` shows it in errors.
+fn key_text(parts: &[KeyPart]) -> String {
+    let text: Vec<String> = parts
+        .iter()
+        .map(|p| match p {
+            KeyPart::Int(i) => i.to_string(),
+            KeyPart::Str(s) => format!("{s:?}"),
+        })
+        .collect();
+    text.join(", ")
 }
 
 /// A decoded value as Rhai sees it.
@@ -469,7 +450,7 @@ fn value_dynamic(v: &MapValue) -> Dynamic {
             m.insert("avg".into(), Dynamic::from(total / (*count).max(1) as i64));
             Dynamic::from(m)
         }
-        MapValue::Hist(c) | MapValue::Lhist { counts: c, .. } => {
+        MapValue::Hist(c) | MapValue::Lhist { counts: c, .. } | MapValue::Quantiles { counts: c, .. } => {
             Dynamic::from(c.iter().map(|&n| Dynamic::from(n as i64)).collect::<rhai::Array>())
         }
     }

@@ -292,7 +292,7 @@ pub fn run(
     // The script's own decision wins; with -c, the command's status otherwise.
     let command_status = traced.and_then(|t| t.command_status());
     let errors = (conts.errors > 0).then_some(1);
-    Ok(reg.exit_code.or(errors).or(command_status).unwrap_or(0))
+    Ok(crate::script::checks::script_decision(&reg).or(errors).or(command_status).unwrap_or(0))
 }
 
 /// Per site: the record offsets of its user-stack values.

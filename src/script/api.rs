@@ -35,8 +35,9 @@ pub trait MapBackend: Send + Sync {
     fn remove(&self, key: &Dynamic) -> Result<(), String>;
     /// `[[key, value], ...]`, one consistent read.
     fn entries(&self) -> Result<rhai::Array, String>;
-    /// The p-th percentile of a histogram map (a bucket's lower bound).
-    fn percentile(&self, p: f64) -> Result<i64, String>;
+    /// The distribution of a hist/lhist/stats/quantiles map: all keys
+    /// together, or one key's (`m[k]`).
+    fn distribution(&self, key: Option<&Dynamic>) -> Result<crate::output::dist::Distribution, String>;
     fn get(&self, key: &Dynamic) -> Result<Dynamic, String>;
 }
 
@@ -95,7 +96,11 @@ impl MapHandle {
         self.0.handled.store(true, Ordering::Relaxed);
     }
 
-    fn with_backend<T>(&self, pos: Position, f: impl FnOnce(&dyn MapBackend) -> Result<T, String>) -> RhaiResult<T> {
+    pub(crate) fn with_backend<T>(
+        &self,
+        pos: Position,
+        f: impl FnOnce(&dyn MapBackend) -> Result<T, String>,
+    ) -> RhaiResult<T> {
         match self.0.backend.get() {
             Some(b) => f(b.as_ref()).or_else(|e| fail_at(e, pos)),
             None => fail_at(
@@ -301,12 +306,7 @@ pub fn register(engine: &mut Engine, registry: &SharedRegistry) {
         all.truncate(n.max(0) as usize);
         Ok(all)
     });
-    engine.register_fn("percentile", |ctx: NativeCallContext, m: &mut MapHandle, p: i64| -> RhaiResult<i64> {
-        m.with_backend(ctx.call_position(), |b| b.percentile(p as f64))
-    });
-    engine.register_fn("percentile", |ctx: NativeCallContext, m: &mut MapHandle, p: f64| -> RhaiResult<i64> {
-        m.with_backend(ctx.call_position(), |b| b.percentile(p))
-    });
+    super::dist::register(engine);
     engine.register_fn("folded", |ctx: NativeCallContext, m: &mut MapHandle| -> RhaiResult<String> {
         m.with_backend(ctx.call_position(), |b| b.folded()).map(|lines| lines.join("\n"))
     });
@@ -321,7 +321,7 @@ pub fn register(engine: &mut Engine, registry: &SharedRegistry) {
         Ok(())
     });
 
-    for agg in ["count", "sum", "avg", "min", "max", "stats", "hist", "lhist"] {
+    for agg in ["count", "sum", "avg", "min", "max", "stats", "hist", "lhist", "quantiles"] {
         let msg = format!(
             "{agg}() is an aggregation that runs in the kernel: use it inside a probe, e.g. `m[e.comm] = {agg}(...)`"
         );

@@ -3,6 +3,8 @@
 //! calls into userspace closures (`BEGIN`, `END`, `every`).
 
 pub mod api;
+pub mod checks;
+pub mod dist;
 pub mod modules;
 pub mod system;
 pub mod userlib;
@@ -51,6 +53,8 @@ pub struct Registry {
     pub failure: Option<String>,
     /// The exit came from a probe's kernel side (queued records still run).
     pub exit_from_kernel: bool,
+    /// `check(name, ok, detail)` results, in order.
+    pub checks: Vec<crate::output::junit::CheckResult>,
 }
 
 pub type SharedRegistry = Arc<Mutex<Registry>>;
@@ -73,6 +77,7 @@ impl Session {
         engine.set_max_expr_depths(256, 256);
         api::register(&mut engine, &registry);
         userlib::register(&mut engine, &registry);
+        checks::register(&mut engine, &registry);
         modules::install(&mut engine);
         let ast = engine
             .compile(source)

@@ -7,6 +7,7 @@ mod common;
 
 mod btf;
 mod docs;
+mod ci;
 mod emit;
 mod errors;
 mod examples;
