@@ -84,8 +84,12 @@ pub fn generate(prog: &Program) -> Result<Generated> {
         g.stack_memo.push((map, off));
     }
     g.block(&prog.body)?;
-    g.emit(Insn::mov_imm(R0, 0));
-    g.emit(Insn::exit());
+    // After a body that always returns, an epilogue would be unreachable
+    // code, which the verifier rejects.
+    if !terminates(&prog.body) {
+        g.emit(Insn::mov_imm(R0, 0));
+        g.emit(Insn::exit());
+    }
     if let Some(span) = g.long_jump {
         return Err(CodegenError {
             span,
@@ -99,6 +103,16 @@ pub fn generate(prog: &Program) -> Result<Generated> {
         )));
     }
     Ok(Generated { insns: g.insns, spans: g.spans, map_relocs: g.map_relocs, stack_size: g.stack_max as u32 })
+}
+
+/// Whether running `stmts` always ends the program (every path returns).
+fn terminates(stmts: &[Stmt]) -> bool {
+    stmts.iter().any(|s| match &s.kind {
+        StmtKind::Return => true,
+        StmtKind::If { then, otherwise, .. } => terminates(then) && terminates(otherwise),
+        StmtKind::Repeat { count, body, .. } => *count > 0 && terminates(body),
+        _ => false,
+    })
 }
 
 struct Gen<'a> {
@@ -212,9 +226,13 @@ impl<'a> Gen<'a> {
 
     // ---- statements ----
 
+    /// Statements after one that always returns are unreachable: not emitted.
     fn block(&mut self, stmts: &[Stmt]) -> Result<()> {
         for s in stmts {
             self.stmt(s)?;
+            if terminates(std::slice::from_ref(s)) {
+                break;
+            }
         }
         Ok(())
     }
@@ -231,15 +249,20 @@ impl<'a> Gen<'a> {
                 if otherwise.is_empty() {
                     self.patch_all_here(to_else);
                 } else {
-                    let to_end = self.emit(Insn::ja(0));
+                    // No jump over the else branch after a then branch that returns.
+                    let to_end = (!terminates(then)).then(|| self.emit(Insn::ja(0)));
                     self.patch_all_here(to_else);
                     self.block(otherwise)?;
-                    self.patch_here(to_end);
+                    if let Some(j) = to_end {
+                        self.patch_here(j);
+                    }
                 }
             }
             StmtKind::Repeat { var, start, count, body } => {
                 let slot = self.local_slots[*var as usize];
-                for i in 0..*count as i64 {
+                // A body that always returns runs once: later copies are unreachable.
+                let count = if terminates(body) { (*count).min(1) } else { *count };
+                for i in 0..count as i64 {
                     self.load_imm(R0, start + i);
                     self.emit(Insn::store(8, FP, slot, R0));
                     self.block(body)?;

@@ -31,7 +31,7 @@ pub struct Cli {
     #[arg(short = 'e', value_name = "SOURCE")]
     pub source: Option<String>,
     /// Stop after this long (e.g. 5s, 100ms).
-    #[arg(short = 'd', value_name = "DURATION")]
+    #[arg(short = 'd', value_name = "DURATION", allow_hyphen_values = true)]
     pub duration: Option<String>,
     /// Output format: text or json (NDJSON).
     #[arg(short = 'f', value_name = "FORMAT", default_value = "text")]
@@ -61,7 +61,7 @@ pub struct Cli {
     #[arg(long = "ring-size", value_name = "BYTES")]
     pub ring_size: Option<String>,
     /// Trace only this process.
-    #[arg(short = 'p', value_name = "PID")]
+    #[arg(short = 'p', value_name = "PID", allow_negative_numbers = true)]
     pub pid: Option<i32>,
     /// Run CMD (held until probes are attached), trace it, stop when it exits.
     #[arg(short = 'c', value_name = "CMD")]

@@ -132,6 +132,13 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
             if specs.len() > 1 {
                 return Err(here(def, "BEGIN and END can't be combined with other probes in one spec".into()));
             }
+            let index = closures.entry(Arc::as_ptr(&def.ast)).or_insert_with(|| closures::ClosureIndex::new(&def.ast));
+            if index.get(def.closure.fn_name()).is_some_and(|b| b.params.len() > def.closure.curry().len()) {
+                return Err(here(
+                    def,
+                    format!("{} closures take no parameter: write probe(\"{}\", || {{ ... }})", def.spec, def.spec),
+                ));
+            }
             match specs[0].kind {
                 ProbeKind::Begin => plan.begin.push(def.clone()),
                 _ => plan.end.push(def.clone()),
@@ -278,8 +285,18 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
             maps: layouts.clone(),
             body,
         };
-        let code = probes_ebpf::generate(&program)
-            .map_err(|e| anyhow!("{file}:{}:{}: error: {}", e.span.line, e.span.col, e.message))?;
+        let code = probes_ebpf::generate(&program).map_err(|e| {
+            // Code with no statement of its own (e.g. the whole probe over a limit): the probe() call.
+            let at = match e.span.line {
+                0 => reg
+                    .probes
+                    .iter()
+                    .find(|p| p.spec == plan.probes[probe])
+                    .map_or("?".into(), |p| position_text(p.pos)),
+                line => format!("{line}:{}", e.span.col),
+            };
+            anyhow!("{file}:{at}: error: {}", e.message)
+        })?;
         plan.programs.push(CompiledProgram { name, probe_type: ptype, code, points, probe, site_ids, internal: false });
     }
     if let Some(map) = plan.follow_map {

@@ -349,3 +349,33 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| {
     flood.join().unwrap();
     assert_eq!(out.code, Some(0), "SIGINT ended the flooded run\n{}", out.stderr);
 }
+
+#[test]
+fn return_anywhere_passes_the_verifier() {
+    let Some(_g) = setup() else { return };
+    for body in [
+        "c = count(); return;",
+        "return; c = count();",
+        "if e.tid > 1 { return; } else { c = count(); return; } c = count();",
+        "for i in 0..3 { c = count(); return; }",
+    ] {
+        let src = format!(r#"let c = map(); probe("tracepoint:syscalls:sys_enter_getppid", |e| {{ {body} }});"#);
+        let out = run(&["-q", "--dry-run", "-e", &src]);
+        assert_eq!(out.code, Some(0), "{body}\n{out}");
+    }
+}
+
+#[test]
+fn errors_name_a_position() {
+    let Some(_g) = setup() else { return };
+    let line = assert_clean_error(&run(&["-e", "let x = 1;\nprobe(\"BEGIN\", |e| { print(\"x\"); });"]));
+    assert!(line.starts_with("-e:2:1: error:") && line.contains("no parameter") && !line.contains("anon$"), "{line}");
+    for args in
+        [&["-d", "-5s", "-e", r#"probe("BEGIN", || {});"#][..], &["-p", "-1", "-e", r#"probe("BEGIN", || {});"#]]
+    {
+        let line = assert_clean_error(&run(args));
+        assert!(line.contains(args[1]), "{line}");
+    }
+    let line = assert_clean_error(&run(&["--ring-size", "18014398509481988K", "-e", r#"probe("BEGIN", || {});"#]));
+    assert!(line.contains("ring size"), "{line}");
+}
