@@ -3,6 +3,7 @@
 //! and generate BPF (`probes_ebpf`).
 
 pub mod closures;
+pub mod exit_flag;
 pub mod fields;
 pub mod lower;
 pub mod maps;
@@ -278,6 +279,7 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
             body.insert(0, leave_if(cond));
         }
         body.insert(0, leave_if(stopped(plan.stop_map)));
+        exit_flag::mark_exits(&mut body, plan.stop_map);
         let program = ir::Program {
             name: name.clone(),
             context: ptype.context_at(&points[0]),

@@ -319,7 +319,7 @@ fn event_loop(
     let timers = session.registry.lock().unwrap().timers.clone();
     let mut next_due: Vec<Option<Instant>> = timers.iter().map(|t| Some(start + t.period)).collect();
     loop {
-        limits::note_kernel_exit(session, reader);
+        limits::note_kernel_exit(session, reader, &loaded.stop);
         limits::check_output()?;
         if exit_requested(session) || signals::interrupted() {
             return Ok(());
@@ -377,9 +377,9 @@ fn drain(
     result: &mut Result<()>,
 ) -> u64 {
     let mut skipped = 0u64;
-    limits::note_kernel_exit(session, reader);
+    limits::note_kernel_exit(session, reader, &loaded.stop);
     for batch in reader.data.iter() {
-        limits::note_kernel_exit(session, reader);
+        limits::note_kernel_exit(session, reader, &loaded.stop);
         while let Ok(msg) = reader.control.try_recv() {
             control(session, loaded, msg);
         }
@@ -397,7 +397,7 @@ fn drain(
     while let Ok(msg) = reader.control.try_recv() {
         control(session, loaded, msg);
     }
-    limits::note_kernel_exit(session, reader);
+    limits::note_kernel_exit(session, reader, &loaded.stop);
     skipped
 }
 

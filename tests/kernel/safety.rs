@@ -201,6 +201,16 @@ fn exit_codes_never_wrap_to_success() {
     getppid_n(1);
     let out = t.finish();
     assert_eq!(out.code, Some(255), "exit(256) from the kernel side\n{out}");
+    // A computed code: clamped in the kernel's stop flag the same way.
+    let src = fill(
+        r#"probe("tracepoint:syscalls:sys_enter_getppid", |e| { if e.tid == __ME__ { exit(e.tid - e.tid - 300); } });"#,
+        &[("ME", &tid())],
+    );
+    let mut t = Tracer::start(&["-d", "60s", "-e", &src]);
+    t.wait_attached();
+    getppid_n(1);
+    let out = t.finish();
+    assert_eq!(out.code, Some(1), "exit(-300) from the kernel side\n{out}");
     // Not an integer: an error with its position.
     let out = run(&["-e", r#"probe("BEGIN", || { exit("x"); });"#]);
     assert!(out.code == Some(1) && out.stderr.contains("-e:1:") && out.stderr.contains("integer"), "{out}");
