@@ -200,7 +200,13 @@ pub fn run(
                 Ok(a) => attachments.push(a),
                 Err(e) => {
                     crate::attach::detach_all(attachments);
-                    return Err(e);
+                    // Name the probe() call the refused attach point comes from.
+                    let text = format!("{e:#}");
+                    if text.contains(": error:") {
+                        return Err(e);
+                    }
+                    let at = probe_position(session, plan, prog);
+                    return Err(anyhow!("{}:{at}: error: {text}", session.file_name));
                 }
             }
         }
