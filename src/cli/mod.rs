@@ -76,7 +76,10 @@ pub struct Cli {
 
 /// Run the command line; returns the process exit status.
 pub fn main() -> i32 {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(e),
+    };
     let result = run(cli);
     crate::output::sink::flush();
     // Output that could not be written is an error, whatever else happened.
@@ -88,6 +91,18 @@ pub fn main() -> i32 {
             1
         }
     }
+}
+
+/// A usage error as one line (clap's own text for --help and --version).
+fn usage_error(e: clap::Error) -> i32 {
+    use clap::error::ErrorKind;
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) || !e.use_stderr() {
+        e.exit();
+    }
+    let text = e.render().to_string();
+    let first = text.lines().next().unwrap_or("").trim_start_matches("error: ");
+    eprintln!("rtrace: error: {first} (see rtrace --help)");
+    2
 }
 
 fn one_line(e: &anyhow::Error) -> String {

@@ -389,3 +389,17 @@ fn errors_name_a_position() {
     let line = assert_clean_error(&run(&["--ring-size", "18014398509481988K", "-e", r#"probe("BEGIN", || {});"#]));
     assert!(line.contains("ring size"), "{line}");
 }
+
+#[test]
+fn usage_errors_and_deep_recursion_are_one_line() {
+    let Some(_g) = setup() else { return };
+    for args in [&["-x"][..], &["-d"], &["--ring-size"]] {
+        let out = run(args);
+        assert_eq!(out.code, Some(2), "{out}");
+        assert_eq!(out.stderr_lines().len(), 1, "{out}");
+        assert!(out.stderr.starts_with("rtrace: error: ") && out.stderr.contains("--help"), "{out}");
+    }
+    let out = run(&["-q", "-e", "fn f(x) { f(x + 1) }\nprobe(\"BEGIN\", || { f(1); });"]);
+    assert_eq!(out.code, Some(1), "{out}");
+    assert!(out.stderr_lines().len() == 1 && out.stderr.contains("Stack overflow"), "{out}");
+}
