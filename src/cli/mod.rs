@@ -31,7 +31,7 @@ pub struct Cli {
     #[arg(short = 'e', value_name = "SOURCE")]
     pub source: Option<String>,
     /// Stop after this long (e.g. 5s, 100ms).
-    #[arg(short = 'd', value_name = "DURATION")]
+    #[arg(short = 'd', value_name = "DURATION", allow_hyphen_values = true)]
     pub duration: Option<String>,
     /// Output format: text or json (NDJSON).
     #[arg(short = 'f', value_name = "FORMAT", default_value = "text")]
@@ -61,7 +61,7 @@ pub struct Cli {
     #[arg(long = "ring-size", value_name = "BYTES")]
     pub ring_size: Option<String>,
     /// Trace only this process.
-    #[arg(short = 'p', value_name = "PID")]
+    #[arg(short = 'p', value_name = "PID", allow_negative_numbers = true)]
     pub pid: Option<i32>,
     /// Run CMD (held until probes are attached), trace it, stop when it exits.
     #[arg(short = 'c', value_name = "CMD")]
@@ -89,7 +89,10 @@ pub struct Cli {
 
 /// Run the command line; returns the process exit status.
 pub fn main() -> i32 {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(e),
+    };
     let result = run(cli);
     crate::output::sink::flush();
     // Output that could not be written is an error, whatever else happened.
@@ -107,6 +110,18 @@ pub fn main() -> i32 {
         }
         (Err(_), _) => 1,
     }
+}
+
+/// A usage error as one line (clap's own text for --help and --version).
+fn usage_error(e: clap::Error) -> i32 {
+    use clap::error::ErrorKind;
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) || !e.use_stderr() {
+        e.exit();
+    }
+    let text = e.render().to_string();
+    let first = text.lines().next().unwrap_or("").trim_start_matches("error: ");
+    eprintln!("rtrace: error: {first} (see rtrace --help)");
+    2
 }
 
 pub(crate) fn one_line(e: &anyhow::Error) -> String {

@@ -3,6 +3,7 @@
 //! and generate BPF (`probes_ebpf`).
 
 pub mod closures;
+pub mod exit_flag;
 pub mod fields;
 pub mod lower;
 pub mod maps;
@@ -132,6 +133,13 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
         if specs.iter().any(|s| s.kind.is_userspace()) {
             if specs.len() > 1 {
                 return Err(here(def, "BEGIN and END can't be combined with other probes in one spec".into()));
+            }
+            let index = closures.entry(Arc::as_ptr(&def.ast)).or_insert_with(|| closures::ClosureIndex::new(&def.ast));
+            if index.get(def.closure.fn_name()).is_some_and(|b| b.params.len() > def.closure.curry().len()) {
+                return Err(here(
+                    def,
+                    format!("{} closures take no parameter: write probe(\"{}\", || {{ ... }})", def.spec, def.spec),
+                ));
             }
             match specs[0].kind {
                 ProbeKind::Begin => plan.begin.push(def.clone()),
@@ -282,6 +290,7 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
             body.insert(0, leave_if(cond));
         }
         body.insert(0, leave_if(stopped(plan.stop_map)));
+        exit_flag::mark_exits(&mut body, plan.stop_map);
         let program = ir::Program {
             name: name.clone(),
             context: ptype.context_at(&points[0]),
@@ -290,8 +299,18 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
             body,
             possible_cpus: possible_cpus(),
         };
-        let code = probes_ebpf::generate(&program)
-            .map_err(|e| anyhow!("{file}:{}:{}: error: {}", e.span.line, e.span.col, e.message))?;
+        let code = probes_ebpf::generate(&program).map_err(|e| {
+            // Code with no statement of its own (e.g. the whole probe over a limit): the probe() call.
+            let at = match e.span.line {
+                0 => reg
+                    .probes
+                    .iter()
+                    .find(|p| p.spec == plan.probes[probe])
+                    .map_or("?".into(), |p| position_text(p.pos)),
+                line => format!("{line}:{}", e.span.col),
+            };
+            anyhow!("{file}:{at}: error: {}", e.message)
+        })?;
         plan.programs.push(CompiledProgram { name, probe_type: ptype, code, points, probe, site_ids, internal: false });
     }
     if let Some(map) = plan.follow_map {

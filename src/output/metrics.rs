@@ -302,8 +302,11 @@ fn push_quantiles(family: &mut Family, labels: &[(String, String)], counts: &[u6
             family.samples.push(Sample { suffix: "", labels: l, value: Number::Int(v) });
         }
     }
-    let sum: i64 =
-        counts.iter().enumerate().map(|(i, &n)| quantile::estimate(i).saturating_mul(n as i64)).fold(0, i64::saturating_add);
+    let sum: i64 = counts
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| quantile::estimate(i).saturating_mul(n as i64))
+        .fold(0, i64::saturating_add);
     family.samples.push(Sample { suffix: "_sum", labels: labels.to_vec(), value: Number::Int(sum) });
     family.samples.push(Sample { suffix: "_count", labels: labels.to_vec(), value: Number::Int(total as i64) });
 }

@@ -13,15 +13,27 @@ use crate::script::Session;
 /// Control messages handled per event-loop turn.
 pub const CONTROL_PER_TURN: usize = 256;
 
-/// Record an `exit()` a probe sent (the first exit wins).
-pub fn note_kernel_exit(session: &Session, reader: &Reader) {
-    if let Some((_probe, code)) = reader.exit_code() {
+/// Record an `exit()` a probe sent (the first exit wins): from its control
+/// message, or, when the control ring had no room for that, from the stop
+/// flag the program raised with the status in it.
+pub fn note_kernel_exit(session: &Session, reader: &Reader, stop: &libbpf_rs::MapHandle) {
+    let status = match reader.exit_code() {
+        Some((_probe, code)) => Some(crate::script::api::exit_status(code)),
+        None => stop_flag(stop).and_then(crate::compile::exit_flag::decode),
+    };
+    if let Some(status) = status {
         let mut reg = session.registry.lock().unwrap_or_else(|e| e.into_inner());
         if reg.exit_code.is_none() {
-            reg.exit_code = Some(crate::script::api::exit_status(code));
+            reg.exit_code = Some(status);
             reg.exit_from_kernel = true;
         }
     }
+}
+
+fn stop_flag(stop: &libbpf_rs::MapHandle) -> Option<u64> {
+    use libbpf_rs::MapCore;
+    let v = stop.lookup(&0u32.to_ne_bytes(), libbpf_rs::MapFlags::ANY).ok().flatten()?;
+    Some(u64::from_ne_bytes(v.get(..8)?.try_into().ok()?))
 }
 
 /// A failed write to the output (a full disk, `/dev/full`, a closed pipe) ends the run.

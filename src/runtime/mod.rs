@@ -217,7 +217,13 @@ pub fn run(
                 Ok(a) => attachments.push(a),
                 Err(e) => {
                     crate::attach::detach_all(attachments);
-                    return Err(e);
+                    // Name the probe() call the refused attach point comes from.
+                    let text = format!("{e:#}");
+                    if text.contains(": error:") {
+                        return Err(e);
+                    }
+                    let at = probe_position(session, plan, prog);
+                    return Err(anyhow!("{}:{at}: error: {text}", session.file_name));
                 }
             }
         }
@@ -342,7 +348,7 @@ fn event_loop(
     let timers = session.registry.lock().unwrap().timers.clone();
     let mut next_due: Vec<Option<Instant>> = timers.iter().map(|t| Some(start + t.period)).collect();
     loop {
-        limits::note_kernel_exit(session, reader);
+        limits::note_kernel_exit(session, reader, &loaded.stop);
         limits::check_output()?;
         if exit_requested(session) || signals::interrupted() || exporter::reload_requested() {
             return Ok(());
@@ -400,9 +406,9 @@ fn drain(
     result: &mut Result<()>,
 ) -> u64 {
     let mut skipped = 0u64;
-    limits::note_kernel_exit(session, reader);
+    limits::note_kernel_exit(session, reader, &loaded.stop);
     for batch in reader.data.iter() {
-        limits::note_kernel_exit(session, reader);
+        limits::note_kernel_exit(session, reader, &loaded.stop);
         while let Ok(msg) = reader.control.try_recv() {
             control(session, loaded, msg);
         }
@@ -420,7 +426,7 @@ fn drain(
     while let Ok(msg) = reader.control.try_recv() {
         control(session, loaded, msg);
     }
-    limits::note_kernel_exit(session, reader);
+    limits::note_kernel_exit(session, reader, &loaded.stop);
     skipped
 }
 

@@ -154,7 +154,13 @@ impl Session {
 
     /// A Rhai runtime error as one line naming the script position.
     pub fn runtime_error(&self, e: &rhai::EvalAltResult) -> anyhow::Error {
-        let pos = e.position();
+        self.runtime_error_near(e, Position::NONE)
+    }
+
+    /// `near`: the innermost known call position, for errors without one
+    /// of their own (a stack overflow).
+    fn runtime_error_near(&self, e: &rhai::EvalAltResult, near: Position) -> anyhow::Error {
+        let pos = if e.position().is_none() { near } else { e.position() };
         let mut msg = e.to_string();
         if let Some(i) = msg.rfind(" (line ") {
             msg.truncate(i);
@@ -164,7 +170,7 @@ impl Session {
             msg = v.to_string();
         }
         if let rhai::EvalAltResult::ErrorInFunctionCall(_, _, inner, _) = e {
-            return self.runtime_error(inner);
+            return self.runtime_error_near(inner, pos);
         }
         anyhow!("{}:{}: error: {}", self.file_name, position_text(pos), msg)
     }

@@ -6,8 +6,8 @@
 mod common;
 
 mod btf;
-mod docs;
 mod ci;
+mod docs;
 mod emit;
 mod errors;
 mod examples;

@@ -201,6 +201,16 @@ fn exit_codes_never_wrap_to_success() {
     getppid_n(1);
     let out = t.finish();
     assert_eq!(out.code, Some(255), "exit(256) from the kernel side\n{out}");
+    // A computed code: clamped in the kernel's stop flag the same way.
+    let src = fill(
+        r#"probe("tracepoint:syscalls:sys_enter_getppid", |e| { if e.tid == __ME__ { exit(e.tid - e.tid - 300); } });"#,
+        &[("ME", &tid())],
+    );
+    let mut t = Tracer::start(&["-d", "60s", "-e", &src]);
+    t.wait_attached();
+    getppid_n(1);
+    let out = t.finish();
+    assert_eq!(out.code, Some(1), "exit(-300) from the kernel side\n{out}");
     // Not an integer: an error with its position.
     let out = run(&["-e", r#"probe("BEGIN", || { exit("x"); });"#]);
     assert!(out.code == Some(1) && out.stderr.contains("-e:1:") && out.stderr.contains("integer"), "{out}");
@@ -348,4 +358,48 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| {
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     flood.join().unwrap();
     assert_eq!(out.code, Some(0), "SIGINT ended the flooded run\n{}", out.stderr);
+}
+
+#[test]
+fn return_anywhere_passes_the_verifier() {
+    let Some(_g) = setup() else { return };
+    for body in [
+        "c = count(); return;",
+        "return; c = count();",
+        "if e.tid > 1 { return; } else { c = count(); return; } c = count();",
+        "for i in 0..3 { c = count(); return; }",
+    ] {
+        let src = format!(r#"let c = map(); probe("tracepoint:syscalls:sys_enter_getppid", |e| {{ {body} }});"#);
+        let out = run(&["-q", "--dry-run", "-e", &src]);
+        assert_eq!(out.code, Some(0), "{body}\n{out}");
+    }
+}
+
+#[test]
+fn errors_name_a_position() {
+    let Some(_g) = setup() else { return };
+    let line = assert_clean_error(&run(&["-e", "let x = 1;\nprobe(\"BEGIN\", |e| { print(\"x\"); });"]));
+    assert!(line.starts_with("-e:2:1: error:") && line.contains("no parameter") && !line.contains("anon$"), "{line}");
+    for args in
+        [&["-d", "-5s", "-e", r#"probe("BEGIN", || {});"#][..], &["-p", "-1", "-e", r#"probe("BEGIN", || {});"#]]
+    {
+        let line = assert_clean_error(&run(args));
+        assert!(line.contains(args[1]), "{line}");
+    }
+    let line = assert_clean_error(&run(&["--ring-size", "18014398509481988K", "-e", r#"probe("BEGIN", || {});"#]));
+    assert!(line.contains("ring size"), "{line}");
+}
+
+#[test]
+fn usage_errors_and_deep_recursion_are_one_line() {
+    let Some(_g) = setup() else { return };
+    for args in [&["-x"][..], &["-d"], &["--ring-size"]] {
+        let out = run(args);
+        assert_eq!(out.code, Some(2), "{out}");
+        assert_eq!(out.stderr_lines().len(), 1, "{out}");
+        assert!(out.stderr.starts_with("rtrace: error: ") && out.stderr.contains("--help"), "{out}");
+    }
+    let out = run(&["-q", "-e", "fn f(x) { f(x + 1) }\nprobe(\"BEGIN\", || { f(1); });"]);
+    assert_eq!(out.code, Some(1), "{out}");
+    assert!(out.stderr_lines().len() == 1 && out.stderr.contains("Stack overflow"), "{out}");
 }
