@@ -317,3 +317,41 @@ probe("tracepoint:syscalls:sys_enter_execve", |e| {
     let out = t.interrupt_and_finish();
     assert_eq!(out.map_lines("m"), vec!["@m[alpha]: 1"], "{out}");
 }
+
+#[test]
+fn kernel_bools_stay_bools_and_stack_limits_may_be_constants() {
+    let Some(_g) = setup() else { return };
+    let src = fill(
+        r#"
+let me = __ME__;
+let N = 1;
+let m = map();
+probe("tracepoint:syscalls:sys_enter_getppid", |e| {
+    if e.tid == me {
+        let b = if e.pid > 0 { true } else { false };
+        let c = e.tid == me;
+        let d = !c || e.pid < 0;
+        m[c] = count();
+        print(`${b} ${c} ${d} ${type_of(c)}`);
+        print("<<");
+        print(e.ustack(N));
+        print(">>");
+    }
+});
+"#,
+        &[("ME", &tid())],
+    );
+    let mut t = Tracer::start(&["-e", &src]);
+    t.wait_attached();
+    getppid_n(1);
+    t.wait_line("the end marker", EXIT_TIMEOUT, |l| l == ">>");
+    let out = t.interrupt_and_finish();
+    assert_eq!(out.code, Some(0), "{out}");
+    assert!(out.lines().contains(&"true true false bool"), "{out}");
+    assert_eq!(out.map_lines("m"), vec!["@m[true]: 1"], "{out}");
+    let lines = out.lines();
+    let from = lines.iter().position(|l| *l == "<<").unwrap();
+    let to = lines.iter().position(|l| *l == ">>").unwrap();
+    let frames: Vec<&&str> = lines[from + 1..to].iter().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(frames.len(), 1, "e.ustack(N) with N = 1: {frames:?}\n{out}");
+}
