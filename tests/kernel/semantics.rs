@@ -122,8 +122,11 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| {
 "#,
         &[("ME", &tid())],
     );
-    let out = trace(&src, || getppid_n(1));
-    assert!(out.lines().contains(&"hello|hello world|a longer string"), "{out}");
+    let mut t = Tracer::start(&["-e", &src]);
+    t.wait_attached();
+    getppid_n(1);
+    t.wait_line("the printed locals", EXIT_TIMEOUT, |l| l == "hello|hello world|a longer string");
+    let out = t.interrupt_and_finish();
     assert_eq!(out.map_lines("m"), vec!["@m[hello, hello world]: 1"], "{out}");
 }
 
@@ -354,4 +357,27 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| {
     let to = lines.iter().position(|l| *l == ">>").unwrap();
     let frames: Vec<&&str> = lines[from + 1..to].iter().filter(|l| !l.trim().is_empty()).collect();
     assert_eq!(frames.len(), 1, "e.ustack(N) with N = 1: {frames:?}\n{out}");
+}
+
+#[test]
+fn integer_arguments_read_as_bpftrace_reads_positionals() {
+    let Some(_g) = setup() else { return };
+    let src = r#"
+let want = parse_int(ARGS[0]);
+let got = map();
+probe("BEGIN", || {
+    printf("%d %d %u\n", parse_int(ARGS[1]), parse_int(ARGS[2]), parse_int(ARGS[3]));
+});
+probe("tracepoint:syscalls:sys_enter_lseek", |e| {
+    if e.args.offset == want { got[e.args.offset] = count(); }
+});
+"#;
+    let me = format!("{:#x}", 0x7a11_u32);
+    let mut t = Tracer::start(&["-e", src, &me, "0x10", "0775", "0xffffffffffffffff"]);
+    t.wait_line("BEGIN's line", ATTACH_TIMEOUT, |l| l == "16 509 18446744073709551615");
+    lseek_bad_fd(0x7a11);
+    lseek_bad_fd(0x7a12);
+    let out = t.interrupt_and_finish();
+    assert_eq!(out.code, Some(0), "{out}");
+    assert_eq!(out.map_lines("got"), vec![format!("@got[{}]: 1", 0x7a11)], "{out}");
 }
