@@ -468,8 +468,18 @@ impl<'a> Lowerer<'a> {
                                 }
                             }
                             if Some(v.1.as_str()) == event.as_deref() {
-                                if let Some(p) = event_path(&x.rhs) {
-                                    wanted.push((Capture::Event(p), *pos));
+                                match (event_path(&x.rhs, &|a| self.const_arg(a)), &x.rhs) {
+                                    (Some(p), _) => wanted.push((Capture::Event(p), *pos)),
+                                    (None, RExpr::MethodCall(call, cpos))
+                                        if matches!(call.name.as_str(), "kstack" | "ustack") && problem.is_none() =>
+                                    {
+                                        problem = Some(LowerError {
+                                            pos: *cpos,
+                                            message: "stack arguments are a constant limit and/or a mode (\"bpftrace\", \"perf\", \"raw\"), literals or top-level constants".into(),
+                                            userspace: false,
+                                        });
+                                    }
+                                    _ => {}
                                 }
                             }
                         }
@@ -666,7 +676,7 @@ impl<'a> Lowerer<'a> {
                     (Ty::Bytes(n), Some(w)) => Ty::Bytes(n.max(*w)),
                     (ty, _) => ty,
                 };
-                let sem = self.sem(&value);
+                let sem = if self.is_bool(init) { Sem::Bool } else { self.sem(&value) };
                 let id = self.new_local(ident.name.as_str(), ty);
                 self.local_decl.insert(id, span(*pos));
                 if sem != Sem::Plain {
@@ -779,6 +789,46 @@ impl<'a> Lowerer<'a> {
                 _ => None,
             },
             _ => None,
+        }
+    }
+
+    /// Whether a kernel value is a boolean in Rhai (a comparison, `&&`,
+    /// `||`, `!`, `in`, `true`/`false`, a bool local, an if-expression of
+    /// bools): userspace gets it back as a bool, not 0/1.
+    fn is_bool(&self, e: &RExpr) -> bool {
+        match e {
+            RExpr::BoolConstant(..) | RExpr::And(..) | RExpr::Or(..) => true,
+            RExpr::FnCall(call, _) => {
+                matches!(call.name.as_str(), "==" | "!=" | "<" | "<=" | ">" | ">=" | "!" | "contains")
+            }
+            RExpr::Variable(v, _, _) => match self.lookup_local(v.1.as_str()) {
+                Some(id) => self.local_sems.get(&id) == Some(&Sem::Bool),
+                None => false,
+            },
+            RExpr::Stmt(block) => match block.statements() {
+                [RStmt::If(fc, _)] => {
+                    let single = |b: &[RStmt]| matches!(b, [RStmt::Expr(x)] if self.is_bool(x));
+                    single(fc.body.statements()) && single(fc.branch.statements())
+                }
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+
+    /// A constant argument's text (a literal, or a top-level integer or
+    /// string the probe captured): stack limits and modes.
+    fn const_arg(&self, e: &RExpr) -> Option<String> {
+        match e {
+            RExpr::StringConstant(m, _) => Some(m.to_string()),
+            RExpr::Variable(v, _, _) if self.lookup_local(v.1.as_str()).is_none() => {
+                match self.captures.get(v.1.as_str()) {
+                    Some(Captured::Int(i)) => Some(i.to_string()),
+                    Some(Captured::Str(s)) => Some(s.clone()),
+                    _ => None,
+                }
+            }
+            other => self.const_int(other).map(|i| i.to_string()),
         }
     }
 
@@ -1361,10 +1411,9 @@ impl<'a> Lowerer<'a> {
             RExpr::MethodCall(call, mpos) if matches!(call.name.as_str(), "kstack" | "ustack") => {
                 let mut words = Vec::new();
                 for a in call.args.iter() {
-                    match a {
-                        RExpr::IntegerConstant(n, _) => words.push(n.to_string()),
-                        RExpr::StringConstant(m, _) => words.push(m.to_string()),
-                        _ => {
+                    match self.const_arg(a) {
+                        Some(w) => words.push(w),
+                        None => {
                             return err(
                                 a.position(),
                                 "stack arguments are a constant limit and/or a mode: \"bpftrace\", \"perf\", \"raw\"",
@@ -1664,17 +1713,14 @@ fn property_chain(rhs: &RExpr) -> (Vec<(String, Position)>, bool) {
 }
 
 /// `e.pid` → ["pid"]; `e.args.filename` → ["args", "filename"]; `e.comm.len()` → ["comm"].
-fn event_path(rhs: &RExpr) -> Option<Vec<String>> {
+/// Stack arguments are constants (`resolve` gives their text).
+fn event_path(rhs: &RExpr, resolve: &dyn Fn(&RExpr) -> Option<String>) -> Option<Vec<String>> {
     match rhs {
         RExpr::Property(p, _) => Some(vec![p.2.to_string()]),
         RExpr::MethodCall(call, _) if matches!(call.name.as_str(), "kstack" | "ustack") => {
             let mut path = vec![call.name.to_string()];
             for a in call.args.iter() {
-                match a {
-                    RExpr::IntegerConstant(n, _) => path.push(n.to_string()),
-                    RExpr::StringConstant(m, _) => path.push(m.to_string()),
-                    _ => return None,
-                }
+                path.push(resolve(a)?);
             }
             Some(path)
         }

@@ -19,6 +19,8 @@ pub enum Sem {
     },
     /// A kernel address shown as its function name.
     Ksym,
+    /// A boolean (0 or 1 in the kernel; `true`/`false` in userspace).
+    Bool,
 }
 
 /// How one statement uses a map.

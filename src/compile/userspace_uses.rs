@@ -115,3 +115,52 @@ fn dynamic_ty(d: &Dynamic) -> Option<Ty> {
 fn is_arith(name: &str) -> bool {
     matches!(name, "+" | "-" | "*" | "/" | "%" | "&" | "|" | "^" | "<<" | ">>")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::script::Session;
+
+    fn uses_of(src: &str) -> Vec<(u32, Vec<Ty>, UseKind)> {
+        let mut s = Session::new("t.rhai", src, &[]).unwrap();
+        s.run_top_level().unwrap();
+        uses(&s.ast, &s.scope, 64).into_iter().map(|u| (u.map, u.key, u.kind)).collect()
+    }
+
+    #[test]
+    fn writes_in_userspace_closures_give_key_and_value_types() {
+        let got = uses_of(
+            r#"
+let m = map(); let t = map(); let xx = map(); let n = map();
+const NAME = "cfg";
+probe("BEGIN", || {
+    m["abc"] = "aa";
+    t[[16, 17]] = 32 + 1;
+    xx[()] = 5;
+    n[NAME] += 1;
+    let v = m["abc"];
+});
+"#,
+        );
+        assert!(got.contains(&(0, vec![Ty::Bytes(4)], UseKind::Store(Ty::Bytes(3)))), "{got:?}");
+        assert!(got.contains(&(1, vec![Ty::Int, Ty::Int], UseKind::Store(Ty::Int))), "{got:?}");
+        assert!(got.contains(&(2, vec![], UseKind::Store(Ty::Int))), "{got:?}");
+        assert!(got.contains(&(3, vec![Ty::Bytes(4)], UseKind::Update)), "{got:?}");
+        assert!(got.contains(&(0, vec![Ty::Bytes(4)], UseKind::Read)), "{got:?}");
+    }
+
+    #[test]
+    fn unknown_keys_are_left_out_and_unknown_values_are_reads() {
+        let got = uses_of(
+            r#"
+let m = map();
+probe("BEGIN", || {
+    let k = "x";
+    m[k] = 1;
+    m[2] = k;
+});
+"#,
+        );
+        assert_eq!(got, vec![(0, vec![Ty::Int], UseKind::Read), (0, vec![Ty::Int], UseKind::Read)]);
+    }
+}

@@ -124,6 +124,7 @@ impl Continuations {
                     let v = value.as_int().unwrap_or(-1);
                     value = Dynamic::from(stacks::render(*map, v, *user, *mode));
                 }
+                Some(Sem::Bool) => value = Dynamic::from(value.as_int().unwrap_or(0) != 0),
                 Some(Sem::Ksym) => {
                     value = Dynamic::from(crate::runtime::kmaps::ksym_name(value.as_int().unwrap_or(0) as u64))
                 }

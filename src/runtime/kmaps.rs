@@ -112,6 +112,7 @@ impl KernelMap {
                 }
                 (Ty::Int, Sem::Ksym) => KeyPart::Str(ksym_name(i64_at(slot, 0) as u64)),
                 (Ty::Int, Sem::Plain) => KeyPart::Int(i64_at(slot, 0)),
+                (Ty::Int, Sem::Bool) => KeyPart::Str((i64_at(slot, 0) != 0).to_string()),
                 (Ty::Bytes(_), _) => KeyPart::Str(str_at(slot)),
             });
             off += size;
@@ -147,6 +148,7 @@ impl KernelMap {
                     },
                     (Ty::Int, Sem::Ksym) => names.push(ksym_name(i64_at(slot, 0) as u64)),
                     (Ty::Int, Sem::Plain) => names.push(i64_at(slot, 0).to_string()),
+                    (Ty::Int, Sem::Bool) => names.push((i64_at(slot, 0) != 0).to_string()),
                 }
             }
             *folded.entry(names.join(";")).or_insert(0) += count;

@@ -6,6 +6,7 @@ pub mod api;
 pub mod checks;
 pub mod dist;
 pub mod modules;
+pub mod positional;
 pub mod system;
 pub mod userlib;
 
@@ -78,6 +79,7 @@ impl Session {
         api::register(&mut engine, &registry);
         userlib::register(&mut engine, &registry);
         checks::register(&mut engine, &registry);
+        positional::register(&mut engine);
         modules::install(&mut engine);
         let ast = engine
             .compile(source)

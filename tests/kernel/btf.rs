@@ -229,7 +229,7 @@ fn tracepoint_struct_pointer_fields_have_members() {
     let out = t.interrupt_and_finish();
     assert_eq!(out.code, Some(0), "{out}");
     let parts: Vec<&str> = line.split(' ').collect();
-    assert_eq!(parts[1], "1", "e.args.mm is the task's own mm\n{out}");
+    assert_eq!(parts[1], "true", "e.args.mm is the task's own mm\n{out}");
     let pages: i64 = parts[2].parse().unwrap();
     assert!((pages - statm).abs() * 10 <= statm, "total_vm {pages} vs statm {statm}\n{out}");
 }

@@ -785,7 +785,8 @@ impl Harness {
         assert!(!ctx.is_empty(), "rbpf passes r1 = 0 for an empty context");
         let mut vm = rbpf::EbpfVmRaw::new(Some(&self.bytes))
             .unwrap_or_else(|e| panic!("rbpf rejected the program: {e}\n{}", listing(&self.gen)));
-        let helpers: [(u32, fn(u64, u64, u64, u64, u64) -> u64); 20] = [
+        type Helper = fn(u64, u64, u64, u64, u64) -> u64;
+        let helpers: [(u32, Helper); 20] = [
             (h::MAP_LOOKUP_ELEM, stub_lookup),
             (h::MAP_LOOKUP_PERCPU_ELEM, stub_lookup_percpu),
             (h::MAP_UPDATE_ELEM, stub_update),

@@ -68,7 +68,7 @@ impl Lowerer<'_> {
         };
         let ipos = index.position();
         if let Some((base, n)) = array_of(&f.c_type).filter(|_| f.kind != FieldKind::CharArray) {
-            let size = if n > 0 { f.size / n } else { 0 };
+            let size = f.size.checked_div(n).unwrap_or(0);
             let Some((_, signed)) = int_type(base).filter(|(w, _)| *w == size) else {
                 return err(
                     fpos,
