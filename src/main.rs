@@ -6,13 +6,14 @@
 //! loop, maps) → `output`.
 
 mod attach;
-mod btf;
 mod cli;
 mod compile;
+mod kernel;
 mod output;
 mod runtime;
 mod script;
 mod symbols;
+mod util;
 
 fn main() {
     std::process::exit(cli::main());

@@ -6,13 +6,20 @@
 
 use std::ffi::CString;
 use std::os::fd::BorrowedFd;
-use std::sync::OnceLock;
 
 use anyhow::{anyhow, bail, Result};
 use probes_ebpf::ir::ContextKind;
 
-use super::{perf, tracefs, AttachPoint, Attachment, LoadAttrs, ProbeType, Target};
+use super::{AttachPoint, ProbeType, Target};
 use crate::compile::spec::ProbeSpec;
+use crate::kernel::kallsyms::kernel_functions;
+use crate::kernel::link::{Attachment, LoadAttrs};
+use crate::kernel::sys::{
+    self, fentry_available, probe_trampoline, BPF_PROG_TYPE_KPROBE, BPF_PROG_TYPE_TRACING, BPF_TRACE_FENTRY,
+    BPF_TRACE_FEXIT, KPROBE_PMU,
+};
+use crate::util::similar::{no_match, suggest};
+use crate::util::wildcard::{has_wildcard, wildcard_match};
 
 pub struct KernelFunctionProbe {
     pub ret: bool,
@@ -25,31 +32,9 @@ pub static KRETPROBE: KernelFunctionProbe = KernelFunctionProbe { ret: true, tra
 pub static FENTRY: KernelFunctionProbe = KernelFunctionProbe { ret: false, trampoline_only: true };
 pub static FEXIT: KernelFunctionProbe = KernelFunctionProbe { ret: true, trampoline_only: true };
 
-const BPF_PROG_TYPE_KPROBE: u32 = 2;
-const KPROBE_PMU: &str = "/sys/bus/event_source/devices/kprobe/type";
-
-/// Function names from /proc/kallsyms (text symbols), read once.
-fn kernel_functions() -> &'static Vec<String> {
-    static FUNCS: OnceLock<Vec<String>> = OnceLock::new();
-    FUNCS.get_or_init(|| {
-        let text = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
-        let mut v: Vec<String> = text
-            .lines()
-            .filter_map(|l| {
-                let mut it = l.split_whitespace();
-                let (_, kind, name) = (it.next()?, it.next()?, it.next()?);
-                (matches!(kind, "t" | "T") && it.next().is_none()).then(|| name.to_string())
-            })
-            .collect();
-        v.sort();
-        v.dedup();
-        v
-    })
-}
-
 /// Whether this kernel can attach BPF to kernel functions, and if not, why.
 fn availability(function: &str, trampoline_only: bool) -> Result<(), String> {
-    let kprobes = std::path::Path::new(KPROBE_PMU).exists();
+    let kprobes = sys::kprobes_available();
     if kprobes && !trampoline_only {
         return Ok(());
     }
@@ -65,67 +50,9 @@ fn availability(function: &str, trampoline_only: bool) -> Result<(), String> {
     Err(format!("this kernel has no kprobes (CONFIG_KPROBES is off: no {KPROBE_PMU}) and {why_fentry}"))
 }
 
-/// Load (and drop) a minimal fentry program on `function`: Ok when the
-/// kernel accepts trampoline programs, else the reason.
-fn probe_trampoline(function: &str) -> Result<(), String> {
-    use libbpf_rs::libbpf_sys;
-    let Some(btf) = crate::btf::kernel() else { return Err("no kernel BTF".into()) };
-    let Some(id) = btf.function_id(function) else { return Err(format!("{function} has no BTF entry")) };
-    unsafe {
-        let insns =
-            probes_ebpf::insn::to_bytes(&[probes_ebpf::insn::Insn::mov_imm(0, 0), probes_ebpf::insn::Insn::exit()]);
-        let mut opts = libbpf_sys::bpf_prog_load_opts {
-            sz: std::mem::size_of::<libbpf_sys::bpf_prog_load_opts>() as _,
-            expected_attach_type: BPF_TRACE_FENTRY,
-            attach_btf_id: id as u32,
-            ..Default::default()
-        };
-        let fd = libbpf_sys::bpf_prog_load(
-            super::tp_btf::BPF_PROG_TYPE_TRACING,
-            c"rtrace_probe".as_ptr(),
-            c"GPL".as_ptr(),
-            insns.as_ptr() as *const libbpf_sys::bpf_insn,
-            2,
-            &mut opts,
-        );
-        if fd < 0 {
-            let why = match -fd {
-                libc::EPERM => "not permitted".to_string(),
-                libc::EINVAL => "invalid argument".to_string(),
-                524 => "not supported".to_string(),
-                n => format!("error {n}"),
-            };
-            return Err(format!("loading one fails: {why}"));
-        }
-        libc::close(fd);
-    }
-    Ok(())
-}
-
 /// Kernel function names (text symbols of /proc/kallsyms), sorted, for `-l`.
 pub fn function_names() -> &'static [String] {
     kernel_functions()
-}
-
-/// Whether this kernel has the kprobe PMU (CONFIG_KPROBES), for `-l`.
-pub fn kprobes_available() -> bool {
-    std::path::Path::new(KPROBE_PMU).exists()
-}
-
-/// Whether fentry/fexit programs load on this kernel (tried once, on a
-/// common function), for `-l`.
-pub fn fentry_available() -> bool {
-    static OK: OnceLock<bool> = OnceLock::new();
-    *OK.get_or_init(|| {
-        for f in ["vfs_read", "do_sys_openat2", "schedule"] {
-            match probe_trampoline(f) {
-                Ok(()) => return true,
-                Err(e) if e.ends_with("has no BTF entry") => continue,
-                Err(_) => return false,
-            }
-        }
-        false
-    })
 }
 
 /// A tracepoint covering the same event as kernel function `func`, if any.
@@ -139,7 +66,10 @@ pub fn alternative(func: &str, ret: bool) -> Option<String> {
         other => other,
     };
     let wanted = format!("syscalls:sys_{}_{base}", if ret { "exit" } else { "enter" });
-    tracefs::expand_tracepoints(&wanted).ok().filter(|v| !v.is_empty()).map(|_| format!("tracepoint:{wanted}"))
+    super::tracepoint::expand_tracepoints(&wanted)
+        .ok()
+        .filter(|v| !v.is_empty())
+        .map(|_| format!("tracepoint:{wanted}"))
 }
 
 impl KernelFunctionProbe {
@@ -149,12 +79,9 @@ impl KernelFunctionProbe {
     fn trampoline(&self, point: &AttachPoint) -> bool {
         let Target::KernelFunction { function, .. } = &point.target else { return false };
         self.trampoline_only
-            || (fentry_available() && crate::btf::kernel().is_some_and(|b| b.function_id(function).is_some()))
+            || (fentry_available() && crate::kernel::btf::kernel().is_some_and(|b| b.function_id(function).is_some()))
     }
 }
-
-const BPF_TRACE_FENTRY: u32 = 24;
-const BPF_TRACE_FEXIT: u32 = 25;
 
 impl ProbeType for KernelFunctionProbe {
     fn prog_type(&self) -> u32 {
@@ -165,7 +92,7 @@ impl ProbeType for KernelFunctionProbe {
     }
     fn prog_type_at(&self, point: &AttachPoint) -> u32 {
         if self.trampoline(point) {
-            super::tp_btf::BPF_PROG_TYPE_TRACING
+            BPF_PROG_TYPE_TRACING
         } else {
             BPF_PROG_TYPE_KPROBE
         }
@@ -192,36 +119,36 @@ impl ProbeType for KernelFunctionProbe {
             let hint = alternative(function, *ret).map(|t| format!("; use {t} instead")).unwrap_or_default();
             bail!("cannot attach {}: {why}{hint}", point.name);
         }
-        let id = crate::btf::kernel()
+        let id = crate::kernel::btf::kernel()
             .and_then(|k| k.function_id(function))
             .ok_or_else(|| anyhow!("cannot attach {}: {function} has no BTF entry", point.name))?;
         Ok(LoadAttrs { expected_attach_type: if *ret { BPF_TRACE_FEXIT } else { BPF_TRACE_FENTRY }, attach_btf_id: id })
     }
-    fn btf_args(&self, point: &AttachPoint) -> Option<Vec<crate::btf::Param>> {
+    fn btf_args(&self, point: &AttachPoint) -> Option<Vec<crate::kernel::btf::Param>> {
         let Target::KernelFunction { function, .. } = &point.target else { return None };
         if !self.trampoline(point) {
             return None;
         }
-        crate::btf::kernel()?.function_params(function).map(|(params, _)| params)
+        crate::kernel::btf::kernel()?.function_params(function).map(|(params, _)| params)
     }
     fn btf_return(&self, point: &AttachPoint) -> Option<u32> {
         let Target::KernelFunction { function, ret: true } = &point.target else { return None };
         if !self.trampoline(point) {
             return None;
         }
-        crate::btf::kernel()?.function_params(function).map(|(_, ret)| ret)
+        crate::kernel::btf::kernel()?.function_params(function).map(|(_, ret)| ret)
     }
     fn expand(&self, spec: &ProbeSpec) -> Result<Vec<AttachPoint>> {
         let pattern = spec.target.rsplit(':').next().unwrap_or(&spec.target);
         let funcs = kernel_functions();
-        let found: Vec<&String> = if tracefs::has_wildcard(pattern) {
-            funcs.iter().filter(|f| tracefs::wildcard_match(pattern, f)).collect()
+        let found: Vec<&String> = if has_wildcard(pattern) {
+            funcs.iter().filter(|f| wildcard_match(pattern, f)).collect()
         } else {
             funcs.binary_search_by(|f| f.as_str().cmp(pattern)).map(|i| vec![&funcs[i]]).unwrap_or_default()
         };
         if found.is_empty() {
-            let close = tracefs::suggest(pattern, funcs.iter().map(String::as_str));
-            return Err(tracefs::no_match("kernel function", pattern, close, ""));
+            let close = suggest(pattern, funcs.iter().map(String::as_str));
+            return Err(no_match("kernel function", pattern, close, ""));
         }
         Ok(found
             .into_iter()
@@ -245,8 +172,8 @@ impl ProbeType for KernelFunctionProbe {
         let pmu: u32 = std::fs::read_to_string(KPROBE_PMU)?.trim().parse()?;
         let name = CString::new(function.as_str())?;
         // The kprobe PMU's retprobe flag is config bit 0.
-        let fd = perf::open_probe(pmu, *ret as u64, name.as_ptr() as u64, 0, -1, 0)
+        let fd = sys::open_probe(pmu, *ret as u64, name.as_ptr() as u64, 0, -1, 0)
             .map_err(|e| anyhow!("cannot attach {}: {e}", point.name))?;
-        perf::attach_bpf(vec![fd], prog)
+        sys::attach_bpf(vec![fd], prog)
     }
 }

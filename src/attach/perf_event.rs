@@ -13,8 +13,12 @@ use std::os::fd::BorrowedFd;
 use anyhow::{anyhow, bail, Result};
 use probes_ebpf::ir::ContextKind;
 
-use super::{perf, tracefs, AttachPoint, Attachment, ProbeType, Target};
+use super::{AttachPoint, ProbeType, Target};
 use crate::compile::spec::{ProbeKind, ProbeSpec};
+use crate::kernel::link::Attachment;
+use crate::kernel::sys::{self as perf, BPF_PROG_TYPE_PERF_EVENT};
+use crate::util::similar::suggest;
+use crate::util::wildcard::{has_wildcard, wildcard_match};
 
 /// One of the four perf-event-based probe kinds.
 pub struct PerfEventProbe {
@@ -25,8 +29,6 @@ pub static PROFILE: PerfEventProbe = PerfEventProbe { kind: ProbeKind::Profile }
 pub static INTERVAL: PerfEventProbe = PerfEventProbe { kind: ProbeKind::Interval };
 pub static SOFTWARE: PerfEventProbe = PerfEventProbe { kind: ProbeKind::Software };
 pub static HARDWARE: PerfEventProbe = PerfEventProbe { kind: ProbeKind::Hardware };
-
-const BPF_PROG_TYPE_PERF_EVENT: u32 = 7;
 
 const PERF_COUNT_SW_CPU_CLOCK: u64 = 0;
 const PERF_COUNT_HW_CPU_CYCLES: u64 = 0;
@@ -199,9 +201,9 @@ fn expand_named(spec: &ProbeSpec) -> Result<Vec<AttachPoint>> {
         }
         _ => bail!("{name}: too many fields; write {kind}:EVENT or {kind}:EVENT:COUNT"),
     };
-    let wildcard = tracefs::has_wildcard(event);
+    let wildcard = has_wildcard(event);
     let matched: Vec<&NamedEvent> = if wildcard {
-        table.iter().filter(|e| tracefs::wildcard_match(event, e.name)).collect()
+        table.iter().filter(|e| wildcard_match(event, e.name)).collect()
     } else {
         table.iter().filter(|e| e.name == event || (!e.alias.is_empty() && e.alias == event)).collect()
     };
@@ -210,7 +212,7 @@ fn expand_named(spec: &ProbeSpec) -> Result<Vec<AttachPoint>> {
             .iter()
             .map(|e| if e.alias.is_empty() { e.name.to_string() } else { format!("{}/{}", e.name, e.alias) })
             .collect();
-        let hint = if wildcard { vec![] } else { tracefs::suggest(event, table.iter().map(|e| e.name)) };
+        let hint = if wildcard { vec![] } else { suggest(event, table.iter().map(|e| e.name)) };
         let did_you_mean = if hint.is_empty() { String::new() } else { format!("; did you mean {}?", hint.join(", ")) };
         let what = if wildcard {
             format!("no {kind} event matches '{event}'")

@@ -3,18 +3,20 @@
 //! the kernel has BTF) and attach with `BPF_RAW_TRACEPOINT_OPEN`.
 
 use std::ffi::CString;
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::BorrowedFd;
 
 use anyhow::{anyhow, bail, Result};
-use libbpf_rs::libbpf_sys;
 use probes_ebpf::ir::ContextKind;
 
-use super::{tracefs, AttachPoint, Attachment, ProbeType, Target};
+use super::{AttachPoint, ProbeType, Target};
 use crate::compile::spec::ProbeSpec;
+use crate::kernel::link::Attachment;
+use crate::kernel::sys::{self, BPF_PROG_TYPE_RAW_TRACEPOINT};
+use crate::kernel::tracefs;
+use crate::util::similar::{no_match, suggest};
+use crate::util::wildcard::{has_wildcard, wildcard_match};
 
 pub struct RawTracepoint;
-
-const BPF_PROG_TYPE_RAW_TRACEPOINT: u32 = 17;
 
 impl ProbeType for RawTracepoint {
     fn prog_type(&self) -> u32 {
@@ -26,11 +28,11 @@ impl ProbeType for RawTracepoint {
     fn expand(&self, spec: &ProbeSpec) -> Result<Vec<AttachPoint>> {
         // bpftrace accepts `rawtracepoint:CATEGORY:EVENT` too; the category is ignored.
         let pattern = spec.target.rsplit(':').next().unwrap_or(&spec.target);
-        let found = tracefs::expand_raw_tracepoints(pattern)?;
+        let found = expand_raw_tracepoints(pattern)?;
         if found.is_empty() {
             let all = tracefs::list_raw_tracepoints().unwrap_or_default();
-            let close = tracefs::suggest(pattern, all.iter().map(String::as_str));
-            return Err(tracefs::no_match("raw tracepoint", pattern, close, " (see `rtrace -l 'rawtracepoint:*'`)"));
+            let close = suggest(pattern, all.iter().map(String::as_str));
+            return Err(no_match("raw tracepoint", pattern, close, " (see `rtrace -l 'rawtracepoint:*'`)"));
         }
         Ok(found
             .into_iter()
@@ -40,19 +42,65 @@ impl ProbeType for RawTracepoint {
             })
             .collect())
     }
-    fn btf_args(&self, point: &AttachPoint) -> Option<Vec<crate::btf::Param>> {
+    fn btf_args(&self, point: &AttachPoint) -> Option<Vec<crate::kernel::btf::Param>> {
         let Target::RawTracepoint { event } = &point.target else { return None };
-        crate::btf::kernel()?.tracepoint_params(event)
+        crate::kernel::btf::kernel()?.tracepoint_params(event)
     }
     fn attach(&self, point: &AttachPoint, prog: BorrowedFd<'_>) -> Result<Attachment> {
         let Target::RawTracepoint { event } = &point.target else {
             bail!("not a raw tracepoint: {}", point.name);
         };
         let name = CString::new(event.as_str())?;
-        let fd = unsafe { libbpf_sys::bpf_raw_tracepoint_open(name.as_ptr(), prog.as_raw_fd()) };
-        if fd < 0 {
-            return Err(anyhow!("cannot attach {}: {}", point.name, std::io::Error::from_raw_os_error(-fd)));
+        let fd =
+            sys::raw_tracepoint_open(Some(&name), prog).map_err(|e| anyhow!("cannot attach {}: {e}", point.name))?;
+        Ok(Attachment::new(vec![fd]))
+    }
+}
+
+/// Expand a raw tracepoint pattern (`*`/`?` wildcards, comma lists). A
+/// `prefix:` before the name (a tracepoint category or module, as in
+/// `sched:sched_switch` or `vmlinux:sched_switch`) is accepted and ignored.
+/// Unknown names yield nothing. Sorted and deduplicated.
+pub fn expand_raw_tracepoints(pattern: &str) -> Result<Vec<String>> {
+    let mut found = Vec::new();
+    for item in pattern.split(',').map(str::trim).filter(|item| !item.is_empty()) {
+        let name_pattern = item.rsplit_once(':').map_or(item, |(_, name)| name);
+        if name_pattern.is_empty() {
+            bail!("invalid raw tracepoint pattern '{item}'");
         }
-        Ok(Attachment::new(vec![unsafe { OwnedFd::from_raw_fd(fd) }]))
+        let all = tracefs::raw_tracepoints()?;
+        if has_wildcard(name_pattern) {
+            found.extend(all.iter().filter(|name| wildcard_match(name_pattern, name)).cloned());
+        } else if all.binary_search_by(|name| name.as_str().cmp(name_pattern)).is_ok() {
+            found.push(name_pattern.to_string());
+        }
+    }
+    found.sort_unstable();
+    found.dedup();
+    Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::tracefs::tracefs_available;
+
+    #[test]
+    fn raw_tracepoints() {
+        if !tracefs_available() {
+            return;
+        }
+        let raw = tracefs::list_raw_tracepoints().unwrap();
+        assert!(raw.windows(2).all(|w| w[0] < w[1]), "sorted and unique");
+        for name in ["sys_enter", "sys_exit", "sched_switch"] {
+            assert!(raw.iter().any(|r| r == name), "{name} missing");
+        }
+        assert!(!raw.iter().any(|r| r.starts_with("sys_enter_")), "syscalls:* are not raw tracepoints");
+        assert_eq!(expand_raw_tracepoints("sched_switch").unwrap(), vec!["sched_switch"]);
+        assert_eq!(expand_raw_tracepoints("sched:sched_switch").unwrap(), vec!["sched_switch"]);
+        assert_eq!(expand_raw_tracepoints("sys_e*").unwrap(), vec!["sys_enter", "sys_exit"]);
+        let both = expand_raw_tracepoints("sched_switch,sys_enter").unwrap();
+        assert_eq!(both, vec!["sched_switch", "sys_enter"]);
+        assert!(expand_raw_tracepoints("no_such_raw_tp").unwrap().is_empty());
     }
 }

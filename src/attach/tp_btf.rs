@@ -3,20 +3,20 @@
 //! BPF_PROG_TYPE_TRACING program loaded against the `btf_trace_EVENT`
 //! prototype, so each attach point gets its own program.
 
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::BorrowedFd;
 
 use anyhow::{anyhow, bail, Result};
-use libbpf_rs::libbpf_sys;
 use probes_ebpf::ir::ContextKind;
 
-use super::{tracefs, AttachPoint, Attachment, LoadAttrs, ProbeType, Target};
-use crate::btf::{self, Param};
+use super::{AttachPoint, ProbeType, Target};
 use crate::compile::spec::ProbeSpec;
+use crate::kernel::btf::{self, Param};
+use crate::kernel::link::{Attachment, LoadAttrs};
+use crate::kernel::sys::{self, BPF_PROG_TYPE_TRACING, BPF_TRACE_RAW_TP};
+use crate::util::similar::{no_match, suggest};
+use crate::util::wildcard::{has_wildcard, wildcard_match};
 
 pub struct TpBtf;
-
-pub const BPF_PROG_TYPE_TRACING: u32 = 26;
-const BPF_TRACE_RAW_TP: u32 = 23;
 
 impl ProbeType for TpBtf {
     fn prog_type(&self) -> u32 {
@@ -35,8 +35,8 @@ impl ProbeType for TpBtf {
         let found = matching(kernel, pattern);
         if found.is_empty() {
             let all = kernel.tracepoint_names();
-            let close = tracefs::suggest(pattern, all.iter().map(String::as_str));
-            return Err(tracefs::no_match("BTF tracepoint", pattern, close, " (see `rtrace -l 'tp_btf:*'`)"));
+            let close = suggest(pattern, all.iter().map(String::as_str));
+            return Err(no_match("BTF tracepoint", pattern, close, " (see `rtrace -l 'tp_btf:*'`)"));
         }
         Ok(found
             .into_iter()
@@ -67,8 +67,8 @@ impl ProbeType for TpBtf {
 /// The vmlinux raw tracepoints with a BTF prototype matching `pattern`
 /// (a name or a `*`/`?` wildcard), sorted.
 pub fn matching(kernel: &btf::KernelBtf, pattern: &str) -> Vec<String> {
-    if tracefs::has_wildcard(pattern) {
-        kernel.tracepoint_names().into_iter().filter(|n| tracefs::wildcard_match(pattern, n)).collect()
+    if has_wildcard(pattern) {
+        kernel.tracepoint_names().into_iter().filter(|n| wildcard_match(pattern, n)).collect()
     } else if kernel.tracepoint_id(pattern).is_some() {
         vec![pattern.to_string()]
     } else {
@@ -79,9 +79,6 @@ pub fn matching(kernel: &btf::KernelBtf, pattern: &str) -> Vec<String> {
 /// Attach a program loaded with a BTF attach target (tp_btf, fentry,
 /// fexit): the kernel knows where from the program itself.
 pub fn attach_by_btf_id(point: &AttachPoint, prog: BorrowedFd<'_>) -> Result<Attachment> {
-    let fd = unsafe { libbpf_sys::bpf_raw_tracepoint_open(std::ptr::null(), prog.as_raw_fd()) };
-    if fd < 0 {
-        return Err(anyhow!("cannot attach {}: {}", point.name, std::io::Error::from_raw_os_error(-fd)));
-    }
-    Ok(Attachment::new(vec![unsafe { OwnedFd::from_raw_fd(fd) }]))
+    let fd = sys::raw_tracepoint_open(None, prog).map_err(|e| anyhow!("cannot attach {}: {e}", point.name))?;
+    Ok(Attachment::new(vec![fd]))
 }

@@ -6,12 +6,15 @@ use std::os::fd::BorrowedFd;
 use anyhow::{anyhow, bail, Result};
 use probes_ebpf::ir::ContextKind;
 
-use super::{perf, tracefs, AttachPoint, Attachment, ProbeType, Target};
+use super::{AttachPoint, ProbeType, Target};
 use crate::compile::spec::ProbeSpec;
+use crate::kernel::link::Attachment;
+use crate::kernel::sys::{self, BPF_PROG_TYPE_TRACEPOINT};
+use crate::kernel::tracefs;
+use crate::util::similar::no_match;
+use crate::util::wildcard::{has_wildcard, wildcard_match};
 
 pub struct Tracepoint;
-
-const BPF_PROG_TYPE_TRACEPOINT: u32 = 5;
 
 impl ProbeType for Tracepoint {
     fn prog_type(&self) -> u32 {
@@ -24,10 +27,10 @@ impl ProbeType for Tracepoint {
         if !spec.target.contains(':') {
             bail!("tracepoint '{}' needs CATEGORY:EVENT, e.g. tracepoint:syscalls:sys_enter_openat", spec.target);
         }
-        let found = tracefs::expand_tracepoints(&spec.target)?;
+        let found = expand_tracepoints(&spec.target)?;
         if found.is_empty() {
             let close = tracefs::suggest_tracepoints(&spec.target);
-            return Err(tracefs::no_match("tracepoint", &spec.target, close, " (see `rtrace -l 'tracepoint:*'`)"));
+            return Err(no_match("tracepoint", &spec.target, close, " (see `rtrace -l 'tracepoint:*'`)"));
         }
         Ok(found
             .into_iter()
@@ -42,8 +45,114 @@ impl ProbeType for Tracepoint {
             bail!("not a tracepoint: {}", point.name);
         };
         let id = tracefs::tracepoint_id(category, event)?;
-        let fd = perf::open(perf::PERF_TYPE_TRACEPOINT, id as u64, 1, -1, 0)
+        let fd = sys::open(sys::PERF_TYPE_TRACEPOINT, id as u64, 1, -1, 0)
             .map_err(|e| anyhow!("cannot open {}: {e}", point.name))?;
-        perf::attach_bpf(vec![fd], prog).map_err(|e| anyhow!("{}: {e}", point.name))
+        sys::attach_bpf(vec![fd], prog).map_err(|e| anyhow!("{}: {e}", point.name))
+    }
+}
+
+/// Expand a bpftrace-style pattern `category:name`, where either part may
+/// contain `*` and `?`, or a comma list `a:b,c:d`. A part without `:` matches
+/// that name in any category. Results are sorted and deduplicated; an unknown
+/// category or name simply yields nothing.
+pub fn expand_tracepoints(pattern: &str) -> Result<Vec<(String, String)>> {
+    let mut found = Vec::new();
+    for item in pattern.split(',').map(str::trim).filter(|item| !item.is_empty()) {
+        let (category_pattern, name_pattern) = match item.split_once(':') {
+            Some((category, name)) => (category, name),
+            None => ("*", item),
+        };
+        if name_pattern.contains(':') || category_pattern.is_empty() || name_pattern.is_empty() {
+            bail!("invalid tracepoint pattern '{item}' (expected category:name)");
+        }
+        expand_one_tracepoint(category_pattern, name_pattern, &mut found)?;
+    }
+    found.sort_unstable();
+    found.dedup();
+    Ok(found)
+}
+
+fn expand_one_tracepoint(category_pattern: &str, name_pattern: &str, found: &mut Vec<(String, String)>) -> Result<()> {
+    let category_is_literal = !has_wildcard(category_pattern);
+    let name_is_literal = !has_wildcard(name_pattern);
+    if category_is_literal && (category_pattern.contains('/') || category_pattern.starts_with('.')) {
+        return Ok(());
+    }
+    if category_is_literal && name_is_literal {
+        if name_pattern.contains('/') || name_pattern.starts_with('.') {
+            return Ok(());
+        }
+        if tracefs::event_exists(&tracefs::tracefs_root()?, category_pattern, name_pattern) {
+            found.push((category_pattern.to_string(), name_pattern.to_string()));
+        }
+    } else if category_is_literal {
+        for name in tracefs::events_in_category(&tracefs::tracefs_root()?, category_pattern) {
+            if wildcard_match(name_pattern, &name) {
+                found.push((category_pattern.to_string(), name));
+            }
+        }
+    } else {
+        for (category, name) in tracefs::tracepoints()? {
+            if wildcard_match(category_pattern, category) && wildcard_match(name_pattern, name) {
+                found.push((category.clone(), name.clone()));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::tracefs::tracefs_available;
+    use crate::util::similar::suggest;
+
+    #[test]
+    fn listing_and_wildcards() {
+        if !tracefs_available() {
+            return;
+        }
+        let all = tracefs::list_tracepoints().unwrap();
+        assert!(all.windows(2).all(|w| w[0] < w[1]), "sorted and unique");
+        assert!(all.contains(&("sched".into(), "sched_switch".into())));
+
+        let open = expand_tracepoints("syscalls:sys_enter_open*").unwrap();
+        let names: Vec<&str> = open.iter().map(|(_, n)| n.as_str()).collect();
+        assert!(names.contains(&"sys_enter_openat"), "{names:?}");
+        assert!(names.contains(&"sys_enter_open_by_handle_at"), "{names:?}");
+        assert!(open.iter().all(|(c, n)| c == "syscalls" && n.starts_with("sys_enter_open")));
+
+        assert!(!expand_tracepoints("sched:*").unwrap().is_empty());
+        assert_eq!(
+            expand_tracepoints("sched:sched_switch, syscalls:sys_enter_openat,sched:sched_switch").unwrap(),
+            vec![
+                ("sched".to_string(), "sched_switch".to_string()),
+                ("syscalls".to_string(), "sys_enter_openat".to_string()),
+            ]
+        );
+        assert!(expand_tracepoints("no_such_category:*").unwrap().is_empty());
+        assert!(expand_tracepoints("no_such_category:sched_switch").unwrap().is_empty());
+        assert!(expand_tracepoints("no_such_*:*").unwrap().is_empty());
+        assert!(expand_tracepoints("sched:no_such_event").unwrap().is_empty());
+        assert_eq!(expand_tracepoints("sched_switch").unwrap(), vec![("sched".into(), "sched_switch".into())]);
+        let across = expand_tracepoints("*:sched_switch").unwrap();
+        assert_eq!(across, vec![("sched".to_string(), "sched_switch".to_string())]);
+        assert!(expand_tracepoints("a:b:c").is_err());
+
+        let all_names = all.iter().map(|(_, n)| n.as_str());
+        assert_eq!(suggest("sys_enter_opnat", all_names)[0], "sys_enter_openat");
+        assert_eq!(tracefs::suggest_tracepoints("sched:sys_enter_openat"), vec!["syscalls:sys_enter_openat"]);
+    }
+
+    #[test]
+    fn listing_is_fast_once_cached() {
+        if !tracefs_available() {
+            return;
+        }
+        tracefs::list_tracepoints().unwrap();
+        let start = std::time::Instant::now();
+        expand_tracepoints("sched:sched_switch").unwrap();
+        expand_tracepoints("*:sched_sw*").unwrap();
+        assert!(start.elapsed() < std::time::Duration::from_millis(50), "{:?}", start.elapsed());
     }
 }

@@ -9,9 +9,13 @@ use std::path::Path;
 use anyhow::{anyhow, bail, Result};
 use probes_ebpf::ir::ContextKind;
 
-use super::{perf, tracefs, AttachPoint, Attachment, ProbeType, Target};
+use super::{AttachPoint, ProbeType, Target};
 use crate::compile::spec::ProbeSpec;
+use crate::kernel::link::Attachment;
+use crate::kernel::sys::{self, BPF_PROG_TYPE_KPROBE};
 use crate::symbols::{self, elf::ElfFile};
+use crate::util::similar::suggest;
+use crate::util::wildcard::{has_wildcard, wildcard_match};
 
 pub struct UprobeProbe {
     pub retprobe: bool,
@@ -19,8 +23,6 @@ pub struct UprobeProbe {
 
 pub static UPROBE: UprobeProbe = UprobeProbe { retprobe: false };
 pub static URETPROBE: UprobeProbe = UprobeProbe { retprobe: true };
-
-pub const BPF_PROG_TYPE_KPROBE: u32 = 2;
 
 /// What follows `BIN:` in a uprobe spec.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -56,7 +58,7 @@ fn parse_target(kind: &str, target: &str) -> Result<(String, Location)> {
     }
     if let Some((name, off)) = rest.split_once('+') {
         let offset = parse_number(off).ok_or_else(|| anyhow!("{kind} '{target}': bad offset '{off}'"))?;
-        if tracefs::has_wildcard(name) {
+        if has_wildcard(name) {
             bail!("{kind} '{target}': an offset can't follow a wildcard");
         }
         return Ok((bin.to_string(), Location::Function { name: name.to_string(), offset }));
@@ -110,10 +112,10 @@ impl ProbeType for UprobeProbe {
                 };
                 Ok(vec![self.point(&path, format!("{addr:#x}"), offset, symbol)])
             }
-            Location::Function { name, offset } if tracefs::has_wildcard(&name) => {
+            Location::Function { name, offset } if has_wildcard(&name) => {
                 let mut seen = std::collections::HashSet::new();
                 let mut points = Vec::new();
-                for f in functions.iter().filter(|f| tracefs::wildcard_match(&name, &f.name)) {
+                for f in functions.iter().filter(|f| wildcard_match(&name, &f.name)) {
                     let Some(off) = elf.code_addr_to_offset(f.addr + offset) else { continue };
                     // Aliases of one function attach once.
                     if seen.insert(off) {
@@ -133,7 +135,7 @@ impl ProbeType for UprobeProbe {
                     if functions.is_empty() {
                         bail!("{path} has no function symbols (stripped?); use an address: {kind}:{path}:0xADDR");
                     }
-                    let hint = tracefs::suggest(&name, functions.iter().map(|f| f.name.as_str()));
+                    let hint = suggest(&name, functions.iter().map(|f| f.name.as_str()));
                     if hint.is_empty() {
                         bail!("no function '{name}' in {path}");
                     }
@@ -154,7 +156,7 @@ impl ProbeType for UprobeProbe {
         };
         let fd = open_uprobe(path, *offset, *retprobe, 0, super::target_pid())
             .map_err(|e| anyhow!("cannot attach {}: {e}", point.name))?;
-        perf::attach_bpf(vec![fd], prog).map_err(|e| anyhow!("{}: {e}", point.name))
+        sys::attach_bpf(vec![fd], prog).map_err(|e| anyhow!("{}: {e}", point.name))
     }
 }
 
@@ -195,7 +197,7 @@ pub fn open_uprobe(path: &str, offset: u64, retprobe: bool, ref_ctr_offset: u64,
         Some(p) => (p, -1),
         None => (-1, 0),
     };
-    super::perf::open_probe(type_, config, cpath.as_ptr() as u64, offset, pid, cpu)
+    sys::open_probe(type_, config, cpath.as_ptr() as u64, offset, pid, cpu)
         .map_err(|err| anyhow!("perf_event_open(uprobe {path} offset {offset:#x}): {err}"))
 }
 

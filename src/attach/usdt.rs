@@ -10,9 +10,14 @@ use std::path::Path;
 use anyhow::{anyhow, bail, Result};
 use probes_ebpf::ir::{BinOp, ContextKind, Expr};
 
-use super::{perf, tracefs, uprobe, AttachPoint, Attachment, ProbeType, Target};
+use super::{uprobe, AttachPoint, ProbeType, Target};
 use crate::compile::spec::ProbeSpec;
+use crate::kernel::arch;
+use crate::kernel::link::Attachment;
+use crate::kernel::sys;
 use crate::symbols::{self, elf::ElfFile};
+use crate::util::similar::suggest;
+use crate::util::wildcard::{has_wildcard, wildcard_match};
 
 pub struct Usdt;
 
@@ -58,79 +63,6 @@ pub struct UsdtProbe {
     pub args: Vec<UsdtArg>,
 }
 
-/// x86-64 registers by name: (pt_regs offset, width).
-fn register(name: &str) -> Option<(u32, u32)> {
-    const FULL: &[(&str, u32)] = &[
-        ("r15", 0),
-        ("r14", 8),
-        ("r13", 16),
-        ("r12", 24),
-        ("rbp", 32),
-        ("rbx", 40),
-        ("r11", 48),
-        ("r10", 56),
-        ("r9", 64),
-        ("r8", 72),
-        ("rax", 80),
-        ("rcx", 88),
-        ("rdx", 96),
-        ("rsi", 104),
-        ("rdi", 112),
-        ("rip", 128),
-        ("rsp", 152),
-    ];
-    let find = |n: &str| FULL.iter().find(|r| r.0 == n).map(|r| r.1);
-    if let Some(off) = find(name) {
-        return Some((off, 8));
-    }
-    // r8..r15 with d/w/b (or l) suffixes.
-    if let Some(rest) = name.strip_prefix('r') {
-        let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
-        if !digits.is_empty() {
-            let suffix = &rest[digits.len()..];
-            let off = find(&format!("r{digits}"))?;
-            let width = match suffix {
-                "d" => 4,
-                "w" => 2,
-                "b" | "l" => 1,
-                _ => return None,
-            };
-            return Some((off, width));
-        }
-    }
-    // Legacy registers: eax/ax/al/ah, esi/si/sil, ebp/bp/bpl, ...
-    const LEGACY: &[(&str, &str)] = &[("a", "rax"), ("b", "rbx"), ("c", "rcx"), ("d", "rdx")];
-    for (l, full) in LEGACY {
-        let off = find(full)?;
-        if name == format!("e{l}x") {
-            return Some((off, 4));
-        }
-        if name == format!("{l}x") {
-            return Some((off, 2));
-        }
-        if name == format!("{l}l") {
-            return Some((off, 1));
-        }
-        if name == format!("{l}h") {
-            return Some((off + 1, 1));
-        }
-    }
-    const INDEX: &[(&str, &str)] = &[("si", "rsi"), ("di", "rdi"), ("bp", "rbp"), ("sp", "rsp"), ("ip", "rip")];
-    for (l, full) in INDEX {
-        let off = find(full)?;
-        if name == format!("e{l}") {
-            return Some((off, 4));
-        }
-        if name == *l {
-            return Some((off, 2));
-        }
-        if name == format!("{l}l") {
-            return Some((off, 1));
-        }
-    }
-    None
-}
-
 fn parse_int(s: &str) -> Option<i64> {
     let (neg, digits) = match s.strip_prefix('-') {
         Some(d) => (true, d),
@@ -144,11 +76,8 @@ fn parse_int(s: &str) -> Option<i64> {
 }
 
 fn reg_operand(s: &str) -> Option<(u32, u32)> {
-    register(s.trim().strip_prefix('%')?)
+    arch::register_offset(s.trim().strip_prefix('%')?)
 }
-
-/// `struct pt_regs` offset of `ip`: at a uprobe, the probed instruction's address.
-const PT_REGS_IP: u32 = 128;
 
 /// Parse one operand spec (`-4@%edi`, `8@-16(%rbp)`, `-4@$5`, `%rax`).
 pub fn parse_arg(spec: &str) -> UsdtArg {
@@ -243,7 +172,7 @@ pub fn arg_expr(arg: &UsdtArg) -> Result<Expr, String> {
             Expr::ReadMem { addr: Box::new(addr), size: arg.size, signed: arg.signed, user: true }
         }
         ArgLocation::IpRelative { delta } => {
-            let addr = Expr::Binary(BinOp::Add, Box::new(reg(PT_REGS_IP)), Box::new(Expr::Int(*delta)));
+            let addr = Expr::Binary(BinOp::Add, Box::new(reg(arch::IP)), Box::new(Expr::Int(*delta)));
             Expr::ReadMem { addr: Box::new(addr), size: arg.size, signed: arg.signed, user: true }
         }
         ArgLocation::Global { symbol, .. } => {
@@ -319,8 +248,8 @@ fn parse_target(target: &str) -> Result<(String, Option<String>, String)> {
 }
 
 fn matches(pattern: &str, text: &str) -> bool {
-    if tracefs::has_wildcard(pattern) {
-        tracefs::wildcard_match(pattern, text)
+    if has_wildcard(pattern) {
+        wildcard_match(pattern, text)
     } else {
         pattern == text
     }
@@ -328,7 +257,7 @@ fn matches(pattern: &str, text: &str) -> bool {
 
 impl ProbeType for Usdt {
     fn prog_type(&self) -> u32 {
-        uprobe::BPF_PROG_TYPE_KPROBE
+        sys::BPF_PROG_TYPE_KPROBE
     }
     fn context(&self) -> ContextKind {
         ContextKind::PtRegs
@@ -364,11 +293,11 @@ impl ProbeType for Usdt {
             };
             let mut all: Vec<String> = probes.iter().map(|p| format!("{}:{}", p.provider, p.name)).collect();
             all.dedup();
-            let mut hint = tracefs::suggest(&wanted, all.iter().map(String::as_str));
+            let mut hint = suggest(&wanted, all.iter().map(String::as_str));
             if hint.is_empty() && ns.is_some() {
-                hint = tracefs::suggest(&name, probes.iter().map(|p| p.name.as_str()));
+                hint = suggest(&name, probes.iter().map(|p| p.name.as_str()));
             }
-            if tracefs::has_wildcard(&wanted) || hint.is_empty() {
+            if has_wildcard(&wanted) || hint.is_empty() {
                 bail!("no USDT probe in {path} matches '{wanted}' (it has {})", summarize(&all));
             }
             bail!("no USDT probe '{wanted}' in {path}; did you mean {}?", hint.join(", "));
@@ -383,7 +312,7 @@ impl ProbeType for Usdt {
         let site = format!("USDT probe {provider}:{name} at offset {offset:#x} of {path}");
         let fd = uprobe::open_uprobe(path, *offset, false, *semaphore, super::target_pid())
             .map_err(|e| anyhow!("cannot attach {site}: {e}"))?;
-        perf::attach_bpf(vec![fd], prog).map_err(|e| anyhow!("{site}: {e}"))
+        sys::attach_bpf(vec![fd], prog).map_err(|e| anyhow!("{site}: {e}"))
     }
 }
 

@@ -13,7 +13,8 @@ use rhai::{ASTNode, Dynamic, Expr as RExpr, Position, Stmt as RStmt, AST};
 
 use super::fields;
 use super::maps::{MapUse, Sem, UseKind};
-use crate::attach::tracefs::{FieldKind, TracepointFormat};
+use crate::kernel::arch;
+use crate::kernel::tracepoint_format::{FieldKind, TracepointFormat};
 use crate::script::MapHandle;
 use crate::symbols::stacks::StackMode;
 
@@ -61,7 +62,7 @@ pub struct Target<'a> {
     pub stack_depth: u32,
     /// BTF-typed arguments (tp_btf, raw tracepoints, fentry/fexit), for
     /// `e.args.NAME`: argument i is the i-th u64 of the context.
-    pub btf_args: Option<&'a [crate::btf::Param]>,
+    pub btf_args: Option<&'a [crate::kernel::btf::Param]>,
     /// fexit: the BTF type of the return value, which follows the
     /// arguments in the context.
     pub btf_retval: Option<u32>,
@@ -1253,7 +1254,7 @@ impl<'a> Lowerer<'a> {
         let name = v.1.as_str();
         if let Some((id, to)) = self.btf_local(name) {
             // `t.pid` where `let t = e.curtask;`: members through BTF.
-            let Some(btf) = crate::btf::kernel() else { return Some(err(pos, "this kernel has no BTF")) };
+            let Some(btf) = crate::kernel::btf::kernel() else { return Some(err(pos, "this kernel has no BTF")) };
             let names: Vec<String> = chain.iter().map(|c| c.0.clone()).collect();
             let base = fields::Base { value: Expr::Local(id), ty: to, pointee: true, name: name.to_string() };
             return Some(fields::walk(btf, base, &names).map_err(|(i, msg)| {
@@ -1268,7 +1269,7 @@ impl<'a> Lowerer<'a> {
             "curtask" if chain.len() == 1 => Some(Ok(fields::Access {
                 expr: Expr::Builtin(Builtin::CurTask),
                 char_pointer: false,
-                pointee: crate::btf::kernel().and_then(|b| b.struct_named("task_struct")),
+                pointee: crate::kernel::btf::kernel().and_then(|b| b.struct_named("task_struct")),
             })),
             "curtask" | "args" if chain.len() >= 2 => Some(self.member_chain(&chain)),
             _ => None,
@@ -1404,16 +1405,14 @@ impl<'a> Lowerer<'a> {
                         return err(pos, format!("`e.arg{i}`: {} has {n} argument(s)", self.target.probe_name));
                     }
                     ContextKind::RawTracepoint if i < 10 => Expr::CtxInt { offset: i * 8, size: 8, signed: false },
-                    ContextKind::PtRegs if i < 6 => {
-                        // x86-64 pt_regs: di, si, dx, cx, r8, r9.
-                        const OFFSETS: [u32; 6] = [112, 104, 96, 88, 72, 64];
-                        Expr::CtxInt { offset: OFFSETS[i as usize], size: 8, signed: false }
+                    ContextKind::PtRegs if arch::argument_offset(i).is_some() => {
+                        Expr::CtxInt { offset: arch::argument_offset(i).unwrap_or(0), size: 8, signed: false }
                     }
                     ContextKind::PtRegs if i < 10 => {
                         // At function entry the 7th and later arguments are on
                         // the stack, above the return address: sp + 8, sp + 16, ...
-                        let sp = Expr::CtxInt { offset: 152, size: 8, signed: false };
-                        let addr = Expr::Binary(BinOp::Add, Box::new(sp), Box::new(Expr::Int(8 * (i as i64 - 5))));
+                        let sp = Expr::CtxInt { offset: arch::SP, size: 8, signed: false };
+                        let addr = Expr::Binary(BinOp::Add, Box::new(sp), Box::new(Expr::Int(arch::argument_stack_offset(i))));
                         Expr::ReadMem { addr: Box::new(addr), size: 8, signed: false, user: self.target.user_space }
                     }
                     _ => return err(pos, format!("`{n}` isn't available for this probe type (tracepoints use e.args.NAME)")),
@@ -1421,14 +1420,13 @@ impl<'a> Lowerer<'a> {
             }
             "retval" if self.target.btf_retval.is_some() => {
                 let n = self.target.btf_args.map_or(0, |a| a.len());
-                match (crate::btf::kernel(), self.target.btf_retval) {
+                match (crate::kernel::btf::kernel(), self.target.btf_retval) {
                     (Some(btf), Some(ty)) => btf_slot(btf, n as u32, ty),
                     _ => Expr::CtxInt { offset: n as u32 * 8, size: 8, signed: true },
                 }
             }
             "retval" if self.target.context == ContextKind::PtRegs => {
-                // x86-64 pt_regs.ax
-                Expr::CtxInt { offset: 80, size: 8, signed: true }
+                Expr::CtxInt { offset: arch::RETURN_VALUE, size: 8, signed: true }
             }
             "func" if self.target.func.is_some() => {
                 str_literal(self.target.func.unwrap_or(""))
@@ -1455,7 +1453,7 @@ impl<'a> Lowerer<'a> {
             |pos| err(pos, "this kernel has no BTF (/sys/kernel/btf/vmlinux), so struct members can't be read");
         let (base, rest) = match chain[0].0.as_str() {
             "curtask" => {
-                let Some(btf) = crate::btf::kernel() else { return no_btf(chain[0].1) };
+                let Some(btf) = crate::kernel::btf::kernel() else { return no_btf(chain[0].1) };
                 let Some(task) = btf.struct_named("task_struct") else { return no_btf(chain[0].1) };
                 let name = format!("{ev}.curtask");
                 (fields::Base { value: Expr::Builtin(Builtin::CurTask), ty: task, pointee: true, name }, &chain[1..])
@@ -1475,11 +1473,11 @@ impl<'a> Lowerer<'a> {
                             ),
                         );
                     };
-                    let Some(btf) = crate::btf::kernel() else { return no_btf(fpos) };
+                    let Some(btf) = crate::kernel::btf::kernel() else { return no_btf(fpos) };
                     let value = btf_slot(btf, i as u32, params[i].ty);
                     if chain.len() == 2 {
                         let (char_pointer, pointee) = match btf.shape(params[i].ty) {
-                            crate::btf::Shape::Pointer { to } => (btf.is_char(to), fields::composite(btf, to)),
+                            crate::kernel::btf::Shape::Pointer { to } => (btf.is_char(to), fields::composite(btf, to)),
                             _ => (false, None),
                         };
                         return Ok(fields::Access { expr: value, char_pointer, pointee });
@@ -1492,12 +1490,12 @@ impl<'a> Lowerer<'a> {
                     // A tracepoint field that points to a struct (`struct mm_struct *mm`).
                     let struct_name =
                         c_type.trim().strip_prefix("struct ").and_then(|t| t.strip_suffix('*')).map(str::trim);
-                    let pointee = struct_name.and_then(|n| crate::btf::kernel()?.struct_named(n));
+                    let pointee = struct_name.and_then(|n| crate::kernel::btf::kernel()?.struct_named(n));
                     if chain.len() == 2 {
                         return Ok(fields::Access { expr: value, char_pointer: false, pointee });
                     }
                     let Some(id) = pointee else {
-                        if crate::btf::kernel().is_none() {
+                        if crate::kernel::btf::kernel().is_none() {
                             return no_btf(fpos);
                         }
                         return err(chain[2].1, format!("`{name}` is `{c_type}`, not a pointer to a struct"));
@@ -1506,7 +1504,7 @@ impl<'a> Lowerer<'a> {
                 }
             }
         };
-        let Some(btf) = crate::btf::kernel() else { return no_btf(chain[0].1) };
+        let Some(btf) = crate::kernel::btf::kernel() else { return no_btf(chain[0].1) };
         let names: Vec<String> = rest.iter().map(|c| c.0.clone()).collect();
         fields::walk(btf, base, &names).map_err(|(i, msg)| {
             let pos = rest.get(i).or(rest.last()).map(|c| c.1).unwrap_or(chain[0].1);
@@ -1556,10 +1554,10 @@ impl<'a> Lowerer<'a> {
 /// Argument slot `i` of a BTF-typed context (`u64 args[]`) holding a value
 /// of type `ty`: the whole slot is loaded, then cut to the type's width and
 /// sign (the bits above a narrow argument are not defined).
-fn btf_slot(btf: &crate::btf::KernelBtf, i: u32, ty: u32) -> Expr {
+fn btf_slot(btf: &crate::kernel::btf::KernelBtf, i: u32, ty: u32) -> Expr {
     let slot = Expr::CtxInt { offset: i * 8, size: 8, signed: true };
     match btf.shape(ty) {
-        crate::btf::Shape::Int { size, signed } if size < 8 => {
+        crate::kernel::btf::Shape::Int { size, signed } if size < 8 => {
             let bits = 64 - size as i64 * 8;
             if signed {
                 let up = Expr::Binary(BinOp::Shl, Box::new(slot), Box::new(Expr::Int(bits)));

@@ -13,7 +13,8 @@ use anyhow::{anyhow, Result};
 use probes_ebpf::ir::{self, MapId, MapLayout, ValueKind};
 use probes_ebpf::Generated;
 
-use crate::attach::{self, tracefs, AttachPoint, ProbeType, Target as AttachTarget};
+use crate::attach::{self, AttachPoint, ProbeType, Target as AttachTarget};
+use crate::kernel::tracefs;
 use crate::script::{position_text, ProbeDef, Session};
 use maps::MapShape;
 use spec::ProbeKind;

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use anyhow::{anyhow, Result};
-use libbpf_rs::{libbpf_sys, MapCore, MapFlags, MapType};
+use libbpf_rs::{MapCore, MapFlags, MapType};
 use probes_ebpf::ir::{AggKind, AggOp, Ty, ValueKind};
 use rhai::Dynamic;
 
@@ -52,7 +52,7 @@ pub fn create(handle: &MapHandle, shape: &MapShape) -> Result<Arc<KernelMap>> {
     // thousands of per-CPU slots costs milliseconds at start-up. LRU maps
     // must be preallocated.
     let no_prealloc = matches!(map_type, MapType::Hash | MapType::PercpuHash);
-    let flags = if no_prealloc { libbpf_sys::BPF_F_NO_PREALLOC } else { 0 };
+    let flags = if no_prealloc { BPF_F_NO_PREALLOC } else { 0 };
     let map =
         create_map(map_type, &kernel_name(&handle.name()), layout.key_size(), layout.value_size(), max_entries, flags)
             .map_err(|e| anyhow!("cannot create map '{}': {e}", handle.name()))?;
@@ -65,22 +65,7 @@ pub fn create_ring(name: &str, size: u32) -> Result<libbpf_rs::MapHandle> {
     create_map(MapType::RingBuf, name, 0, 0, size, 0).map_err(|e| anyhow!("cannot create ring buffer: {e}"))
 }
 
-/// `bpf_map_create` with runtime sizes and `BPF_F_*` flags.
-fn create_map(
-    map_type: MapType,
-    name: &str,
-    key_size: u32,
-    value_size: u32,
-    max_entries: u32,
-    flags: u32,
-) -> libbpf_rs::Result<libbpf_rs::MapHandle> {
-    let opts = libbpf_sys::bpf_map_create_opts {
-        sz: std::mem::size_of::<libbpf_sys::bpf_map_create_opts>() as _,
-        map_flags: flags,
-        ..Default::default()
-    };
-    libbpf_rs::MapHandle::create(map_type, Some(name), key_size, value_size, max_entries, &opts)
-}
+use crate::kernel::sys::{map_create as create_map, BPF_F_NO_PREALLOC};
 
 fn i64_at(b: &[u8], off: usize) -> i64 {
     b.get(off..off + 8).map(|s| i64::from_le_bytes(s.try_into().unwrap_or([0; 8]))).unwrap_or(0)
@@ -438,7 +423,7 @@ pub fn create_lost_counters(probes: u32) -> Result<libbpf_rs::MapHandle> {
 /// `-c`: the followed pids, starting with the command's. Children are
 /// added by the follow program; 64K entries at most (allocated on demand).
 pub fn create_follow_map(pid: i32) -> Result<libbpf_rs::MapHandle> {
-    let map = create_map(MapType::Hash, "rtrace_follow", 8, 8, 1 << 16, libbpf_sys::BPF_F_NO_PREALLOC)
+    let map = create_map(MapType::Hash, "rtrace_follow", 8, 8, 1 << 16, BPF_F_NO_PREALLOC)
         .map_err(|e| anyhow!("cannot create the -c pid map: {e}"))?;
     map.update(&(pid as i64).to_ne_bytes(), &1i64.to_ne_bytes(), libbpf_rs::MapFlags::ANY)
         .map_err(|e| anyhow!("cannot fill the -c pid map: {e}"))?;

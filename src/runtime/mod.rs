@@ -18,9 +18,10 @@ use anyhow::{anyhow, Result};
 use libbpf_rs::{MapCore, MapFlags};
 use probes_ebpf::insn::Insn;
 
-use crate::attach::{load, Attachment};
 use crate::compile::lower::{CONTROL_CLEAR, CONTROL_EXIT, CONTROL_PRINT, CONTROL_ZERO};
 use crate::compile::{CompiledProgram, Plan};
+use crate::kernel::link::{self, Attachment};
+use crate::kernel::{sys, verifier};
 use crate::output::{self, sink};
 use crate::script::api::MapBackend;
 use crate::script::{position_text, Session};
@@ -102,7 +103,7 @@ pub fn load_all(session: &Session, plan: &Plan, ring_size: u32) -> Result<Loaded
             .probe_type
             .load_attrs(&prog.points[0])
             .map_err(|e| anyhow!("{}:{}: error: {e}", session.file_name, probe_position(session, plan, prog)))?;
-        match load::load_program(prog.probe_type.prog_type_at(&prog.points[0]), attrs, &prog.name, &insns) {
+        match sys::prog_load(prog.probe_type.prog_type_at(&prog.points[0]), attrs, &prog.name, &insns) {
             Ok(fd) => programs.push(fd),
             Err(e) => return Err(verifier_error(session, plan, prog, &e)),
         }
@@ -129,7 +130,7 @@ fn probe_position(session: &Session, plan: &Plan, prog: &CompiledProgram) -> Str
 }
 
 /// A verifier rejection, pointed at the script statement that caused it.
-fn verifier_error(session: &Session, plan: &Plan, prog: &CompiledProgram, e: &load::LoadError) -> anyhow::Error {
+fn verifier_error(session: &Session, plan: &Plan, prog: &CompiledProgram, e: &verifier::LoadError) -> anyhow::Error {
     let file = &session.file_name;
     let reason = e.reason();
     if prog.internal {
@@ -198,7 +199,7 @@ pub fn run(
             match prog.probe_type.attach(point, fd.as_fd()) {
                 Ok(a) => attachments.push(a),
                 Err(e) => {
-                    crate::attach::detach_all(attachments);
+                    link::detach_all(attachments);
                     return Err(e);
                 }
             }
@@ -230,7 +231,7 @@ pub fn run(
     let mut attachments = attachments;
     if let Err(e) = kmaps::set_stop_flag(&loaded.stop) {
         eprintln!("rtrace: {e}; detaching now");
-        crate::attach::detach_all(std::mem::take(&mut attachments));
+        link::detach_all(std::mem::take(&mut attachments));
     }
     reader.stop();
     let mut result = result;
@@ -256,7 +257,7 @@ pub fn run(
     }
     crate::script::userlib::finish_system_commands();
     sink::flush();
-    crate::attach::detach_all(attachments);
+    link::detach_all(attachments);
     result?;
     let reg = session.registry.lock().unwrap();
     if let Some(msg) = &reg.failure {

@@ -1,12 +1,5 @@
-//! `bpf_prog_load` on raw instructions, with the verifier log kept for errors.
-
-use std::ffi::CString;
-use std::os::fd::{FromRawFd, OwnedFd};
-
-use libbpf_rs::libbpf_sys;
-use probes_ebpf::insn::{to_bytes, Insn};
-
-use super::LoadAttrs;
+//! A program the verifier refused: the failing instruction and the
+//! verifier's own reason, read from its log (the load is `sys::prog_load`).
 
 /// A program the kernel refused.
 #[derive(Debug)]
@@ -70,60 +63,6 @@ fn is_register_state(line: &str) -> bool {
     let Some(after_r) = rest.strip_prefix('R') else { return false };
     let after_digits = after_r.trim_start_matches(|c: char| c.is_ascii_digit());
     after_digits.len() < after_r.len() && (after_digits.starts_with('=') || after_digits.starts_with('_'))
-}
-
-/// Load `insns` (map fds already patched in) as a program of `prog_type`.
-pub fn load_program(prog_type: u32, attrs: LoadAttrs, name: &str, insns: &[Insn]) -> Result<OwnedFd, LoadError> {
-    let bytes = to_bytes(insns);
-    let name = CString::new(sanitize_name(name)).unwrap_or_default();
-    let license = c"GPL";
-    // First try without a log (fast path); on failure, retry with one.
-    let fd = unsafe { load_raw(prog_type, attrs, &name, license, &bytes, None) };
-    if fd >= 0 {
-        return Ok(unsafe { OwnedFd::from_raw_fd(fd) });
-    }
-    let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
-    let mut log = vec![0u8; 4 << 20];
-    let fd = unsafe { load_raw(prog_type, attrs, &name, license, &bytes, Some(&mut log)) };
-    if fd >= 0 {
-        return Ok(unsafe { OwnedFd::from_raw_fd(fd) });
-    }
-    let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
-    Err(LoadError { errno, log: String::from_utf8_lossy(&log[..end]).into_owned() })
-}
-
-unsafe fn load_raw(
-    prog_type: u32,
-    attrs: LoadAttrs,
-    name: &CString,
-    license: &std::ffi::CStr,
-    bytes: &[u8],
-    log: Option<&mut Vec<u8>>,
-) -> i32 {
-    let mut opts = libbpf_sys::bpf_prog_load_opts {
-        sz: std::mem::size_of::<libbpf_sys::bpf_prog_load_opts>() as _,
-        expected_attach_type: attrs.expected_attach_type,
-        attach_btf_id: attrs.attach_btf_id,
-        ..Default::default()
-    };
-    if let Some(buf) = log {
-        opts.log_level = 1;
-        opts.log_size = buf.len() as u32;
-        opts.log_buf = buf.as_mut_ptr() as *mut _;
-    }
-    libbpf_sys::bpf_prog_load(
-        prog_type,
-        name.as_ptr(),
-        license.as_ptr(),
-        bytes.as_ptr() as *const libbpf_sys::bpf_insn,
-        (bytes.len() / 8) as _,
-        &mut opts,
-    )
-}
-
-/// Kernel program names: at most 15 chars of `[A-Za-z0-9_.]`.
-fn sanitize_name(name: &str) -> String {
-    name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).take(15).collect()
 }
 
 #[cfg(test)]

@@ -1,11 +1,16 @@
 //! Kernel types from BTF (/sys/kernel/btf/vmlinux, parsed by libbpf): the
 //! typed arguments of `tp_btf` and fentry probes, and struct member lookups
 //! for field access through pointers (`e.args.prev.pid`,
-//! `e.curtask.real_parent.tgid`). Loaded once, on first use.
+//! `e.curtask.real_parent.tgid`). Loaded once, on first use. Also the one
+//! scan of BTF names: the `btf_trace_*` typedefs that name raw tracepoints.
 
 use std::ffi::CString;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
 use std::sync::OnceLock;
 
+use anyhow::{bail, Context, Result};
 use libbpf_rs::btf::types::{Array, Composite, Enum, Enum64, FuncProto, Int, IntEncoding, MemberAttr};
 use libbpf_rs::btf::{BtfKind, BtfType, TypeId};
 use libbpf_rs::{libbpf_sys, AsRawLibbpf, Btf, HasSize, ReferencesType};
@@ -276,9 +281,204 @@ impl KernelBtf {
     }
 }
 
+const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
+const BTF_DIR: &str = "/sys/kernel/btf";
+const BTF_MAGIC: u16 = 0xeb9f;
+const BTF_TRACE_PREFIX: &[u8] = b"btf_trace_";
+
+/// Raw tracepoint names from the `btf_trace_<name>` typedefs of vmlinux and
+/// module BTF (the one BTF name scan: `-l rawtracepoint`, `tp_btf` and
+/// raw tracepoint expansion all use it), sorted and deduplicated.
+pub fn raw_tracepoint_names() -> Result<Vec<String>> {
+    let mut names = Vec::new();
+    btf_trace_names(Path::new(VMLINUX_BTF), true, &mut names)?;
+    if let Ok(entries) = std::fs::read_dir(BTF_DIR) {
+        for entry in entries.flatten() {
+            if entry.file_name() != "vmlinux" {
+                // A module BTF that cannot be read only loses that module's names.
+                let _ = btf_trace_names(&entry.path(), false, &mut names);
+            }
+        }
+    }
+    names.sort_unstable();
+    names.dedup();
+    Ok(names)
+}
+
+/// Append the raw tracepoint names (`btf_trace_<name>`) found in one BTF file.
+/// vmlinux BTF can be mmapped on recent kernels (no copy, tens of µs) and,
+/// being self-contained (`self_contained`), walked type by type; module
+/// (split) BTF and older kernels get their string section read and scanned.
+fn btf_trace_names(path: &Path, self_contained: bool, names: &mut Vec<String>) -> Result<()> {
+    let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    if let Some(mapping) = ReadOnlyMapping::new(&file) {
+        if self_contained {
+            if let Some(found) = btf_trace_typedef_names(mapping.bytes()) {
+                names.extend(found);
+                return Ok(());
+            }
+        }
+        if let Some(strings) = btf_string_section(mapping.bytes()) {
+            collect_btf_trace_names(strings, names);
+            return Ok(());
+        }
+    }
+    let mut header = [0u8; 24];
+    file.read_exact_at(&mut header, 0).with_context(|| format!("cannot read BTF header of {}", path.display()))?;
+    let Some((strings_start, strings_len)) = btf_string_section_range(&header) else {
+        bail!("{} is not little-endian BTF", path.display());
+    };
+    let mut strings = vec![0u8; strings_len];
+    file.read_exact_at(&mut strings, strings_start as u64)
+        .with_context(|| format!("cannot read BTF strings of {}", path.display()))?;
+    collect_btf_trace_names(&strings, names);
+    Ok(())
+}
+
+/// (file offset, length) of the string section, from a BTF header.
+fn btf_string_section_range(header: &[u8]) -> Option<(usize, usize)> {
+    let word = |at: usize| -> Option<usize> {
+        let bytes = header.get(at..at + 4)?;
+        Some(u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]) as usize)
+    };
+    if header.len() < 24 || u16::from_le_bytes([header[0], header[1]]) != BTF_MAGIC {
+        return None;
+    }
+    let (header_len, strings_offset, strings_len) = (word(4)?, word(16)?, word(20)?);
+    Some((header_len.checked_add(strings_offset)?, strings_len))
+}
+
+/// Names of the `btf_trace_<name>` typedefs, found by walking the type
+/// section record by record, so only typedef names are looked at. Only for
+/// self-contained BTF (vmlinux): split module BTF numbers its strings after
+/// the base's. None when the data has a kind this walk does not know;
+/// callers then fall back to scanning the string section.
+fn btf_trace_typedef_names(btf: &[u8]) -> Option<Vec<String>> {
+    const KIND_TYPEDEF: u32 = 8;
+    let read_u32 = |at: usize| -> Option<u32> {
+        let bytes = btf.get(at..at.checked_add(4)?)?;
+        Some(u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]))
+    };
+    let strings = btf_string_section(btf)?;
+    let header_len = read_u32(4)? as usize;
+    let types_start = header_len.checked_add(read_u32(8)? as usize)?;
+    let types_end = types_start.checked_add(read_u32(12)? as usize)?;
+    if types_end > btf.len() {
+        return None;
+    }
+    let mut names = Vec::new();
+    let mut pos = types_start;
+    while pos < types_end {
+        let name_offset = read_u32(pos)? as usize;
+        let info = read_u32(pos + 4)?;
+        let kind = (info >> 24) & 0x1f;
+        let vlen = (info & 0xffff) as usize;
+        let extra = match kind {
+            1 | 14 | 17 => 4,             // INT, VAR, DECL_TAG
+            2 | 7..=12 | 16 | 18 => 0,    // PTR, FWD, TYPEDEF, VOLATILE, CONST, RESTRICT, FUNC, FLOAT, TYPE_TAG
+            3 => 12,                      // ARRAY
+            4 | 5 | 15 | 19 => vlen * 12, // STRUCT, UNION, DATASEC, ENUM64
+            6 | 13 => vlen * 8,           // ENUM, FUNC_PROTO
+            _ => return None,
+        };
+        if kind == KIND_TYPEDEF {
+            let name = strings.get(name_offset..)?;
+            if let Some(rest) = name.strip_prefix(BTF_TRACE_PREFIX) {
+                let end = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
+                if end > 0 {
+                    names.push(String::from_utf8_lossy(&rest[..end]).into_owned());
+                }
+            }
+        }
+        pos += 12 + extra;
+    }
+    (pos == types_end).then_some(names)
+}
+
+fn btf_string_section(btf: &[u8]) -> Option<&[u8]> {
+    let (start, len) = btf_string_section_range(btf)?;
+    btf.get(start..start.checked_add(len)?)
+}
+
+fn collect_btf_trace_names(strings: &[u8], names: &mut Vec<String>) {
+    for start in find_prefixed_strings(strings, BTF_TRACE_PREFIX) {
+        let rest = &strings[start + BTF_TRACE_PREFIX.len()..];
+        let end = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
+        if end > 0 {
+            names.push(String::from_utf8_lossy(&rest[..end]).into_owned());
+        }
+    }
+}
+
+/// A private read-only mmap of a whole file, unmapped on drop.
+struct ReadOnlyMapping {
+    address: *mut libc::c_void,
+    len: usize,
+}
+
+impl ReadOnlyMapping {
+    fn new(file: &File) -> Option<ReadOnlyMapping> {
+        use std::os::fd::AsRawFd;
+        let len = usize::try_from(file.metadata().ok()?.len()).ok()?;
+        if len == 0 {
+            return None;
+        }
+        // SAFETY: a fresh private read-only mapping of a file we hold open;
+        // the kernel validates fd, length and protection.
+        let address =
+            unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_PRIVATE, file.as_raw_fd(), 0) };
+        (address != libc::MAP_FAILED).then_some(ReadOnlyMapping { address, len })
+    }
+
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: the mapping is `len` readable bytes and lives as long as `self`.
+        unsafe { std::slice::from_raw_parts(self.address as *const u8, self.len) }
+    }
+}
+
+impl Drop for ReadOnlyMapping {
+    fn drop(&mut self) {
+        // SAFETY: unmapping exactly the region returned by mmap.
+        unsafe {
+            libc::munmap(self.address, self.len);
+        }
+    }
+}
+
+/// Start offsets of the NUL-separated strings in `table` that begin with
+/// `prefix`. Boyer-Moore-Horspool over "\0prefix", so a multi-megabyte string
+/// section is scanned in well under a millisecond.
+fn find_prefixed_strings(table: &[u8], prefix: &[u8]) -> Vec<usize> {
+    let mut starts = Vec::new();
+    if table.starts_with(prefix) {
+        starts.push(0);
+    }
+    let mut needle = Vec::with_capacity(prefix.len() + 1);
+    needle.push(0u8);
+    needle.extend_from_slice(prefix);
+    let n = needle.len();
+    if table.len() < n {
+        return starts;
+    }
+    let mut skip = [n; 256];
+    for (i, &b) in needle[..n - 1].iter().enumerate() {
+        skip[b as usize] = n - 1 - i;
+    }
+    let mut pos = 0;
+    while pos + n <= table.len() {
+        let last = table[pos + n - 1];
+        if last == needle[n - 1] && table[pos..pos + n] == needle[..] {
+            starts.push(pos + 1);
+        }
+        pos += skip[last as usize];
+    }
+    starts
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Read;
 
     /// The running kernel's BTF, or None (the test then says why it skips).
     fn btf() -> Option<&'static KernelBtf> {
@@ -327,5 +527,34 @@ mod tests {
         let u8_id = b.find("u8", BTF_KIND_TYPEDEF).expect("typedef u8");
         assert!(!b.is_char(u8_id), "u8 is not char");
         assert!(matches!(b.shape(u8_id), Shape::Int { size: 1, signed: false }));
+    }
+
+    #[test]
+    fn finds_prefixed_strings() {
+        let table = b"btf_trace_a\0int\0btf_trace_bb\0xbtf_trace_no\0btf_trace_\0btf_trace_c";
+        let starts = find_prefixed_strings(table, b"btf_trace_");
+        let names: Vec<&[u8]> = starts.iter().map(|&s| &table[s + 10..]).collect();
+        assert_eq!(starts.len(), 4);
+        assert!(names[0].starts_with(b"a\0"));
+        assert!(names[1].starts_with(b"bb\0"));
+        assert!(names[2].starts_with(b"\0"));
+        assert_eq!(names[3], b"c");
+    }
+
+    #[test]
+    fn btf_type_walk_matches_string_scan() {
+        let Ok(file) = File::open(VMLINUX_BTF) else {
+            eprintln!("skipping: no {VMLINUX_BTF}");
+            return;
+        };
+        let mut btf = Vec::new();
+        (&file).read_to_end(&mut btf).unwrap();
+        let mut walked = btf_trace_typedef_names(&btf).expect("known BTF kinds");
+        let mut scanned = Vec::new();
+        collect_btf_trace_names(btf_string_section(&btf).unwrap(), &mut scanned);
+        walked.sort_unstable();
+        scanned.sort_unstable();
+        assert!(walked.len() > 100);
+        assert_eq!(walked, scanned);
     }
 }
