@@ -5,11 +5,11 @@
 //! `probes_ebpf` (IR → BPF) → `attach` (load + attach) → `runtime` (event
 //! loop, maps) → `output`.
 
-mod attach;
 mod cli;
 mod compile;
 mod kernel;
 mod output;
+mod probes;
 mod runtime;
 mod script;
 mod symbols;

@@ -15,9 +15,9 @@ use std::io::Write;
 
 use anyhow::{anyhow, bail, Result};
 
-use crate::attach::{kprobe, perf_event, rawtracepoint, tracepoint};
-use crate::compile::spec::{self, ProbeKind as Kind};
 use crate::kernel::tracefs;
+use crate::probes::spec::{self, ProbeKind as Kind};
+use crate::probes::{kernel_function, perf_event, rawtracepoint, tracepoint};
 use crate::symbols::{self, elf::ElfFile};
 use crate::util::similar::suggest;
 use crate::util::wildcard::{has_wildcard, wildcard_match};
@@ -144,7 +144,7 @@ fn list_kind(
             let name = or_star(rest.rsplit(':').next().unwrap_or(""));
             let btf = crate::kernel::btf::kernel();
             let names = match (kind, btf) {
-                (Kind::TpBtf, Some(b)) => crate::attach::tp_btf::matching(b, name),
+                (Kind::TpBtf, Some(b)) => crate::probes::tp_btf::matching(b, name),
                 (Kind::TpBtf, None) => vec![],
                 _ => rawtracepoint::expand_raw_tracepoints(name)?,
             };
@@ -247,7 +247,7 @@ fn list_kernel_functions(
                 _ => "this kernel refuses fentry/fexit programs, so there are no fentry probes to list",
             };
             let ret = matches!(kind, Kind::Kretprobe | Kind::Fexit);
-            let instead = if has_wildcard(func) { None } else { kprobe::alternative(func, ret) };
+            let instead = if has_wildcard(func) { None } else { kernel_function::alternative(func, ret) };
             let hint = match instead {
                 Some(tp) => format!("; {tp} covers {func}"),
                 None => "; see rtrace -l 'tracepoint:*'".to_string(),
@@ -257,7 +257,7 @@ fn list_kernel_functions(
         return;
     }
     let btf = if verbose { crate::kernel::btf::kernel() } else { None };
-    for f in kprobe::function_names().iter().filter(|f| matches(func, f)) {
+    for f in kernel_function::function_names().iter().filter(|f| matches(func, f)) {
         // -lv: the BTF signature (`struct file * file`, ..., `ssize_t retval`).
         let details = match btf.and_then(|b| b.function_params(f).map(|p| (b, p))) {
             Some((b, (params, ret))) => {

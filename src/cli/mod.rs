@@ -164,9 +164,9 @@ fn run(cli: Cli) -> Result<i32> {
         _ => None,
     };
     if let Some(t) = &traced {
-        crate::attach::set_target_pid(t.pid);
+        crate::probes::set_target_pid(t.pid);
         if cli.command.is_some() {
-            crate::attach::set_follow_children();
+            crate::probes::set_follow_children();
         }
     }
     let stack_depth = env_number("RTRACE_STACK_DEPTH", 127, 1, 127)?;

@@ -38,7 +38,7 @@ pub struct Target<'a> {
     /// The probed function's name (uprobes, kprobes), the value of `e.func`.
     pub func: Option<&'a str>,
     /// USDT probes: the probe site's argument specs, for `e.argN`.
-    pub usdt_args: Option<&'a [crate::attach::usdt::UsdtArg]>,
+    pub usdt_args: Option<&'a [crate::probes::usdt::UsdtArg]>,
     /// Probes on user code (uprobe/uretprobe/usdt): pointers are user memory.
     pub user_space: bool,
     /// Map id of the control ring buffer.
@@ -1390,7 +1390,7 @@ impl<'a> Lowerer<'a> {
                 let args = self.target.usdt_args.unwrap_or(&[]);
                 let i: usize = n[3..].parse().unwrap_or(0);
                 match args.get(i) {
-                    Some(a) => match crate::attach::usdt::arg_expr(a) {
+                    Some(a) => match crate::probes::usdt::arg_expr(a) {
                         Ok(x) => x,
                         Err(m) => return err(pos, m),
                     },

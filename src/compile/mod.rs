@@ -5,7 +5,6 @@
 pub mod fields;
 pub mod lower;
 pub mod maps;
-pub mod spec;
 
 use std::collections::BTreeMap;
 
@@ -13,11 +12,11 @@ use anyhow::{anyhow, Result};
 use probes_ebpf::ir::{self, MapId, MapLayout, ValueKind};
 use probes_ebpf::Generated;
 
-use crate::attach::{self, AttachPoint, ProbeType, Target as AttachTarget};
 use crate::kernel::tracefs;
+use crate::probes::spec::{self, ProbeKind};
+use crate::probes::{self, AttachPoint, ProbeType, Target as AttachTarget};
 use crate::script::{position_text, ProbeDef, Session};
 use maps::MapShape;
-use spec::ProbeKind;
 
 /// Settings that shape generated code.
 #[derive(Clone, Debug)]
@@ -140,22 +139,22 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
         plan.probes.push(def.spec.clone());
         let per_point = lower::needs_per_point_program(&body);
         for spec in &specs {
-            let ptype = attach::probe_type(spec.kind).map_err(|e| here(def, e.to_string()))?;
+            let ptype = probes::probe_type(spec.kind);
             let points = ptype.expand(spec).map_err(|e| here(def, e.to_string()))?;
             total_points += points.len();
-            if total_points > attach::max_probes() {
+            if total_points > probes::max_probes() {
                 return Err(here(
                     def,
                     format!(
                         "this script attaches {total_points}+ probes, over the limit of {} (raise it with RTRACE_MAX_PROBES)",
-                        attach::max_probes()
+                        probes::max_probes()
                     ),
                 ));
             }
             // One USDT name can have sites with different argument specs.
             let per_point = per_point
                 || ptype.program_per_point()
-                || points.iter().any(|p| attach::usdt::args_of(p) != attach::usdt::args_of(&points[0]));
+                || points.iter().any(|p| probes::usdt::args_of(p) != probes::usdt::args_of(&points[0]));
             let groups: Vec<Vec<AttachPoint>> =
                 if per_point { points.into_iter().map(|p| vec![p]).collect() } else { vec![points] };
             for group in groups {
@@ -174,7 +173,7 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
                 };
                 let target = lower::Target {
                     func,
-                    usdt_args: attach::usdt::args_of(&group[0]),
+                    usdt_args: probes::usdt::args_of(&group[0]),
                     user_space: matches!(group[0].target, AttachTarget::Uprobe { .. } | AttachTarget::Usdt { .. }),
                     probe_name: &probe_name,
                     context: ptype.context_at(&group[0]),
@@ -240,7 +239,7 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
         plan.stack_maps.push((stack_base + i as MapId, *depth, *user));
     }
 
-    if attach::follow_children() && !pending.is_empty() {
+    if probes::follow_children() && !pending.is_empty() {
         plan.follow_map = Some(layouts.len() as MapId);
         layouts.push(MapLayout { key: vec![ir::Ty::Int], value: ValueKind::Value(ir::Ty::Int) });
     }
@@ -252,7 +251,7 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
         let mut body = lowered.body;
         // -p: every probe only sees the traced process; -c: the command and
         // the processes it starts.
-        let not_target = match (plan.follow_map, attach::target_pid()) {
+        let not_target = match (plan.follow_map, probes::target_pid()) {
             (Some(map), _) => {
                 Some(ir::Expr::Unary(ir::UnOp::Not, Box::new(ir::Expr::MapContains { map, key: vec![pid.clone()] })))
             }
@@ -324,7 +323,7 @@ fn follow_programs(map: MapId, stop_map: MapId, maps: Vec<MapLayout>) -> Result<
     let drop = stmt(ir::StmtKind::MapDelete { map, key: vec![pid()] });
     let on_exit = vec![stmt(ir::StmtKind::If { cond: last, then: vec![drop], otherwise: vec![] })];
 
-    let ptype: &'static dyn ProbeType = &attach::tracepoint::Tracepoint;
+    let ptype: &'static dyn ProbeType = &probes::tracepoint::Tracepoint;
     let mut out = Vec::new();
     for (name, target, mut body) in
         [("rtrace_follow", "task:task_newtask", on_new), ("rtrace_unfollow", "sched:sched_process_exit", on_exit)]

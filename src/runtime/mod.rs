@@ -88,7 +88,7 @@ pub fn load_all(session: &Session, plan: &Plan, ring_size: u32) -> Result<Loaded
     }
     let follow = match plan.follow_map {
         Some(id) => {
-            let m = kmaps::create_follow_map(crate::attach::target_pid().unwrap_or(0))?;
+            let m = kmaps::create_follow_map(crate::probes::target_pid().unwrap_or(0))?;
             fds[id as usize] = m.as_fd().as_raw_fd();
             Some(m)
         }

@@ -9,10 +9,10 @@ use anyhow::{anyhow, bail, Result};
 use probes_ebpf::ir::ContextKind;
 
 use super::{AttachPoint, ProbeType, Target};
-use crate::compile::spec::ProbeSpec;
 use crate::kernel::btf::{self, Param};
 use crate::kernel::link::{Attachment, LoadAttrs};
 use crate::kernel::sys::{self, BPF_PROG_TYPE_TRACING, BPF_TRACE_RAW_TP};
+use crate::probes::spec::ProbeSpec;
 use crate::util::similar::{no_match, suggest};
 use crate::util::wildcard::{has_wildcard, wildcard_match};
 

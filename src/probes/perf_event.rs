@@ -14,9 +14,9 @@ use anyhow::{anyhow, bail, Result};
 use probes_ebpf::ir::ContextKind;
 
 use super::{AttachPoint, ProbeType, Target};
-use crate::compile::spec::{ProbeKind, ProbeSpec};
 use crate::kernel::link::Attachment;
 use crate::kernel::sys::{self as perf, BPF_PROG_TYPE_PERF_EVENT};
+use crate::probes::spec::{ProbeKind, ProbeSpec};
 use crate::util::similar::suggest;
 use crate::util::wildcard::{has_wildcard, wildcard_match};
 

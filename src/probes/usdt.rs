@@ -11,10 +11,10 @@ use anyhow::{anyhow, bail, Result};
 use probes_ebpf::ir::{BinOp, ContextKind, Expr};
 
 use super::{uprobe, AttachPoint, ProbeType, Target};
-use crate::compile::spec::ProbeSpec;
 use crate::kernel::arch;
 use crate::kernel::link::Attachment;
 use crate::kernel::sys;
+use crate::probes::spec::ProbeSpec;
 use crate::symbols::{self, elf::ElfFile};
 use crate::util::similar::suggest;
 use crate::util::wildcard::{has_wildcard, wildcard_match};

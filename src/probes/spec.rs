@@ -1,7 +1,10 @@
 //! Probe specs in bpftrace's syntax: `tracepoint:syscalls:sys_enter_openat`,
-//! short aliases (`t:`, `rt:`, ...), comma lists.
+//! short aliases (`t:`, `rt:`, ...), comma lists. The names and aliases
+//! come from [`super::TYPES`].
 
 use anyhow::{bail, Result};
+
+use super::TYPES;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ProbeKind {
@@ -23,40 +26,20 @@ pub enum ProbeKind {
     Hardware,
 }
 
-/// Probe type names and aliases, as bpftrace spells them.
-const KINDS: &[(&str, &[&str], ProbeKind)] = &[
-    ("tracepoint", &["t"], ProbeKind::Tracepoint),
-    ("rawtracepoint", &["rt"], ProbeKind::RawTracepoint),
-    ("tp_btf", &["btf"], ProbeKind::TpBtf),
-    ("kprobe", &["k"], ProbeKind::Kprobe),
-    ("kretprobe", &["kr"], ProbeKind::Kretprobe),
-    ("fentry", &["f", "kfunc"], ProbeKind::Fentry),
-    ("fexit", &["fr", "kretfunc"], ProbeKind::Fexit),
-    ("uprobe", &["u"], ProbeKind::Uprobe),
-    ("uretprobe", &["ur"], ProbeKind::Uretprobe),
-    ("usdt", &["U"], ProbeKind::Usdt),
-    ("profile", &["p"], ProbeKind::Profile),
-    ("interval", &["i"], ProbeKind::Interval),
-    ("software", &["s"], ProbeKind::Software),
-    ("hardware", &["h"], ProbeKind::Hardware),
-];
-
 /// The probe kind a type name or alias stands for (not BEGIN/END).
 pub fn kind_named(ty: &str) -> Option<ProbeKind> {
-    KINDS.iter().find(|(long, short, _)| *long == ty || short.contains(&ty)).map(|k| k.2)
+    TYPES.iter().filter(|t| t.listed).find(|t| t.name == ty || t.aliases.contains(&ty)).map(|t| t.kind)
 }
 
 /// Every probe type's full name (not BEGIN/END), in bpftrace's order.
 pub fn type_names() -> impl Iterator<Item = &'static str> {
-    KINDS.iter().map(|k| k.0)
+    TYPES.iter().filter(|t| t.listed).map(|t| t.name)
 }
 
 impl ProbeKind {
     pub fn name(self) -> &'static str {
         match self {
-            ProbeKind::Begin => "BEGIN",
-            ProbeKind::End => "END",
-            _ => KINDS.iter().find(|k| k.2 == self).map(|k| k.0).unwrap_or("?"),
+            _ => TYPES.iter().find(|t| t.kind == self).map(|t| t.name).unwrap_or("?"),
         }
     }
     /// Runs wholly in userspace.

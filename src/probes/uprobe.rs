@@ -10,9 +10,9 @@ use anyhow::{anyhow, bail, Result};
 use probes_ebpf::ir::ContextKind;
 
 use super::{AttachPoint, ProbeType, Target};
-use crate::compile::spec::ProbeSpec;
 use crate::kernel::link::Attachment;
 use crate::kernel::sys::{self, BPF_PROG_TYPE_KPROBE};
+use crate::probes::spec::ProbeSpec;
 use crate::symbols::{self, elf::ElfFile};
 use crate::util::similar::suggest;
 use crate::util::wildcard::{has_wildcard, wildcard_match};

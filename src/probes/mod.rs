@@ -2,9 +2,11 @@
 //! one small module implementing [`ProbeType`]: how its spec expands to
 //! attach points, what its programs' context is, and how to attach.
 
-pub mod kprobe;
+pub mod kernel_function;
 pub mod perf_event;
 pub mod rawtracepoint;
+pub mod spec;
+pub mod special;
 pub mod tp_btf;
 pub mod tracepoint;
 pub mod uprobe;
@@ -12,11 +14,11 @@ pub mod usdt;
 
 use std::os::fd::BorrowedFd;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use probes_ebpf::ir::ContextKind;
 
-use crate::compile::spec::{ProbeKind, ProbeSpec};
 use crate::kernel::link::{Attachment, LoadAttrs};
+use spec::{ProbeKind, ProbeSpec};
 
 /// One place a program attaches to.
 #[derive(Clone, Debug)]
@@ -106,25 +108,50 @@ pub trait ProbeType: Sync {
     }
 }
 
+/// One probe type: its name and aliases as bpftrace spells them, and the
+/// module that answers for it.
+pub struct TypeEntry {
+    pub name: &'static str,
+    pub aliases: &'static [&'static str],
+    pub kind: ProbeKind,
+    /// Spelled `TYPE:target` and listed by `-l` (not BEGIN/END).
+    pub listed: bool,
+    pub imp: &'static dyn ProbeType,
+}
+
+const fn entry(
+    name: &'static str,
+    aliases: &'static [&'static str],
+    kind: ProbeKind,
+    imp: &'static dyn ProbeType,
+) -> TypeEntry {
+    TypeEntry { name, aliases, kind, listed: true, imp }
+}
+
+/// The probe types, in bpftrace's order: the one list that specs, `-l` and
+/// compile use.
+pub static TYPES: &[TypeEntry] = &[
+    TypeEntry { name: "BEGIN", aliases: &[], kind: ProbeKind::Begin, listed: false, imp: &special::Special },
+    TypeEntry { name: "END", aliases: &[], kind: ProbeKind::End, listed: false, imp: &special::Special },
+    entry("tracepoint", &["t"], ProbeKind::Tracepoint, &tracepoint::Tracepoint),
+    entry("rawtracepoint", &["rt"], ProbeKind::RawTracepoint, &rawtracepoint::RawTracepoint),
+    entry("tp_btf", &["btf"], ProbeKind::TpBtf, &tp_btf::TpBtf),
+    entry("kprobe", &["k"], ProbeKind::Kprobe, &kernel_function::KPROBE),
+    entry("kretprobe", &["kr"], ProbeKind::Kretprobe, &kernel_function::KRETPROBE),
+    entry("fentry", &["f", "kfunc"], ProbeKind::Fentry, &kernel_function::FENTRY),
+    entry("fexit", &["fr", "kretfunc"], ProbeKind::Fexit, &kernel_function::FEXIT),
+    entry("uprobe", &["u"], ProbeKind::Uprobe, &uprobe::UPROBE),
+    entry("uretprobe", &["ur"], ProbeKind::Uretprobe, &uprobe::URETPROBE),
+    entry("usdt", &["U"], ProbeKind::Usdt, &usdt::Usdt),
+    entry("profile", &["p"], ProbeKind::Profile, &perf_event::PROFILE),
+    entry("interval", &["i"], ProbeKind::Interval, &perf_event::INTERVAL),
+    entry("software", &["s"], ProbeKind::Software, &perf_event::SOFTWARE),
+    entry("hardware", &["h"], ProbeKind::Hardware, &perf_event::HARDWARE),
+];
+
 /// The implementation for a probe kind.
-pub fn probe_type(kind: ProbeKind) -> Result<&'static dyn ProbeType> {
-    Ok(match kind {
-        ProbeKind::Tracepoint => &tracepoint::Tracepoint,
-        ProbeKind::RawTracepoint => &rawtracepoint::RawTracepoint,
-        ProbeKind::TpBtf => &tp_btf::TpBtf,
-        ProbeKind::Profile => &perf_event::PROFILE,
-        ProbeKind::Interval => &perf_event::INTERVAL,
-        ProbeKind::Software => &perf_event::SOFTWARE,
-        ProbeKind::Hardware => &perf_event::HARDWARE,
-        ProbeKind::Uprobe => &uprobe::UPROBE,
-        ProbeKind::Uretprobe => &uprobe::URETPROBE,
-        ProbeKind::Usdt => &usdt::Usdt,
-        ProbeKind::Kprobe => &kprobe::KPROBE,
-        ProbeKind::Kretprobe => &kprobe::KRETPROBE,
-        ProbeKind::Fentry => &kprobe::FENTRY,
-        ProbeKind::Fexit => &kprobe::FEXIT,
-        other => bail!("{} probes are not supported yet", other.name()),
-    })
+pub fn probe_type(kind: ProbeKind) -> &'static dyn ProbeType {
+    TYPES.iter().find(|t| t.kind == kind).map(|t| t.imp).unwrap_or(&special::Special)
 }
 
 /// The most probes one script may attach after wildcard expansion

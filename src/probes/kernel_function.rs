@@ -11,13 +11,13 @@ use anyhow::{anyhow, bail, Result};
 use probes_ebpf::ir::ContextKind;
 
 use super::{AttachPoint, ProbeType, Target};
-use crate::compile::spec::ProbeSpec;
 use crate::kernel::kallsyms::kernel_functions;
 use crate::kernel::link::{Attachment, LoadAttrs};
 use crate::kernel::sys::{
     self, fentry_available, probe_trampoline, BPF_PROG_TYPE_KPROBE, BPF_PROG_TYPE_TRACING, BPF_TRACE_FENTRY,
     BPF_TRACE_FEXIT, KPROBE_PMU,
 };
+use crate::probes::spec::ProbeSpec;
 use crate::util::similar::{no_match, suggest};
 use crate::util::wildcard::{has_wildcard, wildcard_match};
 

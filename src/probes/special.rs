@@ -1,0 +1,30 @@
+//! `BEGIN` and `END`: probes that run wholly in userspace, before tracing
+//! starts and after it stops. They have no attach points and no program, so
+//! compile hands them to the runtime as they are; this type only makes the
+//! probe type table total.
+
+use std::os::fd::BorrowedFd;
+
+use anyhow::{bail, Result};
+use probes_ebpf::ir::ContextKind;
+
+use super::spec::ProbeSpec;
+use super::{AttachPoint, ProbeType};
+use crate::kernel::link::Attachment;
+
+pub struct Special;
+
+impl ProbeType for Special {
+    fn prog_type(&self) -> u32 {
+        0
+    }
+    fn context(&self) -> ContextKind {
+        ContextKind::PerfEvent
+    }
+    fn expand(&self, spec: &ProbeSpec) -> Result<Vec<AttachPoint>> {
+        bail!("{} runs in userspace and has no attach points", spec.kind.name())
+    }
+    fn attach(&self, point: &AttachPoint, _prog: BorrowedFd<'_>) -> Result<Attachment> {
+        bail!("{} runs in userspace and attaches nothing", point.name)
+    }
+}
