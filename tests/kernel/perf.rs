@@ -100,18 +100,18 @@ probe("profile:hz:99", |e| { samples[e.comm] = count(); });
 "#;
     let mut t = Tracer::start(&["-e", src]);
     assert_eq!(t.wait_attached(), 1);
-    let cpu = burn(&comm, None, Duration::from_secs(1), Duration::from_secs(6)).join().unwrap();
+    // The thread spins until it has had 1 s of CPU however loaded the
+    // machine is; the rate is checked against the CPU time it really got.
+    let cpu = burn(&comm, None, Duration::from_secs(1), Duration::from_secs(120)).join().unwrap();
     let out = t.interrupt_and_finish();
     assert_eq!(out.code, Some(0), "{out}");
     let n = entries(&out, "samples").into_iter().find(|(k, _)| *k == comm).map(|(_, v)| v).unwrap_or(0);
     // One sample per tick (99/s) while the thread runs.
     let cpu_s = cpu.as_secs_f64();
-    assert!(cpu_s > 0.5, "the busy thread got only {cpu:?} of CPU in 6 s; the machine is too loaded");
     assert!(
         (n as f64) >= 0.6 * 99.0 * cpu_s - 3.0 && (n as f64) <= 1.4 * 99.0 * cpu_s + 5.0,
         "profile:hz:99 took {n} samples of a thread that ran for {cpu:?}\n{out}"
     );
-    assert!((30..=200).contains(&n), "profile:hz:99: {n} samples in ~1 s of CPU\n{out}");
 }
 
 #[test]
@@ -163,7 +163,7 @@ probe("profile:hz:99", |e| {
     let mut t = Tracer::start(&["-e", &src]);
     assert_eq!(t.wait_attached(), 1, "one probe, however many CPUs");
     let threads: Vec<_> =
-        cpus.iter().map(|&c| burn(&comm, Some(c), Duration::from_millis(500), Duration::from_secs(5))).collect();
+        cpus.iter().map(|&c| burn(&comm, Some(c), Duration::from_millis(500), Duration::from_secs(120))).collect();
     let got: Vec<Duration> = threads.into_iter().map(|th| th.join().unwrap()).collect();
     let out = t.interrupt_and_finish();
     assert_eq!(out.code, Some(0), "{out}");
@@ -171,6 +171,8 @@ probe("profile:hz:99", |e| {
     let mut seen_cpus: Vec<i64> = seen.iter().map(|(k, _)| k.parse().unwrap()).collect();
     seen_cpus.sort();
     assert_eq!(seen_cpus, cpus, "samples from every online CPU\n{out}");
+    // Each pinned thread had at least 500 ms of CPU (it spins until it has),
+    // so each CPU took samples at about 99/s of that time.
     for (cpu, n) in &seen {
         assert!(*n >= 20, "CPU {cpu} took only {n} samples of a thread pinned there (CPU times {got:?})\n{out}");
     }
@@ -182,17 +184,28 @@ fn interval_ticks_on_one_cpu() {
     let src = r#"
 let ticks = map();
 let cpus = map();
+let last = map();
+let gap = map();
+let n = map();
 probe("i:ms:100", |e| {
     ticks = count();
+    n[0] += 1;
     cpus[e.cpu] = count();
+    if last[0] > 0 { gap = min(e.nsecs - last[0]); }
+    last[0] = e.nsecs;
+    if n[0] >= 6 { exit(); }
 });
 "#;
-    let mut t = Tracer::start(&["-d", "1050ms", "-e", src]);
+    // Ends itself after six ticks; a loaded machine only makes it slower.
+    let mut t = Tracer::start(&["-d", "60s", "-e", src]);
     assert_eq!(t.wait_attached(), 1);
     let out = t.finish();
     assert_eq!(out.code, Some(0), "{out}");
     let ticks = scalar(&out, "ticks");
-    assert!((9..=11).contains(&ticks), "interval:ms:100 ticked {ticks} times in 1.05 s\n{out}");
+    assert!(ticks >= 6, "interval:ms:100 ended by exit() after its sixth tick\n{out}");
+    // A timer never fires early: ticks are at least (about) 100 ms apart.
+    let gap = scalar(&out, "gap");
+    assert!(gap >= 90_000_000, "two interval:ms:100 ticks only {gap} ns apart\n{out}");
     let cpus = entries(&out, "cpus");
     assert_eq!(cpus.len(), 1, "interval fires on one CPU only\n{out}");
     assert_eq!(cpus[0].1, ticks, "{out}");
@@ -220,10 +233,10 @@ probe("interval:ms:100", |e| {
     assert_eq!(out.code, Some(0), "{out}");
     assert_eq!(out.map_lines("n"), vec!["@n[0]: 5"], "{out}");
     assert_eq!(out.map_lines("names"), vec!["@names[interval:ms:100]: 5"], "{out}");
-    assert!(
-        took >= Duration::from_millis(400) && took < Duration::from_millis(2500),
-        "five ticks of 100 ms took {took:?}\n{out}"
-    );
+    // Five ticks of 100 ms can't come sooner than 400 ms after attaching;
+    // how much later depends on the machine's load, so that is not checked
+    // (finish_within bounds it).
+    assert!(took >= Duration::from_millis(400), "five ticks of 100 ms took {took:?}\n{out}");
 }
 
 #[test]
