@@ -13,8 +13,8 @@ use rhai::{ASTNode, Dynamic, Expr as RExpr, Position, Stmt as RStmt, AST};
 
 use super::fields;
 use super::maps::{MapUse, Sem, UseKind};
-use crate::kernel::arch;
-use crate::kernel::tracepoint_format::{FieldKind, TracepointFormat};
+use crate::kernel::tracepoint_format::FieldKind;
+use crate::probes::event::{btf_slot, EventContext};
 use crate::script::MapHandle;
 use crate::symbols::stacks::StackMode;
 
@@ -29,18 +29,13 @@ pub struct Target<'a> {
     /// Full probe name (`tracepoint:syscalls:sys_enter_read`), the value of `e.probe`.
     pub probe_name: &'a str,
     pub context: ContextKind,
-    /// Tracepoint fields, for `e.args.*`.
-    pub format: Option<&'a TracepointFormat>,
+    /// What the probe type says the event holds: `e.argN`, `e.retval`,
+    /// `e.func`, `e.args.*`, and whether pointers are user memory.
+    pub event: &'a dyn EventContext,
     /// `ktime` at start, for `e.elapsed`.
     pub start_ns: i64,
     /// Default maximum length of `str()`.
     pub str_max: u32,
-    /// The probed function's name (uprobes, kprobes), the value of `e.func`.
-    pub func: Option<&'a str>,
-    /// USDT probes: the probe site's argument specs, for `e.argN`.
-    pub usdt_args: Option<&'a [crate::probes::usdt::UsdtArg]>,
-    /// Probes on user code (uprobe/uretprobe/usdt): pointers are user memory.
-    pub user_space: bool,
     /// Map id of the control ring buffer.
     pub control_ring: MapId,
     /// Index of this probe, reported in control messages.
@@ -60,12 +55,6 @@ pub struct Target<'a> {
     pub stack_lost: MapId,
     /// Frames kept per stack unless the script gives a limit.
     pub stack_depth: u32,
-    /// BTF-typed arguments (tp_btf, raw tracepoints, fentry/fexit), for
-    /// `e.args.NAME`: argument i is the i-th u64 of the context.
-    pub btf_args: Option<&'a [crate::kernel::btf::Param]>,
-    /// fexit: the BTF type of the return value, which follows the
-    /// arguments in the context.
-    pub btf_retval: Option<u32>,
 }
 
 impl Target<'_> {
@@ -577,7 +566,7 @@ impl<'a> Lowerer<'a> {
         if args != "args" {
             return Ok(None);
         }
-        let Some(f) = self.target.format.and_then(|fmt| fmt.field(field)) else { return Ok(None) };
+        let Some(f) = self.target.event.format().and_then(|fmt| fmt.field(field)) else { return Ok(None) };
         if !(f.c_type.contains("char") && f.c_type.matches('*').count() == 2) {
             return Ok(None);
         }
@@ -618,9 +607,9 @@ impl<'a> Lowerer<'a> {
         }
         match path {
             [field] => self.event_field(field, pos),
-            [args, field] if args == "args" && self.target.btf_args.is_none() => {
+            [args, field] if args == "args" && self.target.event.btf_args().is_none() => {
                 let v = self.tracepoint_arg(field, pos)?;
-                let pointer = self.target.format.and_then(|f| f.field(field)).map(|f| f.kind.clone());
+                let pointer = self.target.event.format().and_then(|f| f.field(field)).map(|f| f.kind.clone());
                 Ok(match pointer {
                     Some(FieldKind::Pointer { user, to_char: true }) => {
                         Expr::ReadStr { ptr: Box::new(v), max: self.target.str_max, user }
@@ -632,7 +621,11 @@ impl<'a> Lowerer<'a> {
                 let chain: Vec<(String, Position)> = path.iter().map(|n| (n.clone(), pos)).collect();
                 let a = self.member_chain(&chain)?;
                 Ok(if a.char_pointer {
-                    Expr::ReadStr { ptr: Box::new(a.expr), max: self.target.str_max, user: self.target.user_space }
+                    Expr::ReadStr {
+                        ptr: Box::new(a.expr),
+                        max: self.target.str_max,
+                        user: self.target.event.user_memory(),
+                    }
                 } else {
                     a.expr
                 })
@@ -1225,10 +1218,10 @@ impl<'a> Lowerer<'a> {
 
     /// `e.args.X` where X is a `__user` pointer field.
     fn is_user_pointer(&self, e: &RExpr) -> bool {
-        if self.target.user_space {
+        if self.target.event.user_memory() {
             return true;
         }
-        let (Some(format), RExpr::Dot(x, _, _)) = (self.target.format, e) else { return false };
+        let (Some(format), RExpr::Dot(x, _, _)) = (self.target.event.format(), e) else { return false };
         if let RExpr::Dot(inner, _, _) = &x.rhs {
             if let (RExpr::Property(a, _), RExpr::Property(f, _)) = (&inner.lhs, &inner.rhs) {
                 if a.2.as_str() == "args" {
@@ -1386,51 +1379,18 @@ impl<'a> Lowerer<'a> {
                 str_literal(self.target.probe_name)
             }
             "args" => return err(pos, "`e.args` needs a field name, e.g. `e.args.filename`"),
-            n if self.target.usdt_args.is_some() && n.starts_with("arg") && n[3..].parse::<usize>().is_ok() => {
-                let args = self.target.usdt_args.unwrap_or(&[]);
-                let i: usize = n[3..].parse().unwrap_or(0);
-                match args.get(i) {
-                    Some(a) => match crate::probes::usdt::arg_expr(a) {
-                        Ok(x) => x,
-                        Err(m) => return err(pos, m),
-                    },
-                    None => return err(pos, format!("`{n}`: {} has {} argument(s)", self.target.probe_name, args.len())),
-                }
-            }
             n if n.starts_with("arg") && n[3..].parse::<u32>().is_ok() => {
                 let i: u32 = n[3..].parse().unwrap_or(0);
-                match self.target.context {
-                    ContextKind::RawTracepoint if self.target.btf_args.is_some_and(|a| i as usize >= a.len()) => {
-                        let n = self.target.btf_args.map_or(0, |a| a.len());
-                        return err(pos, format!("`e.arg{i}`: {} has {n} argument(s)", self.target.probe_name));
+                match self.target.event.arg(i, self.target.probe_name) {
+                    Some(Ok(x)) => x,
+                    Some(Err(m)) => return err(pos, m),
+                    None => {
+                        return err(pos, format!("`{n}` isn't available for this probe type (tracepoints use e.args.NAME)"))
                     }
-                    ContextKind::RawTracepoint if i < 10 => Expr::CtxInt { offset: i * 8, size: 8, signed: false },
-                    ContextKind::PtRegs if arch::argument_offset(i).is_some() => {
-                        Expr::CtxInt { offset: arch::argument_offset(i).unwrap_or(0), size: 8, signed: false }
-                    }
-                    ContextKind::PtRegs if i < 10 => {
-                        // At function entry the 7th and later arguments are on
-                        // the stack, above the return address: sp + 8, sp + 16, ...
-                        let sp = Expr::CtxInt { offset: arch::SP, size: 8, signed: false };
-                        let addr = Expr::Binary(BinOp::Add, Box::new(sp), Box::new(Expr::Int(arch::argument_stack_offset(i))));
-                        Expr::ReadMem { addr: Box::new(addr), size: 8, signed: false, user: self.target.user_space }
-                    }
-                    _ => return err(pos, format!("`{n}` isn't available for this probe type (tracepoints use e.args.NAME)")),
                 }
             }
-            "retval" if self.target.btf_retval.is_some() => {
-                let n = self.target.btf_args.map_or(0, |a| a.len());
-                match (crate::kernel::btf::kernel(), self.target.btf_retval) {
-                    (Some(btf), Some(ty)) => btf_slot(btf, n as u32, ty),
-                    _ => Expr::CtxInt { offset: n as u32 * 8, size: 8, signed: true },
-                }
-            }
-            "retval" if self.target.context == ContextKind::PtRegs => {
-                Expr::CtxInt { offset: arch::RETURN_VALUE, size: 8, signed: true }
-            }
-            "func" if self.target.func.is_some() => {
-                str_literal(self.target.func.unwrap_or(""))
-            }
+            "retval" if self.target.event.retval().is_some() => self.target.event.retval().unwrap_or(Expr::Int(0)),
+            "func" if self.target.event.func().is_some() => str_literal(self.target.event.func().unwrap_or("")),
             "kstack" | "ustack" => return self.stack_expr(&[name.to_string()], pos),
             "curtask" => Expr::Builtin(Builtin::CurTask),
             "retval" | "func" => {
@@ -1461,7 +1421,7 @@ impl<'a> Lowerer<'a> {
             _ => {
                 let (field, fpos) = (&chain[1].0, chain[1].1);
                 let name = format!("{ev}.args.{field}");
-                if let Some(params) = self.target.btf_args {
+                if let Some(params) = self.target.event.btf_args() {
                     let Some(i) = params.iter().position(|p| &p.name == field) else {
                         let names: Vec<&str> = params.iter().map(|p| p.name.as_str()).collect();
                         return err(
@@ -1485,8 +1445,13 @@ impl<'a> Lowerer<'a> {
                     (fields::Base { value, ty: params[i].ty, pointee: false, name }, &chain[2..])
                 } else {
                     let value = self.tracepoint_arg(field, fpos)?;
-                    let c_type =
-                        self.target.format.and_then(|f| f.field(field)).map(|f| f.c_type.clone()).unwrap_or_default();
+                    let c_type = self
+                        .target
+                        .event
+                        .format()
+                        .and_then(|f| f.field(field))
+                        .map(|f| f.c_type.clone())
+                        .unwrap_or_default();
                     // A tracepoint field that points to a struct (`struct mm_struct *mm`).
                     let struct_name =
                         c_type.trim().strip_prefix("struct ").and_then(|t| t.strip_suffix('*')).map(str::trim);
@@ -1513,11 +1478,11 @@ impl<'a> Lowerer<'a> {
     }
 
     fn tracepoint_arg(&mut self, field: &str, pos: Position) -> Result<Expr> {
-        if self.target.btf_args.is_some() {
+        if self.target.event.btf_args().is_some() {
             let chain = [("args".to_string(), pos), (field.to_string(), pos)];
             return self.member_chain(&chain).map(|a| a.expr);
         }
-        let Some(format) = self.target.format else {
+        let Some(format) = self.target.event.format() else {
             return err(pos, "`e.args` is only available for tracepoint probes (raw tracepoints use e.arg0..)");
         };
         let Some(f) = format.field(field) else {
@@ -1548,25 +1513,6 @@ impl<'a> Lowerer<'a> {
             FieldKind::DataLocString => Expr::CtxDataLocStr { offset: f.offset, max: self.target.str_max },
             _ => return err(pos, format!("field `{field}` has type `{}`, which probes can't read yet", f.c_type)),
         })
-    }
-}
-
-/// Argument slot `i` of a BTF-typed context (`u64 args[]`) holding a value
-/// of type `ty`: the whole slot is loaded, then cut to the type's width and
-/// sign (the bits above a narrow argument are not defined).
-fn btf_slot(btf: &crate::kernel::btf::KernelBtf, i: u32, ty: u32) -> Expr {
-    let slot = Expr::CtxInt { offset: i * 8, size: 8, signed: true };
-    match btf.shape(ty) {
-        crate::kernel::btf::Shape::Int { size, signed } if size < 8 => {
-            let bits = 64 - size as i64 * 8;
-            if signed {
-                let up = Expr::Binary(BinOp::Shl, Box::new(slot), Box::new(Expr::Int(bits)));
-                Expr::Binary(BinOp::Shr, Box::new(up), Box::new(Expr::Int(bits)))
-            } else {
-                Expr::Binary(BinOp::And, Box::new(slot), Box::new(Expr::Int((1i64 << (size * 8)) - 1)))
-            }
-        }
-        _ => slot,
     }
 }
 

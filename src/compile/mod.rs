@@ -12,9 +12,10 @@ use anyhow::{anyhow, Result};
 use probes_ebpf::ir::{self, MapId, MapLayout, ValueKind};
 use probes_ebpf::Generated;
 
+use crate::kernel::link::LoadAttrs;
 use crate::kernel::tracefs;
 use crate::probes::spec::{self, ProbeKind};
-use crate::probes::{self, AttachPoint, ProbeType, Target as AttachTarget};
+use crate::probes::{self, AttachPoint, ProbeType, ProgramSpec};
 use crate::script::{position_text, ProbeDef, Session};
 use maps::MapShape;
 
@@ -48,7 +49,11 @@ pub struct SitePlan {
 /// One BPF program and where it attaches.
 pub struct CompiledProgram {
     pub name: String,
+    /// Attaches the program to its points.
     pub probe_type: &'static dyn ProbeType,
+    /// Program type and load attributes, from the probe type's `ProgramSpec`.
+    pub prog_type: u32,
+    pub load: Result<LoadAttrs, String>,
     pub code: Generated,
     pub points: Vec<AttachPoint>,
     /// Index into `Plan::probes`.
@@ -57,6 +62,16 @@ pub struct CompiledProgram {
     pub site_ids: Vec<u32>,
     /// rtrace's own program (following `-c`'s children), not a script probe.
     pub internal: bool,
+}
+
+/// A lowered program group waiting for the map layouts.
+struct Pending {
+    lowered: lower::Lowered,
+    name: String,
+    ptype: &'static dyn ProbeType,
+    program: ProgramSpec,
+    points: Vec<AttachPoint>,
+    probe: usize,
 }
 
 /// Everything to load and run.
@@ -117,7 +132,7 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
     };
     let stack_maps = std::cell::RefCell::new(Vec::new());
     let stack_base = lost_map + 2;
-    let mut pending: Vec<(lower::Lowered, String, &'static dyn ProbeType, Vec<AttachPoint>, usize)> = Vec::new();
+    let mut pending: Vec<Pending> = Vec::new();
     let mut total_points = 0usize;
     let here = |def: &ProbeDef, msg: String| anyhow!("{file}:{}: error: {msg}", position_text(def.pos));
 
@@ -151,33 +166,16 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
                     ),
                 ));
             }
-            // One USDT name can have sites with different argument specs.
-            let per_point = per_point
-                || ptype.program_per_point()
-                || points.iter().any(|p| probes::usdt::args_of(p) != probes::usdt::args_of(&points[0]));
+            let per_point = per_point || ptype.per_point(&points);
             let groups: Vec<Vec<AttachPoint>> =
                 if per_point { points.into_iter().map(|p| vec![p]).collect() } else { vec![points] };
             for group in groups {
-                let format = match (&group[0].target, per_point) {
-                    (AttachTarget::Tracepoint { category, event }, true) => {
-                        Some(tracefs::read_format(category, event).map_err(|e| here(def, e.to_string()))?)
-                    }
-                    _ => None,
-                };
-                let btf_args = if per_point { ptype.btf_args(&group[0]) } else { None };
+                let program = ptype.program(&group[0], per_point).map_err(|e| here(def, e.to_string()))?;
                 let probe_name = if per_point { group[0].name.clone() } else { spec.full_name() };
-                let func = match &group[0].target {
-                    AttachTarget::Uprobe { symbol, .. } if per_point => Some(symbol.as_str()),
-                    AttachTarget::KernelFunction { function, .. } if per_point => Some(function.as_str()),
-                    _ => None,
-                };
                 let target = lower::Target {
-                    func,
-                    usdt_args: probes::usdt::args_of(&group[0]),
-                    user_space: matches!(group[0].target, AttachTarget::Uprobe { .. } | AttachTarget::Usdt { .. }),
+                    event: program.event.as_ref(),
                     probe_name: &probe_name,
-                    context: ptype.context_at(&group[0]),
-                    format: format.as_ref(),
+                    context: program.context,
                     start_ns: opts.start_ns,
                     str_max: opts.str_max,
                     control_ring,
@@ -190,8 +188,6 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
                     stack_base,
                     stack_lost: lost_map + 1,
                     stack_depth: opts.stack_depth,
-                    btf_args: btf_args.as_deref(),
-                    btf_retval: if per_point { ptype.btf_return(&group[0]) } else { None },
                 };
                 let lowered = lower::lower(&body, def.closure.curry(), &target)
                     .map_err(|e| anyhow!("{file}:{}: error: {}", position_text(e.pos), e.message))?;
@@ -219,13 +215,13 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
                         on_event: def.on_event.clone(),
                     });
                 }
-                pending.push((lowered, probe_name, ptype, group, probe_index));
+                pending.push(Pending { lowered, name: probe_name, ptype, program, points: group, probe: probe_index });
             }
         }
     }
 
     // One layout per map, from every use in every probe.
-    let uses: Vec<maps::MapUse> = pending.iter().flat_map(|p| p.0.uses.iter().cloned()).collect();
+    let uses: Vec<maps::MapUse> = pending.iter().flat_map(|p| p.lowered.uses.iter().cloned()).collect();
     let names = |id: MapId| reg.maps.get(id as usize).map(|m| m.name()).unwrap_or_default();
     let unified: BTreeMap<MapId, MapShape> = maps::unify(&uses, &names).map_err(|e| anyhow!("{file}:{e}"))?;
     plan.shapes = (0..map_count).map(|id| unified.get(&id).cloned().unwrap_or_else(MapShape::unused)).collect();
@@ -246,7 +242,7 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
     plan.stop_map = layouts.len() as MapId;
     layouts.push(MapLayout { key: vec![], value: ValueKind::Value(ir::Ty::Int) });
     let pid = ir::Expr::Builtin(ir::Builtin::Pid);
-    for (lowered, name, ptype, points, probe) in pending {
+    for Pending { lowered, name, ptype, program: spec, points, probe } in pending {
         let site_ids = lowered.sites.iter().map(|s| s.id).collect();
         let mut body = lowered.body;
         // -p: every probe only sees the traced process; -c: the command and
@@ -266,14 +262,24 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
         body.insert(0, leave_if(stopped(plan.stop_map)));
         let program = ir::Program {
             name: name.clone(),
-            context: ptype.context_at(&points[0]),
+            context: spec.context,
             locals: lowered.locals,
             maps: layouts.clone(),
             body,
         };
         let code = probes_ebpf::generate(&program)
             .map_err(|e| anyhow!("{file}:{}:{}: error: {}", e.span.line, e.span.col, e.message))?;
-        plan.programs.push(CompiledProgram { name, probe_type: ptype, code, points, probe, site_ids, internal: false });
+        plan.programs.push(CompiledProgram {
+            name,
+            probe_type: ptype,
+            prog_type: spec.prog_type,
+            load: spec.load,
+            code,
+            points,
+            probe,
+            site_ids,
+            internal: false,
+        });
     }
     if let Some(map) = plan.follow_map {
         plan.programs
@@ -330,12 +336,15 @@ fn follow_programs(map: MapId, stop_map: MapId, maps: Vec<MapLayout>) -> Result<
     {
         body.insert(0, leave_if(stopped(stop_map)));
         let points = ptype.expand(&spec::ProbeSpec { kind: ProbeKind::Tracepoint, target: target.into() })?;
+        let spec = ptype.program(&points[0], false)?;
         let program =
-            ir::Program { name: name.into(), context: ptype.context(), locals: vec![], maps: maps.clone(), body };
+            ir::Program { name: name.into(), context: spec.context, locals: vec![], maps: maps.clone(), body };
         let code = probes_ebpf::generate(&program).map_err(|e| anyhow!("{}", e.message))?;
         out.push(CompiledProgram {
             name: name.into(),
             probe_type: ptype,
+            prog_type: spec.prog_type,
+            load: spec.load,
             code,
             points,
             probe: 0,

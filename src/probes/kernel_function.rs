@@ -10,7 +10,8 @@ use std::os::fd::BorrowedFd;
 use anyhow::{anyhow, bail, Result};
 use probes_ebpf::ir::ContextKind;
 
-use super::{AttachPoint, ProbeType, Target};
+use super::event::{PtRegsEvent, RawArgsEvent};
+use super::{AttachPoint, AttachTarget, ProbeType, ProgramSpec};
 use crate::kernel::kallsyms::kernel_functions;
 use crate::kernel::link::{Attachment, LoadAttrs};
 use crate::kernel::sys::{
@@ -77,42 +78,17 @@ impl KernelFunctionProbe {
     /// a kprobe on a function with BTF on a kernel that loads trampolines,
     /// since they are cheaper) rather than a kprobe.
     fn trampoline(&self, point: &AttachPoint) -> bool {
-        let Target::KernelFunction { function, .. } = &point.target else { return false };
+        let AttachTarget::KernelFunction { function, .. } = &point.target else { return false };
         self.trampoline_only
             || (fentry_available() && crate::kernel::btf::kernel().is_some_and(|b| b.function_id(function).is_some()))
     }
-}
 
-impl ProbeType for KernelFunctionProbe {
-    fn prog_type(&self) -> u32 {
-        BPF_PROG_TYPE_KPROBE
-    }
-    fn context(&self) -> ContextKind {
-        ContextKind::PtRegs
-    }
-    fn prog_type_at(&self, point: &AttachPoint) -> u32 {
-        if self.trampoline(point) {
-            BPF_PROG_TYPE_TRACING
-        } else {
-            BPF_PROG_TYPE_KPROBE
-        }
-    }
-    fn context_at(&self, point: &AttachPoint) -> ContextKind {
-        // Trampolines see the arguments as `u64 args[]` (return value last).
-        if self.trampoline(point) {
-            ContextKind::RawTracepoint
-        } else {
-            ContextKind::PtRegs
-        }
-    }
-    fn program_per_point(&self) -> bool {
-        self.trampoline_only || fentry_available()
-    }
+    /// The BTF attach target of a trampoline at `point`.
     fn load_attrs(&self, point: &AttachPoint) -> Result<LoadAttrs> {
         if !self.trampoline(point) {
             return Ok(LoadAttrs::default());
         }
-        let Target::KernelFunction { function, ret } = &point.target else {
+        let AttachTarget::KernelFunction { function, ret } = &point.target else {
             bail!("not a kernel function probe: {}", point.name);
         };
         if let Err(why) = availability(function, true) {
@@ -124,19 +100,29 @@ impl ProbeType for KernelFunctionProbe {
             .ok_or_else(|| anyhow!("cannot attach {}: {function} has no BTF entry", point.name))?;
         Ok(LoadAttrs { expected_attach_type: if *ret { BPF_TRACE_FEXIT } else { BPF_TRACE_FENTRY }, attach_btf_id: id })
     }
-    fn btf_args(&self, point: &AttachPoint) -> Option<Vec<crate::kernel::btf::Param>> {
-        let Target::KernelFunction { function, .. } = &point.target else { return None };
-        if !self.trampoline(point) {
-            return None;
-        }
-        crate::kernel::btf::kernel()?.function_params(function).map(|(params, _)| params)
+}
+
+impl ProbeType for KernelFunctionProbe {
+    fn per_point(&self, _points: &[AttachPoint]) -> bool {
+        self.trampoline_only || fentry_available()
     }
-    fn btf_return(&self, point: &AttachPoint) -> Option<u32> {
-        let Target::KernelFunction { function, ret: true } = &point.target else { return None };
+    fn program(&self, point: &AttachPoint, per_point: bool) -> Result<ProgramSpec> {
+        let AttachTarget::KernelFunction { function, ret } = &point.target else {
+            bail!("not a kernel function probe: {}", point.name);
+        };
+        let func = per_point.then(|| function.clone());
         if !self.trampoline(point) {
-            return None;
+            return Ok(ProgramSpec::new(BPF_PROG_TYPE_KPROBE, ContextKind::PtRegs, PtRegsEvent { func, user: false }));
         }
-        crate::kernel::btf::kernel()?.function_params(function).map(|(_, ret)| ret)
+        // Trampolines see the arguments as `u64 args[]` (return value last).
+        let (params, retval) = match crate::kernel::btf::kernel().and_then(|k| k.function_params(function)) {
+            Some((params, retval)) if per_point => (Some(params), ret.then_some(retval)),
+            _ => (None, None),
+        };
+        let event = RawArgsEvent { params, retval, func };
+        let mut spec = ProgramSpec::new(BPF_PROG_TYPE_TRACING, ContextKind::RawTracepoint, event);
+        spec.load = self.load_attrs(point).map_err(|e| e.to_string());
+        Ok(spec)
     }
     fn expand(&self, spec: &ProbeSpec) -> Result<Vec<AttachPoint>> {
         let pattern = spec.target.rsplit(':').next().unwrap_or(&spec.target);
@@ -154,12 +140,12 @@ impl ProbeType for KernelFunctionProbe {
             .into_iter()
             .map(|f| AttachPoint {
                 name: format!("{}:{f}", spec.kind.name()),
-                target: Target::KernelFunction { function: f.clone(), ret: self.ret },
+                target: AttachTarget::KernelFunction { function: f.clone(), ret: self.ret },
             })
             .collect())
     }
     fn attach(&self, point: &AttachPoint, prog: BorrowedFd<'_>) -> Result<Attachment> {
-        let Target::KernelFunction { function, ret } = &point.target else {
+        let AttachTarget::KernelFunction { function, ret } = &point.target else {
             bail!("not a kernel function probe: {}", point.name);
         };
         if self.trampoline(point) {

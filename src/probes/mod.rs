@@ -1,7 +1,10 @@
-//! Loading programs into the kernel and attaching them. Each probe type is
-//! one small module implementing [`ProbeType`]: how its spec expands to
-//! attach points, what its programs' context is, and how to attach.
+//! The probe types, each one module that answers for itself ([`ProbeType`]):
+//! how a spec expands to attach points, the program for a point (program
+//! type, context, load attributes, and the [`EventContext`] that resolves
+//! `e.argN`, `e.args.X`, `e.retval` and `e.func`), and attaching. [`TYPES`]
+//! is the one list of probe types (names and aliases) for specs and `-l`.
 
+pub mod event;
 pub mod kernel_function;
 pub mod perf_event;
 pub mod rawtracepoint;
@@ -18,6 +21,7 @@ use anyhow::Result;
 use probes_ebpf::ir::ContextKind;
 
 use crate::kernel::link::{Attachment, LoadAttrs};
+pub use event::EventContext;
 use spec::{ProbeKind, ProbeSpec};
 
 /// One place a program attaches to.
@@ -25,11 +29,11 @@ use spec::{ProbeKind, ProbeSpec};
 pub struct AttachPoint {
     /// Full probe name as bpftrace prints it (`tracepoint:syscalls:sys_enter_read`).
     pub name: String,
-    pub target: Target,
+    pub target: AttachTarget,
 }
 
 #[derive(Clone, Debug)]
-pub enum Target {
+pub enum AttachTarget {
     Tracepoint {
         category: String,
         event: String,
@@ -74,38 +78,40 @@ pub enum Target {
     },
 }
 
-/// What rtrace needs to know about one kind of probe.
-pub trait ProbeType: Sync {
+/// How the program of one attach point (or of several sharing one
+/// program) is loaded, and what it can read: decided once, by the probe type.
+pub struct ProgramSpec {
     /// Program type for `bpf_prog_load`.
-    fn prog_type(&self) -> u32;
-    fn context(&self) -> ContextKind;
+    pub prog_type: u32,
+    pub context: ContextKind,
+    /// Load attributes (BTF attach target); an error here is reported when
+    /// the program is loaded, at the probe's position.
+    pub load: Result<LoadAttrs, String>,
+    pub event: Box<dyn EventContext>,
+}
+
+impl ProgramSpec {
+    pub fn new(prog_type: u32, context: ContextKind, event: impl EventContext + 'static) -> ProgramSpec {
+        ProgramSpec { prog_type, context, load: Ok(LoadAttrs::default()), event: Box::new(event) }
+    }
+}
+
+/// What rtrace needs to know about one kind of probe. compile and runtime
+/// only call these; only the module a [`AttachTarget`] variant is named after
+/// looks inside it.
+pub trait ProbeType: Sync {
     /// Expand wildcards in the spec's target into attach points.
     fn expand(&self, spec: &ProbeSpec) -> Result<Vec<AttachPoint>>;
-    fn attach(&self, point: &AttachPoint, prog: BorrowedFd<'_>) -> Result<Attachment>;
-    /// Each attach point needs a program of its own (BTF-attached programs).
-    fn program_per_point(&self) -> bool {
+    /// Each of these points needs a program of its own (BTF-attached
+    /// programs, USDT sites with different operands).
+    fn per_point(&self, _points: &[AttachPoint]) -> bool {
         false
     }
-    /// Extra load attributes for the program of `point`.
-    fn load_attrs(&self, _point: &AttachPoint) -> Result<LoadAttrs> {
-        Ok(LoadAttrs::default())
-    }
-    /// BTF-typed arguments at `point`, for `e.args.NAME`.
-    fn btf_args(&self, _point: &AttachPoint) -> Option<Vec<crate::kernel::btf::Param>> {
-        None
-    }
-    /// BTF type of the return value at `point` (fexit), for `e.retval`.
-    fn btf_return(&self, _point: &AttachPoint) -> Option<u32> {
-        None
-    }
-    /// Program type at `point`, where it depends on the point.
-    fn prog_type_at(&self, _point: &AttachPoint) -> u32 {
-        self.prog_type()
-    }
-    /// Program context at `point`, where it depends on the point.
-    fn context_at(&self, _point: &AttachPoint) -> ContextKind {
-        self.context()
-    }
+    /// The program for `point`; with `per_point` false the program is
+    /// shared by every point of its spec, so only what they share is known
+    /// (no tracepoint format, BTF arguments or function name).
+    fn program(&self, point: &AttachPoint, per_point: bool) -> Result<ProgramSpec>;
+    fn attach(&self, point: &AttachPoint, prog: BorrowedFd<'_>) -> Result<Attachment>;
 }
 
 /// One probe type: its name and aliases as bpftrace spells them, and the

@@ -13,7 +13,8 @@ use std::os::fd::BorrowedFd;
 use anyhow::{anyhow, bail, Result};
 use probes_ebpf::ir::ContextKind;
 
-use super::{AttachPoint, ProbeType, Target};
+use super::event::NoArgs;
+use super::{AttachPoint, AttachTarget, ProbeType, ProgramSpec};
 use crate::kernel::link::Attachment;
 use crate::kernel::sys::{self as perf, BPF_PROG_TYPE_PERF_EVENT};
 use crate::probes::spec::{ProbeKind, ProbeSpec};
@@ -82,11 +83,8 @@ pub fn hardware_event_names() -> Vec<(&'static str, &'static str)> {
 }
 
 impl ProbeType for PerfEventProbe {
-    fn prog_type(&self) -> u32 {
-        BPF_PROG_TYPE_PERF_EVENT
-    }
-    fn context(&self) -> ContextKind {
-        ContextKind::PerfEvent
+    fn program(&self, _point: &AttachPoint, _per_point: bool) -> Result<ProgramSpec> {
+        Ok(ProgramSpec::new(BPF_PROG_TYPE_PERF_EVENT, ContextKind::PerfEvent, NoArgs))
     }
     fn expand(&self, spec: &ProbeSpec) -> Result<Vec<AttachPoint>> {
         match self.kind {
@@ -95,7 +93,7 @@ impl ProbeType for PerfEventProbe {
         }
     }
     fn attach(&self, point: &AttachPoint, prog: BorrowedFd<'_>) -> Result<Attachment> {
-        let Target::PerfEvent { type_, config, period, freq, cpus } = &point.target else {
+        let AttachTarget::PerfEvent { type_, config, period, freq, cpus } = &point.target else {
             bail!("not a perf event: {}", point.name);
         };
         let mut fds = Vec::with_capacity(cpus.len());
@@ -156,7 +154,7 @@ fn expand_timer(spec: &ProbeSpec) -> Result<Vec<AttachPoint>> {
     let cpus = if spec.kind == ProbeKind::Interval { online[..1].to_vec() } else { online };
     Ok(vec![AttachPoint {
         name,
-        target: Target::PerfEvent {
+        target: AttachTarget::PerfEvent {
             type_: perf::PERF_TYPE_SOFTWARE,
             config: PERF_COUNT_SW_CPU_CLOCK,
             period,
@@ -233,7 +231,7 @@ fn expand_named(spec: &ProbeSpec) -> Result<Vec<AttachPoint>> {
             } else {
                 name.clone()
             },
-            target: Target::PerfEvent {
+            target: AttachTarget::PerfEvent {
                 type_,
                 config: e.config,
                 period: count.unwrap_or(e.default_count),
@@ -328,7 +326,7 @@ mod tests {
     }
 
     fn target(p: &AttachPoint) -> (u32, u64, u64, Option<u64>, usize) {
-        let Target::PerfEvent { type_, config, period, freq, cpus } = &p.target else { panic!("{p:?}") };
+        let AttachTarget::PerfEvent { type_, config, period, freq, cpus } = &p.target else { panic!("{p:?}") };
         (*type_, *config, *period, *freq, cpus.len())
     }
 

@@ -8,7 +8,8 @@ use std::os::fd::BorrowedFd;
 use anyhow::{anyhow, bail, Result};
 use probes_ebpf::ir::ContextKind;
 
-use super::{AttachPoint, ProbeType, Target};
+use super::event::RawArgsEvent;
+use super::{AttachPoint, AttachTarget, ProbeType, ProgramSpec};
 use crate::kernel::link::Attachment;
 use crate::kernel::sys::{self, BPF_PROG_TYPE_RAW_TRACEPOINT};
 use crate::kernel::tracefs;
@@ -19,11 +20,15 @@ use crate::util::wildcard::{has_wildcard, wildcard_match};
 pub struct RawTracepoint;
 
 impl ProbeType for RawTracepoint {
-    fn prog_type(&self) -> u32 {
-        BPF_PROG_TYPE_RAW_TRACEPOINT
-    }
-    fn context(&self) -> ContextKind {
-        ContextKind::RawTracepoint
+    fn program(&self, point: &AttachPoint, per_point: bool) -> Result<ProgramSpec> {
+        let params = match &point.target {
+            AttachTarget::RawTracepoint { event } if per_point => {
+                crate::kernel::btf::kernel().and_then(|k| k.tracepoint_params(event))
+            }
+            _ => None,
+        };
+        let event = RawArgsEvent { params, retval: None, func: None };
+        Ok(ProgramSpec::new(BPF_PROG_TYPE_RAW_TRACEPOINT, ContextKind::RawTracepoint, event))
     }
     fn expand(&self, spec: &ProbeSpec) -> Result<Vec<AttachPoint>> {
         // bpftrace accepts `rawtracepoint:CATEGORY:EVENT` too; the category is ignored.
@@ -38,16 +43,12 @@ impl ProbeType for RawTracepoint {
             .into_iter()
             .map(|event| AttachPoint {
                 name: format!("rawtracepoint:{event}"),
-                target: Target::RawTracepoint { event },
+                target: AttachTarget::RawTracepoint { event },
             })
             .collect())
     }
-    fn btf_args(&self, point: &AttachPoint) -> Option<Vec<crate::kernel::btf::Param>> {
-        let Target::RawTracepoint { event } = &point.target else { return None };
-        crate::kernel::btf::kernel()?.tracepoint_params(event)
-    }
     fn attach(&self, point: &AttachPoint, prog: BorrowedFd<'_>) -> Result<Attachment> {
-        let Target::RawTracepoint { event } = &point.target else {
+        let AttachTarget::RawTracepoint { event } = &point.target else {
             bail!("not a raw tracepoint: {}", point.name);
         };
         let name = CString::new(event.as_str())?;

@@ -6,23 +6,19 @@
 use std::os::fd::BorrowedFd;
 
 use anyhow::{bail, Result};
-use probes_ebpf::ir::ContextKind;
 
 use super::spec::ProbeSpec;
-use super::{AttachPoint, ProbeType};
+use super::{AttachPoint, ProbeType, ProgramSpec};
 use crate::kernel::link::Attachment;
 
 pub struct Special;
 
 impl ProbeType for Special {
-    fn prog_type(&self) -> u32 {
-        0
-    }
-    fn context(&self) -> ContextKind {
-        ContextKind::PerfEvent
-    }
     fn expand(&self, spec: &ProbeSpec) -> Result<Vec<AttachPoint>> {
         bail!("{} runs in userspace and has no attach points", spec.kind.name())
+    }
+    fn program(&self, point: &AttachPoint, _per_point: bool) -> Result<ProgramSpec> {
+        bail!("{} runs in userspace and has no program", point.name)
     }
     fn attach(&self, point: &AttachPoint, _prog: BorrowedFd<'_>) -> Result<Attachment> {
         bail!("{} runs in userspace and attaches nothing", point.name)

@@ -8,8 +8,9 @@ use std::os::fd::BorrowedFd;
 use anyhow::{anyhow, bail, Result};
 use probes_ebpf::ir::ContextKind;
 
-use super::{AttachPoint, ProbeType, Target};
-use crate::kernel::btf::{self, Param};
+use super::event::RawArgsEvent;
+use super::{AttachPoint, AttachTarget, ProbeType, ProgramSpec};
+use crate::kernel::btf;
 use crate::kernel::link::{Attachment, LoadAttrs};
 use crate::kernel::sys::{self, BPF_PROG_TYPE_TRACING, BPF_TRACE_RAW_TP};
 use crate::probes::spec::ProbeSpec;
@@ -19,11 +20,18 @@ use crate::util::wildcard::{has_wildcard, wildcard_match};
 pub struct TpBtf;
 
 impl ProbeType for TpBtf {
-    fn prog_type(&self) -> u32 {
-        BPF_PROG_TYPE_TRACING
+    fn per_point(&self, _points: &[AttachPoint]) -> bool {
+        true
     }
-    fn context(&self) -> ContextKind {
-        ContextKind::RawTracepoint
+    fn program(&self, point: &AttachPoint, _per_point: bool) -> Result<ProgramSpec> {
+        let params = match &point.target {
+            AttachTarget::BtfTracepoint { event } => btf::kernel().and_then(|k| k.tracepoint_params(event)),
+            _ => None,
+        };
+        let event = RawArgsEvent { params, retval: None, func: None };
+        let mut spec = ProgramSpec::new(BPF_PROG_TYPE_TRACING, ContextKind::RawTracepoint, event);
+        spec.load = load_attrs(point).map_err(|e| e.to_string());
+        Ok(spec)
     }
     fn expand(&self, spec: &ProbeSpec) -> Result<Vec<AttachPoint>> {
         let Some(kernel) = btf::kernel() else {
@@ -40,28 +48,23 @@ impl ProbeType for TpBtf {
         }
         Ok(found
             .into_iter()
-            .map(|event| AttachPoint { name: format!("tp_btf:{event}"), target: Target::BtfTracepoint { event } })
+            .map(|event| AttachPoint { name: format!("tp_btf:{event}"), target: AttachTarget::BtfTracepoint { event } })
             .collect())
-    }
-    fn program_per_point(&self) -> bool {
-        true
-    }
-    fn load_attrs(&self, point: &AttachPoint) -> Result<LoadAttrs> {
-        let Target::BtfTracepoint { event } = &point.target else {
-            bail!("not a BTF tracepoint: {}", point.name);
-        };
-        let id = btf::kernel()
-            .and_then(|k| k.tracepoint_id(event))
-            .ok_or_else(|| anyhow!("{} has no BTF prototype", point.name))?;
-        Ok(LoadAttrs { expected_attach_type: BPF_TRACE_RAW_TP, attach_btf_id: id })
-    }
-    fn btf_args(&self, point: &AttachPoint) -> Option<Vec<Param>> {
-        let Target::BtfTracepoint { event } = &point.target else { return None };
-        btf::kernel()?.tracepoint_params(event)
     }
     fn attach(&self, point: &AttachPoint, prog: BorrowedFd<'_>) -> Result<Attachment> {
         attach_by_btf_id(point, prog)
     }
+}
+
+/// The BTF attach target of the program at `point`.
+fn load_attrs(point: &AttachPoint) -> Result<LoadAttrs> {
+    let AttachTarget::BtfTracepoint { event } = &point.target else {
+        bail!("not a BTF tracepoint: {}", point.name);
+    };
+    let id = btf::kernel()
+        .and_then(|k| k.tracepoint_id(event))
+        .ok_or_else(|| anyhow!("{} has no BTF prototype", point.name))?;
+    Ok(LoadAttrs { expected_attach_type: BPF_TRACE_RAW_TP, attach_btf_id: id })
 }
 
 /// The vmlinux raw tracepoints with a BTF prototype matching `pattern`

@@ -6,22 +6,36 @@ use std::os::fd::BorrowedFd;
 use anyhow::{anyhow, bail, Result};
 use probes_ebpf::ir::ContextKind;
 
-use super::{AttachPoint, ProbeType, Target};
+use super::{AttachPoint, AttachTarget, EventContext, ProbeType, ProgramSpec};
 use crate::kernel::link::Attachment;
 use crate::kernel::sys::{self, BPF_PROG_TYPE_TRACEPOINT};
 use crate::kernel::tracefs;
+use crate::kernel::tracepoint_format::TracepointFormat;
 use crate::probes::spec::ProbeSpec;
 use crate::util::similar::no_match;
 use crate::util::wildcard::{has_wildcard, wildcard_match};
 
 pub struct Tracepoint;
 
-impl ProbeType for Tracepoint {
-    fn prog_type(&self) -> u32 {
-        BPF_PROG_TYPE_TRACEPOINT
+/// A tracepoint's raw record: `e.args.NAME` reads the fields its format
+/// file lists (known when the program serves one tracepoint).
+pub struct TracepointEvent {
+    pub format: Option<TracepointFormat>,
+}
+
+impl EventContext for TracepointEvent {
+    fn format(&self) -> Option<&TracepointFormat> {
+        self.format.as_ref()
     }
-    fn context(&self) -> ContextKind {
-        ContextKind::Tracepoint
+}
+
+impl ProbeType for Tracepoint {
+    fn program(&self, point: &AttachPoint, per_point: bool) -> Result<ProgramSpec> {
+        let format = match &point.target {
+            AttachTarget::Tracepoint { category, event } if per_point => Some(tracefs::read_format(category, event)?),
+            _ => None,
+        };
+        Ok(ProgramSpec::new(BPF_PROG_TYPE_TRACEPOINT, ContextKind::Tracepoint, TracepointEvent { format }))
     }
     fn expand(&self, spec: &ProbeSpec) -> Result<Vec<AttachPoint>> {
         if !spec.target.contains(':') {
@@ -36,12 +50,12 @@ impl ProbeType for Tracepoint {
             .into_iter()
             .map(|(category, event)| AttachPoint {
                 name: format!("tracepoint:{category}:{event}"),
-                target: Target::Tracepoint { category, event },
+                target: AttachTarget::Tracepoint { category, event },
             })
             .collect())
     }
     fn attach(&self, point: &AttachPoint, prog: BorrowedFd<'_>) -> Result<Attachment> {
-        let Target::Tracepoint { category, event } = &point.target else {
+        let AttachTarget::Tracepoint { category, event } = &point.target else {
             bail!("not a tracepoint: {}", point.name);
         };
         let id = tracefs::tracepoint_id(category, event)?;

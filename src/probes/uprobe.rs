@@ -9,7 +9,8 @@ use std::path::Path;
 use anyhow::{anyhow, bail, Result};
 use probes_ebpf::ir::ContextKind;
 
-use super::{AttachPoint, ProbeType, Target};
+use super::event::PtRegsEvent;
+use super::{AttachPoint, AttachTarget, ProbeType, ProgramSpec};
 use crate::kernel::link::Attachment;
 use crate::kernel::sys::{self, BPF_PROG_TYPE_KPROBE};
 use crate::probes::spec::ProbeSpec;
@@ -78,17 +79,18 @@ impl UprobeProbe {
     fn point(&self, path: &str, label: String, offset: u64, symbol: String) -> AttachPoint {
         AttachPoint {
             name: format!("{}:{path}:{label}", self.kind()),
-            target: Target::Uprobe { path: path.to_string(), offset, retprobe: self.retprobe, symbol },
+            target: AttachTarget::Uprobe { path: path.to_string(), offset, retprobe: self.retprobe, symbol },
         }
     }
 }
 
 impl ProbeType for UprobeProbe {
-    fn prog_type(&self) -> u32 {
-        BPF_PROG_TYPE_KPROBE
-    }
-    fn context(&self) -> ContextKind {
-        ContextKind::PtRegs
+    fn program(&self, point: &AttachPoint, per_point: bool) -> Result<ProgramSpec> {
+        let func = match &point.target {
+            AttachTarget::Uprobe { symbol, .. } if per_point => Some(symbol.clone()),
+            _ => None,
+        };
+        Ok(ProgramSpec::new(BPF_PROG_TYPE_KPROBE, ContextKind::PtRegs, PtRegsEvent { func, user: true }))
     }
     fn expand(&self, spec: &ProbeSpec) -> Result<Vec<AttachPoint>> {
         let kind = self.kind();
@@ -151,7 +153,7 @@ impl ProbeType for UprobeProbe {
         }
     }
     fn attach(&self, point: &AttachPoint, prog: BorrowedFd<'_>) -> Result<Attachment> {
-        let Target::Uprobe { path, offset, retprobe, .. } = &point.target else {
+        let AttachTarget::Uprobe { path, offset, retprobe, .. } = &point.target else {
             bail!("not a uprobe: {}", point.name);
         };
         let fd = open_uprobe(path, *offset, *retprobe, 0, super::target_pid())

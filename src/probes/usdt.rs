@@ -10,7 +10,7 @@ use std::path::Path;
 use anyhow::{anyhow, bail, Result};
 use probes_ebpf::ir::{BinOp, ContextKind, Expr};
 
-use super::{uprobe, AttachPoint, ProbeType, Target};
+use super::{uprobe, AttachPoint, AttachTarget, EventContext, ProbeType, ProgramSpec};
 use crate::kernel::arch;
 use crate::kernel::link::Attachment;
 use crate::kernel::sys;
@@ -144,6 +144,26 @@ pub fn parse_args(text: &str) -> Vec<UsdtArg> {
     text.split_whitespace().map(parse_arg).collect()
 }
 
+/// A USDT site: `e.argN` reads its operands (registers, memory, constants).
+pub struct UsdtEvent {
+    pub args: Vec<UsdtArg>,
+}
+
+impl EventContext for UsdtEvent {
+    fn arg(&self, i: u32, probe: &str) -> Option<Result<Expr, String>> {
+        Some(match self.args.get(i as usize) {
+            Some(a) => arg_expr(a),
+            None => Err(format!("`arg{i}`: {probe} has {} argument(s)", self.args.len())),
+        })
+    }
+    fn retval(&self) -> Option<Expr> {
+        Some(Expr::CtxInt { offset: arch::RETURN_VALUE, size: 8, signed: true })
+    }
+    fn user_memory(&self) -> bool {
+        true
+    }
+}
+
 /// The IR reading `arg` in a probe on `ContextKind::PtRegs`; an error
 /// message for operand forms that can't be read.
 pub fn arg_expr(arg: &UsdtArg) -> Result<Expr, String> {
@@ -185,7 +205,7 @@ pub fn arg_expr(arg: &UsdtArg) -> Result<Expr, String> {
 /// The argument specs of a USDT attach point (None for other targets).
 pub fn args_of(point: &AttachPoint) -> Option<&[UsdtArg]> {
     match &point.target {
-        Target::Usdt { args, .. } => Some(args),
+        AttachTarget::Usdt { args, .. } => Some(args),
         _ => None,
     }
 }
@@ -256,11 +276,13 @@ fn matches(pattern: &str, text: &str) -> bool {
 }
 
 impl ProbeType for Usdt {
-    fn prog_type(&self) -> u32 {
-        sys::BPF_PROG_TYPE_KPROBE
+    fn per_point(&self, points: &[AttachPoint]) -> bool {
+        // One USDT name can have sites with different argument specs.
+        points.iter().any(|p| args_of(p) != args_of(&points[0]))
     }
-    fn context(&self) -> ContextKind {
-        ContextKind::PtRegs
+    fn program(&self, point: &AttachPoint, _per_point: bool) -> Result<ProgramSpec> {
+        let args = args_of(point).unwrap_or_default().to_vec();
+        Ok(ProgramSpec::new(sys::BPF_PROG_TYPE_KPROBE, ContextKind::PtRegs, UsdtEvent { args }))
     }
     fn expand(&self, spec: &ProbeSpec) -> Result<Vec<AttachPoint>> {
         let (bin, ns, name) = parse_target(&spec.target)?;
@@ -276,7 +298,7 @@ impl ProbeType for Usdt {
             .filter(|p| matches(&name, &p.name) && ns.as_deref().is_none_or(|ns| matches(ns, &p.provider)))
             .map(|p| AttachPoint {
                 name: format!("usdt:{path}:{}:{}", p.provider, p.name),
-                target: Target::Usdt {
+                target: AttachTarget::Usdt {
                     path: path.clone(),
                     offset: p.offset,
                     provider: p.provider.clone(),
@@ -305,7 +327,7 @@ impl ProbeType for Usdt {
         Ok(points)
     }
     fn attach(&self, point: &AttachPoint, prog: BorrowedFd<'_>) -> Result<Attachment> {
-        let Target::Usdt { path, offset, semaphore, provider, name, .. } = &point.target else {
+        let AttachTarget::Usdt { path, offset, semaphore, provider, name, .. } = &point.target else {
             bail!("not a USDT probe: {}", point.name);
         };
         // One name may have several sites; say which one failed.

@@ -100,10 +100,10 @@ pub fn load_all(session: &Session, plan: &Plan, ring_size: u32) -> Result<Loaded
     for prog in &plan.programs {
         let insns = patch_maps(prog, &fds);
         let attrs = prog
-            .probe_type
-            .load_attrs(&prog.points[0])
+            .load
+            .clone()
             .map_err(|e| anyhow!("{}:{}: error: {e}", session.file_name, probe_position(session, plan, prog)))?;
-        match sys::prog_load(prog.probe_type.prog_type_at(&prog.points[0]), attrs, &prog.name, &insns) {
+        match sys::prog_load(prog.prog_type, attrs, &prog.name, &insns) {
             Ok(fd) => programs.push(fd),
             Err(e) => return Err(verifier_error(session, plan, prog, &e)),
         }
