@@ -7,6 +7,7 @@
 
 mod cli;
 mod compile;
+mod config;
 mod kernel;
 mod output;
 mod probes;

@@ -10,10 +10,11 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Result};
 use clap::Parser;
 
-use crate::compile::{self, Options};
+use crate::compile;
+use crate::config::{Config, ProcessEnv, Trace};
 use crate::output::sink;
+use crate::runtime;
 use crate::runtime::target::TracedProcess;
-use crate::runtime::{self, RunOptions};
 use crate::script::{parse_duration, Session};
 
 #[derive(Parser, Debug)]
@@ -154,7 +155,7 @@ fn run(cli: Cli) -> Result<i32> {
             );
         }
     }
-    let ring_size = ring_size(cli.ring_size.as_deref())?;
+    let mut config = Config::from_env(&ProcessEnv, cli.ring_size.as_deref())?;
     if cli.pid.is_some() && cli.command.is_some() {
         bail!("-p and -c can't be used together");
     }
@@ -164,79 +165,25 @@ fn run(cli: Cli) -> Result<i32> {
         _ => None,
     };
     if let Some(t) = &traced {
-        crate::probes::set_target_pid(t.pid);
-        if cli.command.is_some() {
-            crate::probes::set_follow_children();
-        }
+        config.trace = Trace { pid: Some(t.pid), follow_children: cli.command.is_some() };
     }
-    let stack_depth = env_number("RTRACE_STACK_DEPTH", 127, 1, 127)?;
-    let opts = Options { str_max: str_max()?, start_ns: monotonic_ns(), ring_size, stack_depth };
-    let plan = compile::compile(&session, &opts)?;
+    config.duration = duration;
+    config.quiet = cli.quiet;
+    config.dry_run = cli.dry_run;
+    config.keep_going = cli.keep_going;
+    crate::symbols::stacks::set_debug(config.debug_symbols);
+    let plan = compile::compile(&session, &config)?;
     if cli.explain {
         explain::print(&session, &plan, &source);
         return Ok(0);
     }
     check_privileges()?;
-    let run_opts =
-        RunOptions { duration, quiet: cli.quiet, dry_run: cli.dry_run, keep_going: cli.keep_going, ring_size };
-    let result = runtime::run(&session, &plan, &run_opts, traced.as_mut());
+    let result = runtime::run(&session, &plan, &config, traced.as_mut());
     if let Some(t) = traced.as_mut() {
         t.stop();
     }
     let code = result?;
     Ok(code)
-}
-
-/// Data ring size: `--ring-size`, else env RTRACE_RING_SIZE, else 1 MiB;
-/// rounded up to a power of two (the kernel requires it).
-fn ring_size(flag: Option<&str>) -> Result<u32> {
-    let text = match flag {
-        Some(t) => t.to_string(),
-        None => match std::env::var("RTRACE_RING_SIZE") {
-            Ok(v) => v,
-            Err(_) => return Ok(1 << 20),
-        },
-    };
-    let t = text.trim();
-    let (num, mult) = match t.chars().last() {
-        Some('k') | Some('K') => (&t[..t.len() - 1], 1u64 << 10),
-        Some('m') | Some('M') => (&t[..t.len() - 1], 1u64 << 20),
-        _ => (t, 1u64),
-    };
-    let bytes = num.parse::<u64>().ok().map(|n| n * mult).filter(|&n| (4096..=(1u64 << 30)).contains(&n));
-    match bytes {
-        Some(b) => Ok(b.next_power_of_two() as u32),
-        None => bail!("ring size '{text}': give a size from 4K to 1G, e.g. 4M"),
-    }
-}
-
-/// A numeric setting from the environment, within [lo, hi].
-pub fn env_number(name: &str, default: u32, lo: u32, hi: u32) -> Result<u32> {
-    match std::env::var(name) {
-        Err(_) => Ok(default),
-        Ok(v) => match v.parse::<u32>() {
-            Ok(n) if (lo..=hi).contains(&n) => Ok(n),
-            _ => bail!("{name}={v}: must be a number from {lo} to {hi}"),
-        },
-    }
-}
-
-/// `str()`'s default maximum length: env RTRACE_STRLEN (1..=200), default 64.
-fn str_max() -> Result<u32> {
-    match std::env::var("RTRACE_STRLEN") {
-        Err(_) => Ok(64),
-        Ok(v) => match v.parse::<u32>() {
-            Ok(n) if (1..=200).contains(&n) => Ok(n),
-            _ => bail!("RTRACE_STRLEN={v}: must be a number from 1 to 200"),
-        },
-    }
-}
-
-/// CLOCK_MONOTONIC now, as BPF's ktime_get_ns sees it.
-fn monotonic_ns() -> i64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec * 1_000_000_000 + ts.tv_nsec
 }
 
 /// Root, or CAP_BPF + CAP_PERFMON (or CAP_SYS_ADMIN).

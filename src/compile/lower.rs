@@ -47,6 +47,8 @@ pub struct Target<'a> {
     pub first_site: u32,
     /// Pending bytes in the data ring that trigger a wake-up of the reader.
     pub wake_bytes: u32,
+    /// Strings read from a `char **` field for `join()` (RTRACE_JOIN_MAX).
+    pub join_max: u32,
     /// Stack maps requested so far, shared by all probes: (depth, user, mode);
     /// the map id of entry i is `stack_base + i`.
     pub stack_maps: &'a std::cell::RefCell<Vec<(u32, bool, StackMode)>>,
@@ -570,11 +572,7 @@ impl<'a> Lowerer<'a> {
         if !(f.c_type.contains("char") && f.c_type.matches('*').count() == 2) {
             return Ok(None);
         }
-        let count: i64 = std::env::var("RTRACE_JOIN_MAX")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .filter(|n| (1..=16).contains(n))
-            .unwrap_or(6);
+        let count = self.target.join_max as i64;
         let base = self.tracepoint_arg(field, pos)?;
         Ok(Some(
             (0..count)

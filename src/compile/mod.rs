@@ -12,24 +12,13 @@ use anyhow::{anyhow, Result};
 use probes_ebpf::ir::{self, MapId, MapLayout, ValueKind};
 use probes_ebpf::Generated;
 
+use crate::config::{Config, Trace};
 use crate::kernel::link::LoadAttrs;
 use crate::kernel::tracefs;
 use crate::probes::spec::{self, ProbeKind};
 use crate::probes::{self, AttachPoint, ProbeType, ProgramSpec};
 use crate::script::{position_text, ProbeDef, Session};
 use maps::MapShape;
-
-/// Settings that shape generated code.
-#[derive(Clone, Debug)]
-pub struct Options {
-    /// Default `str()` length (env `RTRACE_STRLEN`, default 64).
-    pub str_max: u32,
-    pub start_ns: i64,
-    /// Size of the data ring buffer in bytes (a power of two, ≥ 4096).
-    pub ring_size: u32,
-    /// Frames kept per stack when the script gives no limit (env RTRACE_STACK_DEPTH).
-    pub stack_depth: u32,
-}
 
 /// A run of userspace statements of one probe, ready for the runtime.
 pub struct SitePlan {
@@ -108,7 +97,7 @@ impl Plan {
     }
 }
 
-pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
+pub fn compile(session: &Session, opts: &Config) -> Result<Plan> {
     let reg = session.registry.lock().unwrap();
     let file = &session.file_name;
     let map_count = reg.maps.len() as MapId;
@@ -155,14 +144,14 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
         let per_point = lower::needs_per_point_program(&body);
         for spec in &specs {
             let ptype = probes::probe_type(spec.kind);
-            let points = ptype.expand(spec).map_err(|e| here(def, e.to_string()))?;
+            let points = ptype.expand(spec, &opts.trace).map_err(|e| here(def, e.to_string()))?;
             total_points += points.len();
-            if total_points > probes::max_probes() {
+            if total_points > opts.max_probes {
                 return Err(here(
                     def,
                     format!(
                         "this script attaches {total_points}+ probes, over the limit of {} (raise it with RTRACE_MAX_PROBES)",
-                        probes::max_probes()
+                        opts.max_probes
                     ),
                 ));
             }
@@ -183,7 +172,8 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
                     data_ring,
                     lost_map,
                     first_site: plan.sites.len() as u32,
-                    wake_bytes: (opts.ring_size / 8).max(64),
+                    wake_bytes: opts.wake_bytes(),
+                    join_max: opts.join_max,
                     stack_maps: &stack_maps,
                     stack_base,
                     stack_lost: lost_map + 1,
@@ -235,7 +225,7 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
         plan.stack_maps.push((stack_base + i as MapId, *depth, *user));
     }
 
-    if probes::follow_children() && !pending.is_empty() {
+    if opts.trace.follow_children && !pending.is_empty() {
         plan.follow_map = Some(layouts.len() as MapId);
         layouts.push(MapLayout { key: vec![ir::Ty::Int], value: ValueKind::Value(ir::Ty::Int) });
     }
@@ -247,7 +237,7 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
         let mut body = lowered.body;
         // -p: every probe only sees the traced process; -c: the command and
         // the processes it starts.
-        let not_target = match (plan.follow_map, probes::target_pid()) {
+        let not_target = match (plan.follow_map, opts.trace.pid) {
             (Some(map), _) => {
                 Some(ir::Expr::Unary(ir::UnOp::Not, Box::new(ir::Expr::MapContains { map, key: vec![pid.clone()] })))
             }
@@ -335,7 +325,8 @@ fn follow_programs(map: MapId, stop_map: MapId, maps: Vec<MapLayout>) -> Result<
         [("rtrace_follow", "task:task_newtask", on_new), ("rtrace_unfollow", "sched:sched_process_exit", on_exit)]
     {
         body.insert(0, leave_if(stopped(stop_map)));
-        let points = ptype.expand(&spec::ProbeSpec { kind: ProbeKind::Tracepoint, target: target.into() })?;
+        let points =
+            ptype.expand(&spec::ProbeSpec { kind: ProbeKind::Tracepoint, target: target.into() }, &Trace::default())?;
         let spec = ptype.program(&points[0], false)?;
         let program =
             ir::Program { name: name.into(), context: spec.context, locals: vec![], maps: maps.clone(), body };

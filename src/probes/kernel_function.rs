@@ -12,6 +12,7 @@ use probes_ebpf::ir::ContextKind;
 
 use super::event::{PtRegsEvent, RawArgsEvent};
 use super::{AttachPoint, AttachTarget, ProbeType, ProgramSpec};
+use crate::config::Trace;
 use crate::kernel::kallsyms::kernel_functions;
 use crate::kernel::link::{Attachment, LoadAttrs};
 use crate::kernel::sys::{
@@ -124,7 +125,7 @@ impl ProbeType for KernelFunctionProbe {
         spec.load = self.load_attrs(point).map_err(|e| e.to_string());
         Ok(spec)
     }
-    fn expand(&self, spec: &ProbeSpec) -> Result<Vec<AttachPoint>> {
+    fn expand(&self, spec: &ProbeSpec, _trace: &Trace) -> Result<Vec<AttachPoint>> {
         let pattern = spec.target.rsplit(':').next().unwrap_or(&spec.target);
         let funcs = kernel_functions();
         let found: Vec<&String> = if has_wildcard(pattern) {

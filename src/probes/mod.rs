@@ -20,6 +20,7 @@ use std::os::fd::BorrowedFd;
 use anyhow::Result;
 use probes_ebpf::ir::ContextKind;
 
+use crate::config::Trace;
 use crate::kernel::link::{Attachment, LoadAttrs};
 pub use event::EventContext;
 use spec::{ProbeKind, ProbeSpec};
@@ -60,6 +61,8 @@ pub enum AttachTarget {
         offset: u64,
         retprobe: bool,
         symbol: String,
+        /// `-p`/`-c`: attach for this process only.
+        pid: Option<i32>,
     },
     /// kprobe/kretprobe/fentry/fexit on a kernel function.
     KernelFunction {
@@ -75,6 +78,8 @@ pub enum AttachTarget {
         name: String,
         args: Vec<usdt::UsdtArg>,
         semaphore: u64,
+        /// `-p`/`-c`: attach for this process only.
+        pid: Option<i32>,
     },
 }
 
@@ -101,7 +106,7 @@ impl ProgramSpec {
 /// looks inside it.
 pub trait ProbeType: Sync {
     /// Expand wildcards in the spec's target into attach points.
-    fn expand(&self, spec: &ProbeSpec) -> Result<Vec<AttachPoint>>;
+    fn expand(&self, spec: &ProbeSpec, trace: &Trace) -> Result<Vec<AttachPoint>>;
     /// Each of these points needs a program of its own (BTF-attached
     /// programs, USDT sites with different operands).
     fn per_point(&self, _points: &[AttachPoint]) -> bool {
@@ -158,33 +163,4 @@ pub static TYPES: &[TypeEntry] = &[
 /// The implementation for a probe kind.
 pub fn probe_type(kind: ProbeKind) -> &'static dyn ProbeType {
     TYPES.iter().find(|t| t.kind == kind).map(|t| t.imp).unwrap_or(&special::Special)
-}
-
-/// The most probes one script may attach after wildcard expansion
-/// (env `RTRACE_MAX_PROBES`, default 1024).
-pub fn max_probes() -> usize {
-    std::env::var("RTRACE_MAX_PROBES").ok().and_then(|v| v.parse().ok()).unwrap_or(1024)
-}
-
-static TARGET_PID: std::sync::OnceLock<i32> = std::sync::OnceLock::new();
-
-/// The process given with `-p` (or started with `-c`): uprobes attach to it
-/// only and every probe filters on it.
-pub fn target_pid() -> Option<i32> {
-    TARGET_PID.get().copied()
-}
-
-pub fn set_target_pid(pid: i32) {
-    let _ = TARGET_PID.set(pid);
-}
-
-static FOLLOW_CHILDREN: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-
-/// `-c`: processes the command starts (at any depth) are traced too.
-pub fn follow_children() -> bool {
-    FOLLOW_CHILDREN.get().copied().unwrap_or(false)
-}
-
-pub fn set_follow_children() {
-    let _ = FOLLOW_CHILDREN.set(true);
 }

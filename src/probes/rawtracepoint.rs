@@ -10,6 +10,7 @@ use probes_ebpf::ir::ContextKind;
 
 use super::event::RawArgsEvent;
 use super::{AttachPoint, AttachTarget, ProbeType, ProgramSpec};
+use crate::config::Trace;
 use crate::kernel::link::Attachment;
 use crate::kernel::sys::{self, BPF_PROG_TYPE_RAW_TRACEPOINT};
 use crate::kernel::tracefs;
@@ -30,7 +31,7 @@ impl ProbeType for RawTracepoint {
         let event = RawArgsEvent { params, retval: None, func: None };
         Ok(ProgramSpec::new(BPF_PROG_TYPE_RAW_TRACEPOINT, ContextKind::RawTracepoint, event))
     }
-    fn expand(&self, spec: &ProbeSpec) -> Result<Vec<AttachPoint>> {
+    fn expand(&self, spec: &ProbeSpec, _trace: &Trace) -> Result<Vec<AttachPoint>> {
         // bpftrace accepts `rawtracepoint:CATEGORY:EVENT` too; the category is ignored.
         let pattern = spec.target.rsplit(':').next().unwrap_or(&spec.target);
         let found = expand_raw_tracepoints(pattern)?;

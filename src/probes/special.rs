@@ -9,12 +9,13 @@ use anyhow::{bail, Result};
 
 use super::spec::ProbeSpec;
 use super::{AttachPoint, ProbeType, ProgramSpec};
+use crate::config::Trace;
 use crate::kernel::link::Attachment;
 
 pub struct Special;
 
 impl ProbeType for Special {
-    fn expand(&self, spec: &ProbeSpec) -> Result<Vec<AttachPoint>> {
+    fn expand(&self, spec: &ProbeSpec, _trace: &Trace) -> Result<Vec<AttachPoint>> {
         bail!("{} runs in userspace and has no attach points", spec.kind.name())
     }
     fn program(&self, point: &AttachPoint, _per_point: bool) -> Result<ProgramSpec> {

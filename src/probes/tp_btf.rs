@@ -10,6 +10,7 @@ use probes_ebpf::ir::ContextKind;
 
 use super::event::RawArgsEvent;
 use super::{AttachPoint, AttachTarget, ProbeType, ProgramSpec};
+use crate::config::Trace;
 use crate::kernel::btf;
 use crate::kernel::link::{Attachment, LoadAttrs};
 use crate::kernel::sys::{self, BPF_PROG_TYPE_TRACING, BPF_TRACE_RAW_TP};
@@ -33,7 +34,7 @@ impl ProbeType for TpBtf {
         spec.load = load_attrs(point).map_err(|e| e.to_string());
         Ok(spec)
     }
-    fn expand(&self, spec: &ProbeSpec) -> Result<Vec<AttachPoint>> {
+    fn expand(&self, spec: &ProbeSpec, _trace: &Trace) -> Result<Vec<AttachPoint>> {
         let Some(kernel) = btf::kernel() else {
             bail!(
                 "tp_btf probes need kernel BTF (/sys/kernel/btf/vmlinux), which this kernel lacks; use rawtracepoint:"

@@ -7,6 +7,7 @@ use anyhow::{anyhow, bail, Result};
 use probes_ebpf::ir::ContextKind;
 
 use super::{AttachPoint, AttachTarget, EventContext, ProbeType, ProgramSpec};
+use crate::config::Trace;
 use crate::kernel::link::Attachment;
 use crate::kernel::sys::{self, BPF_PROG_TYPE_TRACEPOINT};
 use crate::kernel::tracefs;
@@ -37,7 +38,7 @@ impl ProbeType for Tracepoint {
         };
         Ok(ProgramSpec::new(BPF_PROG_TYPE_TRACEPOINT, ContextKind::Tracepoint, TracepointEvent { format }))
     }
-    fn expand(&self, spec: &ProbeSpec) -> Result<Vec<AttachPoint>> {
+    fn expand(&self, spec: &ProbeSpec, _trace: &Trace) -> Result<Vec<AttachPoint>> {
         if !spec.target.contains(':') {
             bail!("tracepoint '{}' needs CATEGORY:EVENT, e.g. tracepoint:syscalls:sys_enter_openat", spec.target);
         }

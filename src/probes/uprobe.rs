@@ -11,6 +11,7 @@ use probes_ebpf::ir::ContextKind;
 
 use super::event::PtRegsEvent;
 use super::{AttachPoint, AttachTarget, ProbeType, ProgramSpec};
+use crate::config::Trace;
 use crate::kernel::link::Attachment;
 use crate::kernel::sys::{self, BPF_PROG_TYPE_KPROBE};
 use crate::probes::spec::ProbeSpec;
@@ -76,10 +77,10 @@ impl UprobeProbe {
         }
     }
 
-    fn point(&self, path: &str, label: String, offset: u64, symbol: String) -> AttachPoint {
+    fn point(&self, path: &str, label: String, offset: u64, symbol: String, pid: Option<i32>) -> AttachPoint {
         AttachPoint {
             name: format!("{}:{path}:{label}", self.kind()),
-            target: AttachTarget::Uprobe { path: path.to_string(), offset, retprobe: self.retprobe, symbol },
+            target: AttachTarget::Uprobe { path: path.to_string(), offset, retprobe: self.retprobe, symbol, pid },
         }
     }
 }
@@ -92,11 +93,10 @@ impl ProbeType for UprobeProbe {
         };
         Ok(ProgramSpec::new(BPF_PROG_TYPE_KPROBE, ContextKind::PtRegs, PtRegsEvent { func, user: true }))
     }
-    fn expand(&self, spec: &ProbeSpec) -> Result<Vec<AttachPoint>> {
+    fn expand(&self, spec: &ProbeSpec, trace: &Trace) -> Result<Vec<AttachPoint>> {
         let kind = self.kind();
         let (bin, location) = parse_target(kind, &spec.target)?;
-        let path_buf =
-            symbols::resolve_binary(&bin, super::target_pid()).map_err(|e| anyhow!("{kind}:{}: {e}", spec.target))?;
+        let path_buf = symbols::resolve_binary(&bin, trace.pid).map_err(|e| anyhow!("{kind}:{}: {e}", spec.target))?;
         let path = path_buf.to_string_lossy().into_owned();
         let elf = ElfFile::open(&path_buf)?;
         let functions = elf.functions()?;
@@ -112,7 +112,7 @@ impl ProbeType for UprobeProbe {
                     Some(f) => format!("{}+{}", f.name, addr - f.addr),
                     None => format!("{addr:#x}"),
                 };
-                Ok(vec![self.point(&path, format!("{addr:#x}"), offset, symbol)])
+                Ok(vec![self.point(&path, format!("{addr:#x}"), offset, symbol, trace.pid)])
             }
             Location::Function { name, offset } if has_wildcard(&name) => {
                 let mut seen = std::collections::HashSet::new();
@@ -121,7 +121,7 @@ impl ProbeType for UprobeProbe {
                     let Some(off) = elf.code_addr_to_offset(f.addr + offset) else { continue };
                     // Aliases of one function attach once.
                     if seen.insert(off) {
-                        points.push(self.point(&path, f.name.clone(), off, f.name.clone()));
+                        points.push(self.point(&path, f.name.clone(), off, f.name.clone(), trace.pid));
                     }
                 }
                 if points.is_empty() {
@@ -148,16 +148,16 @@ impl ProbeType for UprobeProbe {
                 }
                 let file_offset = to_offset(f.addr + offset)?;
                 let label = if offset > 0 { format!("{name}+{offset}") } else { name.clone() };
-                Ok(vec![self.point(&path, label.clone(), file_offset, label)])
+                Ok(vec![self.point(&path, label.clone(), file_offset, label, trace.pid)])
             }
         }
     }
     fn attach(&self, point: &AttachPoint, prog: BorrowedFd<'_>) -> Result<Attachment> {
-        let AttachTarget::Uprobe { path, offset, retprobe, .. } = &point.target else {
+        let AttachTarget::Uprobe { path, offset, retprobe, pid, .. } = &point.target else {
             bail!("not a uprobe: {}", point.name);
         };
-        let fd = open_uprobe(path, *offset, *retprobe, 0, super::target_pid())
-            .map_err(|e| anyhow!("cannot attach {}: {e}", point.name))?;
+        let fd =
+            open_uprobe(path, *offset, *retprobe, 0, *pid).map_err(|e| anyhow!("cannot attach {}: {e}", point.name))?;
         sys::attach_bpf(vec![fd], prog).map_err(|e| anyhow!("{}: {e}", point.name))
     }
 }

@@ -11,6 +11,7 @@ use anyhow::{anyhow, bail, Result};
 use probes_ebpf::ir::{BinOp, ContextKind, Expr};
 
 use super::{uprobe, AttachPoint, AttachTarget, EventContext, ProbeType, ProgramSpec};
+use crate::config::Trace;
 use crate::kernel::arch;
 use crate::kernel::link::Attachment;
 use crate::kernel::sys;
@@ -284,10 +285,9 @@ impl ProbeType for Usdt {
         let args = args_of(point).unwrap_or_default().to_vec();
         Ok(ProgramSpec::new(sys::BPF_PROG_TYPE_KPROBE, ContextKind::PtRegs, UsdtEvent { args }))
     }
-    fn expand(&self, spec: &ProbeSpec) -> Result<Vec<AttachPoint>> {
+    fn expand(&self, spec: &ProbeSpec, trace: &Trace) -> Result<Vec<AttachPoint>> {
         let (bin, ns, name) = parse_target(&spec.target)?;
-        let path_buf =
-            symbols::resolve_binary(&bin, super::target_pid()).map_err(|e| anyhow!("usdt:{}: {e}", spec.target))?;
+        let path_buf = symbols::resolve_binary(&bin, trace.pid).map_err(|e| anyhow!("usdt:{}: {e}", spec.target))?;
         let path = path_buf.to_string_lossy().into_owned();
         let probes = probes_in(&path_buf)?;
         if probes.is_empty() {
@@ -305,6 +305,7 @@ impl ProbeType for Usdt {
                     name: p.name.clone(),
                     args: p.args.clone(),
                     semaphore: p.semaphore,
+                    pid: trace.pid,
                 },
             })
             .collect();
@@ -327,12 +328,12 @@ impl ProbeType for Usdt {
         Ok(points)
     }
     fn attach(&self, point: &AttachPoint, prog: BorrowedFd<'_>) -> Result<Attachment> {
-        let AttachTarget::Usdt { path, offset, semaphore, provider, name, .. } = &point.target else {
+        let AttachTarget::Usdt { path, offset, semaphore, provider, name, pid, .. } = &point.target else {
             bail!("not a USDT probe: {}", point.name);
         };
         // One name may have several sites; say which one failed.
         let site = format!("USDT probe {provider}:{name} at offset {offset:#x} of {path}");
-        let fd = uprobe::open_uprobe(path, *offset, false, *semaphore, super::target_pid())
+        let fd = uprobe::open_uprobe(path, *offset, false, *semaphore, *pid)
             .map_err(|e| anyhow!("cannot attach {site}: {e}"))?;
         sys::attach_bpf(vec![fd], prog).map_err(|e| anyhow!("{site}: {e}"))
     }

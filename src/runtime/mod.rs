@@ -20,22 +20,12 @@ use probes_ebpf::insn::Insn;
 
 use crate::compile::lower::{CONTROL_CLEAR, CONTROL_EXIT, CONTROL_PRINT, CONTROL_ZERO};
 use crate::compile::{CompiledProgram, Plan};
+use crate::config::Config;
 use crate::kernel::link::{self, Attachment};
 use crate::kernel::{sys, verifier};
 use crate::output::{self, sink};
 use crate::script::api::MapBackend;
 use crate::script::{position_text, Session};
-
-#[derive(Clone, Debug, Default)]
-pub struct RunOptions {
-    pub duration: Option<Duration>,
-    pub quiet: bool,
-    pub dry_run: bool,
-    /// Count userspace errors instead of stopping at the first.
-    pub keep_going: bool,
-    /// Data ring size in bytes.
-    pub ring_size: u32,
-}
 
 /// Programs loaded into the kernel, with the maps they use.
 pub struct Loaded {
@@ -51,7 +41,7 @@ pub struct Loaded {
 }
 
 /// Create the maps and load every program through the verifier.
-pub fn load_all(session: &Session, plan: &Plan, ring_size: u32) -> Result<Loaded> {
+pub fn load_all(session: &Session, plan: &Plan, opts: &Config) -> Result<Loaded> {
     let handles = session.registry.lock().unwrap().maps.clone();
     let mut maps = Vec::new();
     for (handle, shape) in handles.iter().zip(&plan.shapes) {
@@ -60,7 +50,7 @@ pub fn load_all(session: &Session, plan: &Plan, ring_size: u32) -> Result<Loaded
         maps.push(km);
     }
     let control = kmaps::create_ring("rtrace_control", 64 * 1024)?;
-    let data = kmaps::create_ring("rtrace_data", ring_size)?;
+    let data = kmaps::create_ring("rtrace_data", opts.ring_size)?;
     let lost = kmaps::create_lost_counters(plan.probes.len().max(1) as u32)?;
     // Map fds by the map ids the programs were generated with; the stop
     // flag has the last id. Unused ids (a script map no probe uses in the
@@ -77,10 +67,7 @@ pub fn load_all(session: &Session, plan: &Plan, ring_size: u32) -> Result<Loaded
         fds[plan.stack_lost as usize] = m.as_fd().as_raw_fd();
         stacks::register_lost_counters(m);
     }
-    let entries = match std::env::var_os("RTRACE_STACK_ENTRIES") {
-        Some(_) => Some(crate::cli::env_number("RTRACE_STACK_ENTRIES", 0, 16, 1 << 20)?),
-        None => None,
-    };
+    let entries = opts.stack_entries;
     for (id, depth, _) in &plan.stack_maps {
         let m = kmaps::create_stack_map(*depth, entries.unwrap_or_else(|| kmaps::default_stack_entries(*depth)))?;
         fds[*id as usize] = m.as_fd().as_raw_fd();
@@ -88,7 +75,7 @@ pub fn load_all(session: &Session, plan: &Plan, ring_size: u32) -> Result<Loaded
     }
     let follow = match plan.follow_map {
         Some(id) => {
-            let m = kmaps::create_follow_map(crate::probes::target_pid().unwrap_or(0))?;
+            let m = kmaps::create_follow_map(opts.trace.pid.unwrap_or(0))?;
             fds[id as usize] = m.as_fd().as_raw_fd();
             Some(m)
         }
@@ -105,7 +92,7 @@ pub fn load_all(session: &Session, plan: &Plan, ring_size: u32) -> Result<Loaded
             .map_err(|e| anyhow!("{}:{}: error: {e}", session.file_name, probe_position(session, plan, prog)))?;
         match sys::prog_load(prog.prog_type, attrs, &prog.name, &insns) {
             Ok(fd) => programs.push(fd),
-            Err(e) => return Err(verifier_error(session, plan, prog, &e)),
+            Err(e) => return Err(verifier_error(session, plan, prog, &e, opts.verifier_log)),
         }
     }
     Ok(Loaded { maps, control, data, lost, programs, stop, _follow: follow })
@@ -130,7 +117,13 @@ fn probe_position(session: &Session, plan: &Plan, prog: &CompiledProgram) -> Str
 }
 
 /// A verifier rejection, pointed at the script statement that caused it.
-fn verifier_error(session: &Session, plan: &Plan, prog: &CompiledProgram, e: &verifier::LoadError) -> anyhow::Error {
+fn verifier_error(
+    session: &Session,
+    plan: &Plan,
+    prog: &CompiledProgram,
+    e: &verifier::LoadError,
+    full_log: bool,
+) -> anyhow::Error {
     let file = &session.file_name;
     let reason = e.reason();
     if prog.internal {
@@ -149,7 +142,7 @@ fn verifier_error(session: &Session, plan: &Plan, prog: &CompiledProgram, e: &ve
         Some(s) => format!("{}:{}", s.line, s.col),
         None => probe_position(session, plan, prog),
     };
-    if std::env::var_os("RTRACE_VERIFIER_LOG").is_some() {
+    if full_log {
         eprintln!("{}", e.log);
     }
     anyhow!(
@@ -159,14 +152,9 @@ fn verifier_error(session: &Session, plan: &Plan, prog: &CompiledProgram, e: &ve
 }
 
 /// Run the plan until it ends; returns the exit status.
-pub fn run(
-    session: &Session,
-    plan: &Plan,
-    opts: &RunOptions,
-    traced: Option<&mut target::TracedProcess>,
-) -> Result<i32> {
+pub fn run(session: &Session, plan: &Plan, opts: &Config, traced: Option<&mut target::TracedProcess>) -> Result<i32> {
     let mut traced = traced;
-    let loaded = load_all(session, plan, opts.ring_size)?;
+    let loaded = load_all(session, plan, opts)?;
     if opts.dry_run {
         if !opts.quiet {
             eprintln!(
@@ -184,7 +172,7 @@ pub fn run(
         match crate::symbols::procmaps::Tracker::start() {
             Ok(t) => Some(t),
             Err(e) => {
-                if std::env::var_os("RTRACE_DEBUG_SYMBOLS").is_some() {
+                if opts.debug_symbols {
                     eprintln!("rtrace: cannot follow process mappings: {e}");
                 }
                 None
@@ -302,7 +290,7 @@ fn event_loop(
     loaded: &Loaded,
     reader: &reader::Reader,
     conts: &mut continuation::Continuations,
-    opts: &RunOptions,
+    opts: &Config,
     mut traced: Option<&mut target::TracedProcess>,
 ) -> Result<()> {
     let start = Instant::now();

@@ -59,6 +59,15 @@ struct State {
     files: HashMap<(Arc<str>, u64), bool>,
 }
 
+/// `RTRACE_DEBUG_SYMBOLS`: report why addresses stay unresolved (set once,
+/// from the run's `Config`).
+static DEBUG: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Turn the reports of unresolved addresses on or off.
+pub fn set_debug(on: bool) {
+    DEBUG.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
 thread_local! {
     static STATE: RefCell<Option<State>> = const { RefCell::new(None) };
 }
@@ -140,7 +149,7 @@ fn mapped_file(st: &mut State, range: &Range) -> Option<Arc<str>> {
 pub fn user_frames(pid: u32, addrs: &[u64]) -> Vec<Frame> {
     procmaps::ensure(pid);
     let generation = procmaps::generation(pid);
-    let debug = std::env::var_os("RTRACE_DEBUG_SYMBOLS").is_some();
+    let debug = DEBUG.load(std::sync::atomic::Ordering::Relaxed);
     with_state(|st| {
         if st.user.len() > MAX_CACHED_FRAMES {
             st.user.clear();
