@@ -15,7 +15,7 @@ use std::io::Write;
 
 use anyhow::{anyhow, bail, Result};
 
-use crate::kernel::tracefs;
+use crate::kernel::{tracefs, LiveKernel};
 use crate::probes::spec::{self, ProbeKind as Kind};
 use crate::probes::{kernel_function, perf_event, rawtracepoint, tracepoint};
 use crate::symbols::{self, elf::ElfFile};
@@ -111,7 +111,7 @@ fn unknown_type(ty: &str, rest: &str) -> String {
     let mut msg = format!("-l: unknown probe type '{ty}'");
     // `-l 'syscalls:sys_enter_open*'`: a tracepoint without its type.
     if !rest.contains(':') && !rest.is_empty() {
-        if let Ok(found) = tracepoint::expand_tracepoints(&format!("{ty}:{rest}")) {
+        if let Ok(found) = tracepoint::expand_tracepoints(&format!("{ty}:{rest}"), &LiveKernel) {
             if !found.is_empty() {
                 msg.push_str(&format!("; did you mean tracepoint:{ty}:{rest}?"));
                 return msg;
@@ -146,7 +146,7 @@ fn list_kind(
             let names = match (kind, btf) {
                 (Kind::TpBtf, Some(b)) => crate::probes::tp_btf::matching(b, name),
                 (Kind::TpBtf, None) => vec![],
-                _ => rawtracepoint::expand_raw_tracepoints(name)?,
+                _ => rawtracepoint::expand_raw_tracepoints(name, &LiveKernel)?,
             };
             for n in names {
                 let details = match btf.filter(|_| verbose).and_then(|b| Some((b, b.tracepoint_params(&n)?))) {
@@ -193,7 +193,7 @@ fn list_tracepoints(rest: &str, verbose: bool, out: &mut Listing) -> Result<()> 
         _ => bail!("-l: 'tracepoint:{rest}' has too many parts; write tracepoint:CATEGORY:NAME"),
     };
     for p in patterns {
-        for (cat, name) in tracepoint::expand_tracepoints(&p)? {
+        for (cat, name) in tracepoint::expand_tracepoints(&p, &LiveKernel)? {
             let key = format!("tracepoint:{cat}:{name}");
             if verbose && !out.contains_key(&key) {
                 let details = match tracefs::read_format(&cat, &name) {
@@ -247,7 +247,7 @@ fn list_kernel_functions(
                 _ => "this kernel refuses fentry/fexit programs, so there are no fentry probes to list",
             };
             let ret = matches!(kind, Kind::Kretprobe | Kind::Fexit);
-            let instead = if has_wildcard(func) { None } else { kernel_function::alternative(func, ret) };
+            let instead = if has_wildcard(func) { None } else { kernel_function::alternative(func, ret, &LiveKernel) };
             let hint = match instead {
                 Some(tp) => format!("; {tp} covers {func}"),
                 None => "; see rtrace -l 'tracepoint:*'".to_string(),

@@ -12,6 +12,7 @@ use clap::Parser;
 
 use crate::compile;
 use crate::config::{Config, ProcessEnv, Trace};
+use crate::diag::Diagnostic;
 use crate::output::sink;
 use crate::runtime;
 use crate::runtime::target::TracedProcess;
@@ -149,10 +150,7 @@ fn run(cli: Cli) -> Result<i32> {
     }
     if !cli.allow_unsafe {
         if let Some(pos) = crate::script::userlib::find_system_call(&session.ast) {
-            bail!(
-                "{file_name}:{}: error: system() runs commands and needs --unsafe",
-                crate::script::position_text(pos)
-            );
+            return Err(Diagnostic::at(&file_name, pos, "system() runs commands and needs --unsafe").into());
         }
     }
     let mut config = Config::from_env(&ProcessEnv, cli.ring_size.as_deref())?;
@@ -172,7 +170,7 @@ fn run(cli: Cli) -> Result<i32> {
     config.dry_run = cli.dry_run;
     config.keep_going = cli.keep_going;
     crate::symbols::stacks::set_debug(config.debug_symbols);
-    let plan = compile::compile(&session, &config)?;
+    let plan = compile::compile(&session, &config, &crate::kernel::LiveKernel)?;
     if cli.explain {
         explain::print(&session, &plan, &source);
         return Ok(0);

@@ -4,7 +4,6 @@
 
 use std::collections::BTreeMap;
 
-use anyhow::{anyhow, Result};
 use probes_ebpf::ir::{AggKind, AggOp, MapId, MapLayout, Ty, ValueKind};
 
 /// What an integer value means beyond its bits, for printing.
@@ -88,7 +87,10 @@ fn agg_name(op: AggOp) -> &'static str {
 }
 
 /// Unify all uses into one shape per used map. `names` gives maps' printed names.
-pub fn unify(uses: &[MapUse], names: &dyn Fn(MapId) -> String) -> Result<BTreeMap<MapId, MapShape>> {
+/// A conflict between two uses of a map: where (`line:col`) and what.
+pub type Conflict = (String, String);
+
+pub fn unify(uses: &[MapUse], names: &dyn Fn(MapId) -> String) -> Result<BTreeMap<MapId, MapShape>, Conflict> {
     let mut by_map: BTreeMap<MapId, Vec<&MapUse>> = BTreeMap::new();
     for u in uses {
         by_map.entry(u.map).or_default().push(u);
@@ -109,12 +111,14 @@ pub fn unify(uses: &[MapUse], names: &dyn Fn(MapId) -> String) -> Result<BTreeMa
         }
         for u in &uses[1..] {
             if u.key.len() != key.len() {
-                return Err(anyhow!(
-                    "{}: error: map '{name}' is used with {} key part(s) here but {} at {}",
-                    u.at,
-                    u.key.len(),
-                    key.len(),
-                    first.at
+                return Err((
+                    u.at.to_string(),
+                    format!(
+                        "map '{name}' is used with {} key part(s) here but {} at {}",
+                        u.key.len(),
+                        key.len(),
+                        first.at
+                    ),
                 ));
             }
             for (k, t) in key.iter_mut().zip(&u.key) {
@@ -122,10 +126,12 @@ pub fn unify(uses: &[MapUse], names: &dyn Fn(MapId) -> String) -> Result<BTreeMa
                     (Ty::Int, Ty::Int) => Ty::Int,
                     (Ty::Bytes(a), Ty::Bytes(b)) => Ty::Bytes(a.max(b)),
                     _ => {
-                        return Err(anyhow!(
-                            "{}: error: map '{name}' has a string key here but an integer key at {} (or the reverse)",
-                            u.at,
-                            first.at
+                        return Err((
+                            u.at.to_string(),
+                            format!(
+                                "map '{name}' has a string key here but an integer key at {} (or the reverse)",
+                                first.at
+                            ),
                         ))
                     }
                 };
@@ -139,11 +145,13 @@ pub fn unify(uses: &[MapUse], names: &dyn Fn(MapId) -> String) -> Result<BTreeMa
                 UseKind::Aggregate(op) => {
                     if let Some((prev, at)) = agg {
                         if prev != op {
-                            return Err(anyhow!(
-                                "{}: error: map '{name}' gets {} here but {} at {at}; use one aggregation per map",
-                                u.at,
-                                agg_name(op),
-                                agg_name(prev)
+                            return Err((
+                                u.at.to_string(),
+                                format!(
+                                    "map '{name}' gets {} here but {} at {at}; use one aggregation per map",
+                                    agg_name(op),
+                                    agg_name(prev)
+                                ),
                             ));
                         }
                     }
@@ -155,18 +163,18 @@ pub fn unify(uses: &[MapUse], names: &dyn Fn(MapId) -> String) -> Result<BTreeMa
                         (Some((Ty::Int, a)), Ty::Int) => (Ty::Int, a),
                         (Some((Ty::Bytes(x), a)), Ty::Bytes(y)) => (Ty::Bytes(x.max(y)), a),
                         (Some((_, a)), _) => {
-                            return Err(anyhow!(
-                                "{}: error: map '{name}' stores a string here but an integer at {a} (or the reverse)",
-                                u.at
+                            return Err((
+                                u.at.to_string(),
+                                format!("map '{name}' stores a string here but an integer at {a} (or the reverse)"),
                             ))
                         }
                     });
                 }
                 UseKind::Update => {
                     if let Some((Ty::Bytes(_), a)) = plain {
-                        return Err(anyhow!(
-                            "{}: error: map '{name}' holds strings (see {a}); `+=` needs integers",
-                            u.at
+                        return Err((
+                            u.at.to_string(),
+                            format!("map '{name}' holds strings (see {a}); `+=` needs integers"),
                         ));
                     }
                     plain.get_or_insert((Ty::Int, &u.at));
@@ -176,8 +184,9 @@ pub fn unify(uses: &[MapUse], names: &dyn Fn(MapId) -> String) -> Result<BTreeMa
         }
         let shape = match (agg, plain) {
             (Some((_, a)), Some((_, b))) => {
-                return Err(anyhow!(
-                    "{b}: error: map '{name}' is assigned plain values here but is an aggregation at {a}; use two maps"
+                return Err((
+                    b.to_string(),
+                    format!("map '{name}' is assigned plain values here but is an aggregation at {a}; use two maps"),
                 ))
             }
             (Some((op, _)), None) => {
@@ -221,9 +230,9 @@ mod tests {
             &names,
         )
         .unwrap_err();
-        assert!(e.to_string().contains("use one aggregation per map"), "{e}");
+        assert!(e.1.contains("use one aggregation per map"), "{e:?}");
         let e =
             unify(&[u(2, vec![Ty::Int], UseKind::Store(Ty::Int)), u(2, vec![], UseKind::Read)], &names).unwrap_err();
-        assert!(e.to_string().contains("key part"), "{e}");
+        assert!(e.1.contains("key part"), "{e:?}");
     }
 }

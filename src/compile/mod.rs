@@ -2,6 +2,7 @@
 //! points, lower each closure to IR (`lower`), unify map layouts (`maps`),
 //! and generate BPF (`probes_ebpf`).
 
+pub mod explain;
 pub mod fields;
 pub mod lower;
 pub mod maps;
@@ -13,11 +14,12 @@ use probes_ebpf::ir::{self, MapId, MapLayout, ValueKind};
 use probes_ebpf::Generated;
 
 use crate::config::{Config, Trace};
+use crate::diag::{Diagnostic, Pos};
 use crate::kernel::link::LoadAttrs;
-use crate::kernel::tracefs;
+use crate::kernel::Kernel;
 use crate::probes::spec::{self, ProbeKind};
 use crate::probes::{self, AttachPoint, ProbeType, ProgramSpec};
-use crate::script::{position_text, ProbeDef, Session};
+use crate::script::{ProbeDef, Session};
 use maps::MapShape;
 
 /// A run of userspace statements of one probe, ready for the runtime.
@@ -97,7 +99,7 @@ impl Plan {
     }
 }
 
-pub fn compile(session: &Session, opts: &Config) -> Result<Plan> {
+pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<Plan> {
     let reg = session.registry.lock().unwrap();
     let file = &session.file_name;
     let map_count = reg.maps.len() as MapId;
@@ -123,7 +125,7 @@ pub fn compile(session: &Session, opts: &Config) -> Result<Plan> {
     let stack_base = lost_map + 2;
     let mut pending: Vec<Pending> = Vec::new();
     let mut total_points = 0usize;
-    let here = |def: &ProbeDef, msg: String| anyhow!("{file}:{}: error: {msg}", position_text(def.pos));
+    let here = |def: &ProbeDef, msg: String| anyhow::Error::from(Diagnostic::at(file, def.pos, msg));
 
     for def in &reg.probes {
         let specs = spec::parse(&def.spec).map_err(|e| here(def, e.to_string()))?;
@@ -144,7 +146,7 @@ pub fn compile(session: &Session, opts: &Config) -> Result<Plan> {
         let per_point = lower::needs_per_point_program(&body);
         for spec in &specs {
             let ptype = probes::probe_type(spec.kind);
-            let points = ptype.expand(spec, &opts.trace).map_err(|e| here(def, e.to_string()))?;
+            let points = ptype.expand(spec, &opts.trace, kernel).map_err(|e| here(def, e.to_string()))?;
             total_points += points.len();
             if total_points > opts.max_probes {
                 return Err(here(
@@ -155,11 +157,11 @@ pub fn compile(session: &Session, opts: &Config) -> Result<Plan> {
                     ),
                 ));
             }
-            let per_point = per_point || ptype.per_point(&points);
+            let per_point = per_point || ptype.per_point(&points, kernel);
             let groups: Vec<Vec<AttachPoint>> =
                 if per_point { points.into_iter().map(|p| vec![p]).collect() } else { vec![points] };
             for group in groups {
-                let program = ptype.program(&group[0], per_point).map_err(|e| here(def, e.to_string()))?;
+                let program = ptype.program(&group[0], per_point, kernel).map_err(|e| here(def, e.to_string()))?;
                 let probe_name = if per_point { group[0].name.clone() } else { spec.full_name() };
                 let target = lower::Target {
                     event: program.event.as_ref(),
@@ -180,7 +182,7 @@ pub fn compile(session: &Session, opts: &Config) -> Result<Plan> {
                     stack_depth: opts.stack_depth,
                 };
                 let lowered = lower::lower(&body, def.closure.curry(), &target)
-                    .map_err(|e| anyhow!("{file}:{}: error: {}", position_text(e.pos), e.message))?;
+                    .map_err(|e| Diagnostic::at(file, e.pos, e.message))?;
                 let captured: Vec<(String, rhai::Dynamic)> =
                     body.params.iter().cloned().zip(def.closure.curry().iter().cloned()).collect();
                 let event =
@@ -213,7 +215,8 @@ pub fn compile(session: &Session, opts: &Config) -> Result<Plan> {
     // One layout per map, from every use in every probe.
     let uses: Vec<maps::MapUse> = pending.iter().flat_map(|p| p.lowered.uses.iter().cloned()).collect();
     let names = |id: MapId| reg.maps.get(id as usize).map(|m| m.name()).unwrap_or_default();
-    let unified: BTreeMap<MapId, MapShape> = maps::unify(&uses, &names).map_err(|e| anyhow!("{file}:{e}"))?;
+    let unified: BTreeMap<MapId, MapShape> =
+        maps::unify(&uses, &names).map_err(|(at, msg)| Diagnostic::at_text(file, &at, msg))?;
     plan.shapes = (0..map_count).map(|id| unified.get(&id).cloned().unwrap_or_else(MapShape::unused)).collect();
     let mut layouts: Vec<MapLayout> = plan.shapes.iter().map(|s| s.layout.clone()).collect();
     layouts.push(MapLayout { key: vec![], value: ValueKind::RingBuf });
@@ -257,8 +260,8 @@ pub fn compile(session: &Session, opts: &Config) -> Result<Plan> {
             maps: layouts.clone(),
             body,
         };
-        let code = probes_ebpf::generate(&program)
-            .map_err(|e| anyhow!("{file}:{}:{}: error: {}", e.span.line, e.span.col, e.message))?;
+        let code =
+            probes_ebpf::generate(&program).map_err(|e| Diagnostic::new(file, Pos::of_span(e.span), e.message))?;
         plan.programs.push(CompiledProgram {
             name,
             probe_type: ptype,
@@ -272,8 +275,10 @@ pub fn compile(session: &Session, opts: &Config) -> Result<Plan> {
         });
     }
     if let Some(map) = plan.follow_map {
-        plan.programs
-            .extend(follow_programs(map, plan.stop_map, layouts).map_err(|e| anyhow!("{file}: error: -c: {e}"))?);
+        plan.programs.extend(
+            follow_programs(map, plan.stop_map, layouts, kernel)
+                .map_err(|e| Diagnostic::new(file, None, format!("-c: {e}")))?,
+        );
     }
     Ok(plan)
 }
@@ -293,12 +298,17 @@ fn stopped(stop_map: MapId) -> ir::Expr {
 /// `-c`: two programs keep the followed pids. A new process (not a thread)
 /// started by a followed one is followed too; a followed process whose last
 /// thread exits is dropped (its pid may be reused).
-fn follow_programs(map: MapId, stop_map: MapId, maps: Vec<MapLayout>) -> Result<Vec<CompiledProgram>> {
+fn follow_programs(
+    map: MapId,
+    stop_map: MapId,
+    maps: Vec<MapLayout>,
+    kernel: &dyn Kernel,
+) -> Result<Vec<CompiledProgram>> {
     const CLONE_THREAD: i64 = 0x10000;
     let pid = || ir::Expr::Builtin(ir::Builtin::Pid);
     let stmt = |kind| ir::Stmt { kind, span: ir::Span::default() };
     let field = |category: &str, event: &str, name: &str| -> Result<ir::Expr> {
-        let format = tracefs::read_format(category, event)?;
+        let format = kernel.tracepoint_format(category, event)?;
         let f = format.field(name).ok_or_else(|| anyhow!("{category}:{event} has no {name} field"))?;
         Ok(ir::Expr::CtxInt { offset: f.offset, size: f.size, signed: f.signed })
     };
@@ -325,9 +335,9 @@ fn follow_programs(map: MapId, stop_map: MapId, maps: Vec<MapLayout>) -> Result<
         [("rtrace_follow", "task:task_newtask", on_new), ("rtrace_unfollow", "sched:sched_process_exit", on_exit)]
     {
         body.insert(0, leave_if(stopped(stop_map)));
-        let points =
-            ptype.expand(&spec::ProbeSpec { kind: ProbeKind::Tracepoint, target: target.into() }, &Trace::default())?;
-        let spec = ptype.program(&points[0], false)?;
+        let spec = spec::ProbeSpec { kind: ProbeKind::Tracepoint, target: target.into() };
+        let points = ptype.expand(&spec, &Trace::default(), kernel)?;
+        let spec = ptype.program(&points[0], false, kernel)?;
         let program =
             ir::Program { name: name.into(), context: spec.context, locals: vec![], maps: maps.clone(), body };
         let code = probes_ebpf::generate(&program).map_err(|e| anyhow!("{}", e.message))?;
@@ -345,3 +355,6 @@ fn follow_programs(map: MapId, stop_map: MapId, maps: Vec<MapLayout>) -> Result<
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests;

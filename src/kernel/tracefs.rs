@@ -315,11 +315,12 @@ pub fn tracepoints() -> Result<&'static Vec<(String, String)>> {
 /// Without BTF, falls back to tracefs event names (the raw tracepoint name is
 /// the event name, e.g. `sys_enter` for `raw_syscalls:sys_enter`), minus the
 /// `syscalls` category and dynamic-event categories. Cached for the process.
+#[cfg(test)]
 pub fn list_raw_tracepoints() -> Result<Vec<String>> {
     Ok(cached_raw_tracepoints()?.clone())
 }
 
-/// The raw tracepoint names, cached (see [`list_raw_tracepoints`]).
+/// The raw tracepoint names (as described above), cached.
 pub fn raw_tracepoints() -> Result<&'static Vec<String>> {
     cached_raw_tracepoints()
 }
@@ -348,10 +349,16 @@ fn raw_tracepoints_from_tracefs() -> Result<Vec<String>> {
 
 /// Up to 3 known tracepoints (`category:name`) close to `wanted`, which may
 /// be `category:name` or a bare name.
+#[cfg(test)]
 pub fn suggest_tracepoints(wanted: &str) -> Vec<String> {
     let Ok(list) = cached_tracepoints() else {
         return Vec::new();
     };
+    suggest_tracepoints_in(list, wanted)
+}
+
+/// Up to 3 tracepoints of `list` close to `wanted`.
+pub fn suggest_tracepoints_in(list: &[(String, String)], wanted: &str) -> Vec<String> {
     // Right name, wrong or missing category comes first.
     let wanted_name = wanted.rsplit_once(':').map_or(wanted, |(_, name)| name);
     let mut out: Vec<String> = list
@@ -377,7 +384,12 @@ pub fn suggest_tracepoints(wanted: &str) -> Vec<String> {
 }
 
 fn unknown_tracepoint_message(category: &str, name: &str) -> String {
-    let suggestions = suggest_tracepoints(&format!("{category}:{name}"));
+    unknown_tracepoint_message_in(cached_tracepoints().map(Vec::as_slice).unwrap_or(&[]), category, name)
+}
+
+/// "unknown tracepoint C:N", with close names from `list`.
+pub fn unknown_tracepoint_message_in(list: &[(String, String)], category: &str, name: &str) -> String {
+    let suggestions = suggest_tracepoints_in(list, &format!("{category}:{name}"));
     if suggestions.is_empty() {
         format!("unknown tracepoint {category}:{name}")
     } else {

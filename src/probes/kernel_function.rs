@@ -16,9 +16,9 @@ use crate::config::Trace;
 use crate::kernel::kallsyms::kernel_functions;
 use crate::kernel::link::{Attachment, LoadAttrs};
 use crate::kernel::sys::{
-    self, fentry_available, probe_trampoline, BPF_PROG_TYPE_KPROBE, BPF_PROG_TYPE_TRACING, BPF_TRACE_FENTRY,
-    BPF_TRACE_FEXIT, KPROBE_PMU,
+    self, probe_trampoline, BPF_PROG_TYPE_KPROBE, BPF_PROG_TYPE_TRACING, BPF_TRACE_FENTRY, BPF_TRACE_FEXIT, KPROBE_PMU,
 };
+use crate::kernel::{Kernel, LiveKernel};
 use crate::probes::spec::ProbeSpec;
 use crate::util::similar::{no_match, suggest};
 use crate::util::wildcard::{has_wildcard, wildcard_match};
@@ -35,8 +35,8 @@ pub static FENTRY: KernelFunctionProbe = KernelFunctionProbe { ret: false, tramp
 pub static FEXIT: KernelFunctionProbe = KernelFunctionProbe { ret: true, trampoline_only: true };
 
 /// Whether this kernel can attach BPF to kernel functions, and if not, why.
-fn availability(function: &str, trampoline_only: bool) -> Result<(), String> {
-    let kprobes = sys::kprobes_available();
+fn availability(function: &str, trampoline_only: bool, k: &dyn Kernel) -> Result<(), String> {
+    let kprobes = k.kprobes_available();
     if kprobes && !trampoline_only {
         return Ok(());
     }
@@ -58,7 +58,7 @@ pub fn function_names() -> &'static [String] {
 }
 
 /// A tracepoint covering the same event as kernel function `func`, if any.
-pub fn alternative(func: &str, ret: bool) -> Option<String> {
+pub fn alternative(func: &str, ret: bool, k: &dyn Kernel) -> Option<String> {
     let base = ["__x64_sys_", "__ia32_sys_", "__se_sys_", "__do_sys_", "ksys_", "do_sys_", "vfs_", "do_"]
         .iter()
         .find_map(|p| func.strip_prefix(p))
@@ -68,7 +68,7 @@ pub fn alternative(func: &str, ret: bool) -> Option<String> {
         other => other,
     };
     let wanted = format!("syscalls:sys_{}_{base}", if ret { "exit" } else { "enter" });
-    super::tracepoint::expand_tracepoints(&wanted)
+    super::tracepoint::expand_tracepoints(&wanted, k)
         .ok()
         .filter(|v| !v.is_empty())
         .map(|_| format!("tracepoint:{wanted}"))
@@ -78,22 +78,22 @@ impl KernelFunctionProbe {
     /// The program at `point` is an fentry/fexit trampoline (spelled so, or
     /// a kprobe on a function with BTF on a kernel that loads trampolines,
     /// since they are cheaper) rather than a kprobe.
-    fn trampoline(&self, point: &AttachPoint) -> bool {
+    fn trampoline(&self, point: &AttachPoint, k: &dyn Kernel) -> bool {
         let AttachTarget::KernelFunction { function, .. } = &point.target else { return false };
         self.trampoline_only
-            || (fentry_available() && crate::kernel::btf::kernel().is_some_and(|b| b.function_id(function).is_some()))
+            || (k.fentry_available() && crate::kernel::btf::kernel().is_some_and(|b| b.function_id(function).is_some()))
     }
 
     /// The BTF attach target of a trampoline at `point`.
-    fn load_attrs(&self, point: &AttachPoint) -> Result<LoadAttrs> {
-        if !self.trampoline(point) {
+    fn load_attrs(&self, point: &AttachPoint, k: &dyn Kernel) -> Result<LoadAttrs> {
+        if !self.trampoline(point, k) {
             return Ok(LoadAttrs::default());
         }
         let AttachTarget::KernelFunction { function, ret } = &point.target else {
             bail!("not a kernel function probe: {}", point.name);
         };
-        if let Err(why) = availability(function, true) {
-            let hint = alternative(function, *ret).map(|t| format!("; use {t} instead")).unwrap_or_default();
+        if let Err(why) = availability(function, true, k) {
+            let hint = alternative(function, *ret, k).map(|t| format!("; use {t} instead")).unwrap_or_default();
             bail!("cannot attach {}: {why}{hint}", point.name);
         }
         let id = crate::kernel::btf::kernel()
@@ -104,15 +104,15 @@ impl KernelFunctionProbe {
 }
 
 impl ProbeType for KernelFunctionProbe {
-    fn per_point(&self, _points: &[AttachPoint]) -> bool {
-        self.trampoline_only || fentry_available()
+    fn per_point(&self, _points: &[AttachPoint], k: &dyn Kernel) -> bool {
+        self.trampoline_only || k.fentry_available()
     }
-    fn program(&self, point: &AttachPoint, per_point: bool) -> Result<ProgramSpec> {
+    fn program(&self, point: &AttachPoint, per_point: bool, k: &dyn Kernel) -> Result<ProgramSpec> {
         let AttachTarget::KernelFunction { function, ret } = &point.target else {
             bail!("not a kernel function probe: {}", point.name);
         };
         let func = per_point.then(|| function.clone());
-        if !self.trampoline(point) {
+        if !self.trampoline(point, k) {
             return Ok(ProgramSpec::new(BPF_PROG_TYPE_KPROBE, ContextKind::PtRegs, PtRegsEvent { func, user: false }));
         }
         // Trampolines see the arguments as `u64 args[]` (return value last).
@@ -122,12 +122,12 @@ impl ProbeType for KernelFunctionProbe {
         };
         let event = RawArgsEvent { params, retval, func };
         let mut spec = ProgramSpec::new(BPF_PROG_TYPE_TRACING, ContextKind::RawTracepoint, event);
-        spec.load = self.load_attrs(point).map_err(|e| e.to_string());
+        spec.load = self.load_attrs(point, k).map_err(|e| e.to_string());
         Ok(spec)
     }
-    fn expand(&self, spec: &ProbeSpec, _trace: &Trace) -> Result<Vec<AttachPoint>> {
+    fn expand(&self, spec: &ProbeSpec, _trace: &Trace, k: &dyn Kernel) -> Result<Vec<AttachPoint>> {
         let pattern = spec.target.rsplit(':').next().unwrap_or(&spec.target);
-        let funcs = kernel_functions();
+        let funcs = k.kernel_functions();
         let found: Vec<&String> = if has_wildcard(pattern) {
             funcs.iter().filter(|f| wildcard_match(pattern, f)).collect()
         } else {
@@ -149,11 +149,12 @@ impl ProbeType for KernelFunctionProbe {
         let AttachTarget::KernelFunction { function, ret } = &point.target else {
             bail!("not a kernel function probe: {}", point.name);
         };
-        if self.trampoline(point) {
+        if self.trampoline(point, &LiveKernel) {
             return super::tp_btf::attach_by_btf_id(point, prog);
         }
-        if let Err(why) = availability(function, self.trampoline_only) {
-            let hint = alternative(function, *ret).map(|t| format!("; use {t} instead")).unwrap_or_default();
+        if let Err(why) = availability(function, self.trampoline_only, &LiveKernel) {
+            let hint =
+                alternative(function, *ret, &LiveKernel).map(|t| format!("; use {t} instead")).unwrap_or_default();
             bail!("cannot attach {}: {why}{hint}", point.name);
         }
         let pmu: u32 = std::fs::read_to_string(KPROBE_PMU)?.trim().parse()?;

@@ -22,6 +22,7 @@ use probes_ebpf::ir::ContextKind;
 
 use crate::config::Trace;
 use crate::kernel::link::{Attachment, LoadAttrs};
+use crate::kernel::Kernel;
 pub use event::EventContext;
 use spec::{ProbeKind, ProbeSpec};
 
@@ -106,16 +107,16 @@ impl ProgramSpec {
 /// looks inside it.
 pub trait ProbeType: Sync {
     /// Expand wildcards in the spec's target into attach points.
-    fn expand(&self, spec: &ProbeSpec, trace: &Trace) -> Result<Vec<AttachPoint>>;
+    fn expand(&self, spec: &ProbeSpec, trace: &Trace, k: &dyn Kernel) -> Result<Vec<AttachPoint>>;
     /// Each of these points needs a program of its own (BTF-attached
     /// programs, USDT sites with different operands).
-    fn per_point(&self, _points: &[AttachPoint]) -> bool {
+    fn per_point(&self, _points: &[AttachPoint], _k: &dyn Kernel) -> bool {
         false
     }
     /// The program for `point`; with `per_point` false the program is
     /// shared by every point of its spec, so only what they share is known
     /// (no tracepoint format, BTF arguments or function name).
-    fn program(&self, point: &AttachPoint, per_point: bool) -> Result<ProgramSpec>;
+    fn program(&self, point: &AttachPoint, per_point: bool, k: &dyn Kernel) -> Result<ProgramSpec>;
     fn attach(&self, point: &AttachPoint, prog: BorrowedFd<'_>) -> Result<Attachment>;
 }
 

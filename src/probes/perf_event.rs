@@ -18,6 +18,7 @@ use super::{AttachPoint, AttachTarget, ProbeType, ProgramSpec};
 use crate::config::Trace;
 use crate::kernel::link::Attachment;
 use crate::kernel::sys::{self as perf, BPF_PROG_TYPE_PERF_EVENT};
+use crate::kernel::Kernel;
 use crate::probes::spec::{ProbeKind, ProbeSpec};
 use crate::util::similar::suggest;
 use crate::util::wildcard::{has_wildcard, wildcard_match};
@@ -84,10 +85,10 @@ pub fn hardware_event_names() -> Vec<(&'static str, &'static str)> {
 }
 
 impl ProbeType for PerfEventProbe {
-    fn program(&self, _point: &AttachPoint, _per_point: bool) -> Result<ProgramSpec> {
+    fn program(&self, _point: &AttachPoint, _per_point: bool, _k: &dyn Kernel) -> Result<ProgramSpec> {
         Ok(ProgramSpec::new(BPF_PROG_TYPE_PERF_EVENT, ContextKind::PerfEvent, NoArgs))
     }
-    fn expand(&self, spec: &ProbeSpec, _trace: &Trace) -> Result<Vec<AttachPoint>> {
+    fn expand(&self, spec: &ProbeSpec, _trace: &Trace, _k: &dyn Kernel) -> Result<Vec<AttachPoint>> {
         match self.kind {
             ProbeKind::Profile | ProbeKind::Interval => expand_timer(spec),
             _ => expand_named(spec),
@@ -321,6 +322,7 @@ fn open_error(point: &AttachPoint, type_: u32, freq: Option<u64>, cpu: i32, err:
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernel::LiveKernel;
 
     fn spec(kind: ProbeKind, target: &str) -> ProbeSpec {
         ProbeSpec { kind, target: target.into() }
@@ -353,21 +355,22 @@ mod tests {
     #[test]
     fn timers() {
         let cpus = online_cpus().unwrap().len();
-        let p = PROFILE.expand(&spec(ProbeKind::Profile, "hz:99"), &Trace::default()).unwrap();
+        let p = PROFILE.expand(&spec(ProbeKind::Profile, "hz:99"), &Trace::default(), &LiveKernel).unwrap();
         assert_eq!(p[0].name, "profile:hz:99");
         assert_eq!(target(&p[0]), (perf::PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK, 0, Some(99), cpus));
-        let p = PROFILE.expand(&spec(ProbeKind::Profile, "ms:10"), &Trace::default()).unwrap();
+        let p = PROFILE.expand(&spec(ProbeKind::Profile, "ms:10"), &Trace::default(), &LiveKernel).unwrap();
         assert_eq!(target(&p[0]), (perf::PERF_TYPE_SOFTWARE, 0, 10_000_000, None, cpus));
-        let i = INTERVAL.expand(&spec(ProbeKind::Interval, "s:2"), &Trace::default()).unwrap();
+        let i = INTERVAL.expand(&spec(ProbeKind::Interval, "s:2"), &Trace::default(), &LiveKernel).unwrap();
         assert_eq!(i[0].name, "interval:s:2");
         assert_eq!(target(&i[0]), (perf::PERF_TYPE_SOFTWARE, 0, 2_000_000_000, None, 1));
-        let i = INTERVAL.expand(&spec(ProbeKind::Interval, "us:500"), &Trace::default()).unwrap();
+        let i = INTERVAL.expand(&spec(ProbeKind::Interval, "us:500"), &Trace::default(), &LiveKernel).unwrap();
         assert_eq!(target(&i[0]).2, 500_000);
     }
 
     #[test]
     fn timer_errors() {
-        let err = |kind, t: &str| PROFILE.expand(&spec(kind, t), &Trace::default()).unwrap_err().to_string();
+        let err =
+            |kind, t: &str| PROFILE.expand(&spec(kind, t), &Trace::default(), &LiveKernel).unwrap_err().to_string();
         assert!(err(ProbeKind::Profile, "hz:0").contains("at least 1"));
         assert!(err(ProbeKind::Profile, "xx:5").contains("unknown unit 'xx'"));
         assert!(err(ProbeKind::Interval, "s").contains("missing the count"));
@@ -382,18 +385,18 @@ mod tests {
     #[test]
     fn named_events() {
         let cpus = online_cpus().unwrap().len();
-        let s = SOFTWARE.expand(&spec(ProbeKind::Software, "faults"), &Trace::default()).unwrap();
+        let s = SOFTWARE.expand(&spec(ProbeKind::Software, "faults"), &Trace::default(), &LiveKernel).unwrap();
         assert_eq!(s[0].name, "software:faults");
         assert_eq!(target(&s[0]), (perf::PERF_TYPE_SOFTWARE, 2, 100, None, cpus));
-        let s = SOFTWARE.expand(&spec(ProbeKind::Software, "cs:5"), &Trace::default()).unwrap();
+        let s = SOFTWARE.expand(&spec(ProbeKind::Software, "cs:5"), &Trace::default(), &LiveKernel).unwrap();
         assert_eq!(target(&s[0]), (perf::PERF_TYPE_SOFTWARE, 3, 5, None, cpus));
-        let s = SOFTWARE.expand(&spec(ProbeKind::Software, "cpu-clock:"), &Trace::default()).unwrap();
+        let s = SOFTWARE.expand(&spec(ProbeKind::Software, "cpu-clock:"), &Trace::default(), &LiveKernel).unwrap();
         assert_eq!(target(&s[0]).2, 1_000_000);
-        let h = HARDWARE.expand(&spec(ProbeKind::Hardware, "cycles:1e6"), &Trace::default()).unwrap();
+        let h = HARDWARE.expand(&spec(ProbeKind::Hardware, "cycles:1e6"), &Trace::default(), &LiveKernel).unwrap();
         assert_eq!(target(&h[0]), (perf::PERF_TYPE_HARDWARE, 0, 1_000_000, None, cpus));
-        let h = HARDWARE.expand(&spec(ProbeKind::Hardware, "branches"), &Trace::default()).unwrap();
+        let h = HARDWARE.expand(&spec(ProbeKind::Hardware, "branches"), &Trace::default(), &LiveKernel).unwrap();
         assert_eq!(target(&h[0]), (perf::PERF_TYPE_HARDWARE, 4, 100_000, None, cpus));
-        let w = SOFTWARE.expand(&spec(ProbeKind::Software, "*faults:1"), &Trace::default()).unwrap();
+        let w = SOFTWARE.expand(&spec(ProbeKind::Software, "*faults:1"), &Trace::default(), &LiveKernel).unwrap();
         let names: Vec<&str> = w.iter().map(|p| p.name.as_str()).collect();
         assert_eq!(
             names,
@@ -409,7 +412,9 @@ mod tests {
 
     #[test]
     fn named_errors() {
-        let err = |t: &str| SOFTWARE.expand(&spec(ProbeKind::Software, t), &Trace::default()).unwrap_err().to_string();
+        let err = |t: &str| {
+            SOFTWARE.expand(&spec(ProbeKind::Software, t), &Trace::default(), &LiveKernel).unwrap_err().to_string()
+        };
         let e = err("page-fault");
         assert!(e.contains("unknown software event 'page-fault'; did you mean page-faults?"), "{e}");
         assert!(e.contains("context-switches/cs"), "{e}");
@@ -417,7 +422,10 @@ mod tests {
         assert!(err("cs:0").contains("at least 1"));
         assert!(err("cs:x").contains("not a whole number"));
         assert!(err("cs:1:2").contains("too many fields"));
-        let e = HARDWARE.expand(&spec(ProbeKind::Hardware, "cpu-clock"), &Trace::default()).unwrap_err().to_string();
+        let e = HARDWARE
+            .expand(&spec(ProbeKind::Hardware, "cpu-clock"), &Trace::default(), &LiveKernel)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("unknown hardware event 'cpu-clock'") && e.contains("cpu-cycles/cycles"), "{e}");
     }
 }

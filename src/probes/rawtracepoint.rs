@@ -13,7 +13,7 @@ use super::{AttachPoint, AttachTarget, ProbeType, ProgramSpec};
 use crate::config::Trace;
 use crate::kernel::link::Attachment;
 use crate::kernel::sys::{self, BPF_PROG_TYPE_RAW_TRACEPOINT};
-use crate::kernel::tracefs;
+use crate::kernel::Kernel;
 use crate::probes::spec::ProbeSpec;
 use crate::util::similar::{no_match, suggest};
 use crate::util::wildcard::{has_wildcard, wildcard_match};
@@ -21,7 +21,7 @@ use crate::util::wildcard::{has_wildcard, wildcard_match};
 pub struct RawTracepoint;
 
 impl ProbeType for RawTracepoint {
-    fn program(&self, point: &AttachPoint, per_point: bool) -> Result<ProgramSpec> {
+    fn program(&self, point: &AttachPoint, per_point: bool, _k: &dyn Kernel) -> Result<ProgramSpec> {
         let params = match &point.target {
             AttachTarget::RawTracepoint { event } if per_point => {
                 crate::kernel::btf::kernel().and_then(|k| k.tracepoint_params(event))
@@ -31,12 +31,12 @@ impl ProbeType for RawTracepoint {
         let event = RawArgsEvent { params, retval: None, func: None };
         Ok(ProgramSpec::new(BPF_PROG_TYPE_RAW_TRACEPOINT, ContextKind::RawTracepoint, event))
     }
-    fn expand(&self, spec: &ProbeSpec, _trace: &Trace) -> Result<Vec<AttachPoint>> {
+    fn expand(&self, spec: &ProbeSpec, _trace: &Trace, k: &dyn Kernel) -> Result<Vec<AttachPoint>> {
         // bpftrace accepts `rawtracepoint:CATEGORY:EVENT` too; the category is ignored.
         let pattern = spec.target.rsplit(':').next().unwrap_or(&spec.target);
-        let found = expand_raw_tracepoints(pattern)?;
+        let found = expand_raw_tracepoints(pattern, k)?;
         if found.is_empty() {
-            let all = tracefs::list_raw_tracepoints().unwrap_or_default();
+            let all = k.raw_tracepoints().unwrap_or(&[]);
             let close = suggest(pattern, all.iter().map(String::as_str));
             return Err(no_match("raw tracepoint", pattern, close, " (see `rtrace -l 'rawtracepoint:*'`)"));
         }
@@ -63,14 +63,14 @@ impl ProbeType for RawTracepoint {
 /// `prefix:` before the name (a tracepoint category or module, as in
 /// `sched:sched_switch` or `vmlinux:sched_switch`) is accepted and ignored.
 /// Unknown names yield nothing. Sorted and deduplicated.
-pub fn expand_raw_tracepoints(pattern: &str) -> Result<Vec<String>> {
+pub fn expand_raw_tracepoints(pattern: &str, k: &dyn Kernel) -> Result<Vec<String>> {
     let mut found = Vec::new();
     for item in pattern.split(',').map(str::trim).filter(|item| !item.is_empty()) {
         let name_pattern = item.rsplit_once(':').map_or(item, |(_, name)| name);
         if name_pattern.is_empty() {
             bail!("invalid raw tracepoint pattern '{item}'");
         }
-        let all = tracefs::raw_tracepoints()?;
+        let all = k.raw_tracepoints()?;
         if has_wildcard(name_pattern) {
             found.extend(all.iter().filter(|name| wildcard_match(name_pattern, name)).cloned());
         } else if all.binary_search_by(|name| name.as_str().cmp(name_pattern)).is_ok() {
@@ -85,7 +85,8 @@ pub fn expand_raw_tracepoints(pattern: &str) -> Result<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel::tracefs::tracefs_available;
+    use crate::kernel::tracefs::{self, tracefs_available};
+    use crate::kernel::LiveKernel;
 
     #[test]
     fn raw_tracepoints() {
@@ -98,11 +99,11 @@ mod tests {
             assert!(raw.iter().any(|r| r == name), "{name} missing");
         }
         assert!(!raw.iter().any(|r| r.starts_with("sys_enter_")), "syscalls:* are not raw tracepoints");
-        assert_eq!(expand_raw_tracepoints("sched_switch").unwrap(), vec!["sched_switch"]);
-        assert_eq!(expand_raw_tracepoints("sched:sched_switch").unwrap(), vec!["sched_switch"]);
-        assert_eq!(expand_raw_tracepoints("sys_e*").unwrap(), vec!["sys_enter", "sys_exit"]);
-        let both = expand_raw_tracepoints("sched_switch,sys_enter").unwrap();
+        assert_eq!(expand_raw_tracepoints("sched_switch", &LiveKernel).unwrap(), vec!["sched_switch"]);
+        assert_eq!(expand_raw_tracepoints("sched:sched_switch", &LiveKernel).unwrap(), vec!["sched_switch"]);
+        assert_eq!(expand_raw_tracepoints("sys_e*", &LiveKernel).unwrap(), vec!["sys_enter", "sys_exit"]);
+        let both = expand_raw_tracepoints("sched_switch,sys_enter", &LiveKernel).unwrap();
         assert_eq!(both, vec!["sched_switch", "sys_enter"]);
-        assert!(expand_raw_tracepoints("no_such_raw_tp").unwrap().is_empty());
+        assert!(expand_raw_tracepoints("no_such_raw_tp", &LiveKernel).unwrap().is_empty());
     }
 }

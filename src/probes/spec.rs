@@ -38,9 +38,7 @@ pub fn type_names() -> impl Iterator<Item = &'static str> {
 
 impl ProbeKind {
     pub fn name(self) -> &'static str {
-        match self {
-            _ => TYPES.iter().find(|t| t.kind == self).map(|t| t.name).unwrap_or("?"),
-        }
+        TYPES.iter().find(|t| t.kind == self).map(|t| t.name).unwrap_or("?")
     }
     /// Runs wholly in userspace.
     pub fn is_userspace(self) -> bool {

@@ -11,14 +11,15 @@ use super::spec::ProbeSpec;
 use super::{AttachPoint, ProbeType, ProgramSpec};
 use crate::config::Trace;
 use crate::kernel::link::Attachment;
+use crate::kernel::Kernel;
 
 pub struct Special;
 
 impl ProbeType for Special {
-    fn expand(&self, spec: &ProbeSpec, _trace: &Trace) -> Result<Vec<AttachPoint>> {
+    fn expand(&self, spec: &ProbeSpec, _trace: &Trace, _k: &dyn Kernel) -> Result<Vec<AttachPoint>> {
         bail!("{} runs in userspace and has no attach points", spec.kind.name())
     }
-    fn program(&self, point: &AttachPoint, _per_point: bool) -> Result<ProgramSpec> {
+    fn program(&self, point: &AttachPoint, _per_point: bool, _k: &dyn Kernel) -> Result<ProgramSpec> {
         bail!("{} runs in userspace and has no program", point.name)
     }
     fn attach(&self, point: &AttachPoint, _prog: BorrowedFd<'_>) -> Result<Attachment> {

@@ -14,6 +14,7 @@ use crate::config::Trace;
 use crate::kernel::btf;
 use crate::kernel::link::{Attachment, LoadAttrs};
 use crate::kernel::sys::{self, BPF_PROG_TYPE_TRACING, BPF_TRACE_RAW_TP};
+use crate::kernel::Kernel;
 use crate::probes::spec::ProbeSpec;
 use crate::util::similar::{no_match, suggest};
 use crate::util::wildcard::{has_wildcard, wildcard_match};
@@ -21,10 +22,10 @@ use crate::util::wildcard::{has_wildcard, wildcard_match};
 pub struct TpBtf;
 
 impl ProbeType for TpBtf {
-    fn per_point(&self, _points: &[AttachPoint]) -> bool {
+    fn per_point(&self, _points: &[AttachPoint], _k: &dyn Kernel) -> bool {
         true
     }
-    fn program(&self, point: &AttachPoint, _per_point: bool) -> Result<ProgramSpec> {
+    fn program(&self, point: &AttachPoint, _per_point: bool, _k: &dyn Kernel) -> Result<ProgramSpec> {
         let params = match &point.target {
             AttachTarget::BtfTracepoint { event } => btf::kernel().and_then(|k| k.tracepoint_params(event)),
             _ => None,
@@ -34,7 +35,7 @@ impl ProbeType for TpBtf {
         spec.load = load_attrs(point).map_err(|e| e.to_string());
         Ok(spec)
     }
-    fn expand(&self, spec: &ProbeSpec, _trace: &Trace) -> Result<Vec<AttachPoint>> {
+    fn expand(&self, spec: &ProbeSpec, _trace: &Trace, _k: &dyn Kernel) -> Result<Vec<AttachPoint>> {
         let Some(kernel) = btf::kernel() else {
             bail!(
                 "tp_btf probes need kernel BTF (/sys/kernel/btf/vmlinux), which this kernel lacks; use rawtracepoint:"

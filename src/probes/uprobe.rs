@@ -14,6 +14,7 @@ use super::{AttachPoint, AttachTarget, ProbeType, ProgramSpec};
 use crate::config::Trace;
 use crate::kernel::link::Attachment;
 use crate::kernel::sys::{self, BPF_PROG_TYPE_KPROBE};
+use crate::kernel::Kernel;
 use crate::probes::spec::ProbeSpec;
 use crate::symbols::{self, elf::ElfFile};
 use crate::util::similar::suggest;
@@ -86,14 +87,14 @@ impl UprobeProbe {
 }
 
 impl ProbeType for UprobeProbe {
-    fn program(&self, point: &AttachPoint, per_point: bool) -> Result<ProgramSpec> {
+    fn program(&self, point: &AttachPoint, per_point: bool, _k: &dyn Kernel) -> Result<ProgramSpec> {
         let func = match &point.target {
             AttachTarget::Uprobe { symbol, .. } if per_point => Some(symbol.clone()),
             _ => None,
         };
         Ok(ProgramSpec::new(BPF_PROG_TYPE_KPROBE, ContextKind::PtRegs, PtRegsEvent { func, user: true }))
     }
-    fn expand(&self, spec: &ProbeSpec, trace: &Trace) -> Result<Vec<AttachPoint>> {
+    fn expand(&self, spec: &ProbeSpec, trace: &Trace, _k: &dyn Kernel) -> Result<Vec<AttachPoint>> {
         let kind = self.kind();
         let (bin, location) = parse_target(kind, &spec.target)?;
         let path_buf = symbols::resolve_binary(&bin, trace.pid).map_err(|e| anyhow!("{kind}:{}: {e}", spec.target))?;

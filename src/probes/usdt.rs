@@ -15,6 +15,7 @@ use crate::config::Trace;
 use crate::kernel::arch;
 use crate::kernel::link::Attachment;
 use crate::kernel::sys;
+use crate::kernel::Kernel;
 use crate::probes::spec::ProbeSpec;
 use crate::symbols::{self, elf::ElfFile};
 use crate::util::similar::suggest;
@@ -277,15 +278,15 @@ fn matches(pattern: &str, text: &str) -> bool {
 }
 
 impl ProbeType for Usdt {
-    fn per_point(&self, points: &[AttachPoint]) -> bool {
+    fn per_point(&self, points: &[AttachPoint], _k: &dyn Kernel) -> bool {
         // One USDT name can have sites with different argument specs.
         points.iter().any(|p| args_of(p) != args_of(&points[0]))
     }
-    fn program(&self, point: &AttachPoint, _per_point: bool) -> Result<ProgramSpec> {
+    fn program(&self, point: &AttachPoint, _per_point: bool, _k: &dyn Kernel) -> Result<ProgramSpec> {
         let args = args_of(point).unwrap_or_default().to_vec();
         Ok(ProgramSpec::new(sys::BPF_PROG_TYPE_KPROBE, ContextKind::PtRegs, UsdtEvent { args }))
     }
-    fn expand(&self, spec: &ProbeSpec, trace: &Trace) -> Result<Vec<AttachPoint>> {
+    fn expand(&self, spec: &ProbeSpec, trace: &Trace, _k: &dyn Kernel) -> Result<Vec<AttachPoint>> {
         let (bin, ns, name) = parse_target(&spec.target)?;
         let path_buf = symbols::resolve_binary(&bin, trace.pid).map_err(|e| anyhow!("usdt:{}: {e}", spec.target))?;
         let path = path_buf.to_string_lossy().into_owned();

@@ -21,6 +21,7 @@ use probes_ebpf::insn::Insn;
 use crate::compile::lower::{CONTROL_CLEAR, CONTROL_EXIT, CONTROL_PRINT, CONTROL_ZERO};
 use crate::compile::{CompiledProgram, Plan};
 use crate::config::Config;
+use crate::diag::{Diagnostic, Pos};
 use crate::kernel::link::{self, Attachment};
 use crate::kernel::{sys, verifier};
 use crate::output::{self, sink};
@@ -89,7 +90,7 @@ pub fn load_all(session: &Session, plan: &Plan, opts: &Config) -> Result<Loaded>
         let attrs = prog
             .load
             .clone()
-            .map_err(|e| anyhow!("{}:{}: error: {e}", session.file_name, probe_position(session, plan, prog)))?;
+            .map_err(|e| Diagnostic::at_text(&session.file_name, &probe_position(session, plan, prog), e))?;
         match sys::prog_load(prog.prog_type, attrs, &prog.name, &insns) {
             Ok(fd) => programs.push(fd),
             Err(e) => return Err(verifier_error(session, plan, prog, &e, opts.verifier_log)),
@@ -127,28 +128,27 @@ fn verifier_error(
     let file = &session.file_name;
     let reason = e.reason();
     if prog.internal {
-        return anyhow!(
-            "{file}: error: -c: the kernel refused the program that follows the command's children ({}): {reason}",
-            prog.name
-        );
+        let msg =
+            format!("-c: the kernel refused the program that follows the command's children ({}): {reason}", prog.name);
+        return Diagnostic::new(file, None, msg).into();
     }
     if e.errno == libc::EPERM && e.log.is_empty() {
-        return anyhow!(
-            "{file}: error: the kernel refused to load BPF programs (EPERM): run as root or with CAP_BPF and CAP_PERFMON"
-        );
+        let msg = "the kernel refused to load BPF programs (EPERM): run as root or with CAP_BPF and CAP_PERFMON";
+        return Diagnostic::new(file, None, msg).into();
     }
     let span = e.failing_insn().and_then(|i| prog.code.spans.get(i)).filter(|s| s.line > 0);
     let at = match span {
-        Some(s) => format!("{}:{}", s.line, s.col),
-        None => probe_position(session, plan, prog),
+        Some(s) => Pos::of_span(*s),
+        None => Pos::parse(&probe_position(session, plan, prog)),
     };
     if full_log {
         eprintln!("{}", e.log);
     }
-    anyhow!(
-        "{file}:{at}: error: the kernel verifier rejected the code for this statement in {}: {reason} (set RTRACE_VERIFIER_LOG=1 for the full log)",
+    let msg = format!(
+        "the kernel verifier rejected the code for this statement in {}: {reason} (set RTRACE_VERIFIER_LOG=1 for the full log)",
         prog.name
-    )
+    );
+    Diagnostic::new(file, at, msg).into()
 }
 
 /// Run the plan until it ends; returns the exit status.
