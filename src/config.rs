@@ -52,6 +52,12 @@ pub struct Config {
     pub dry_run: bool,
     /// `--keep-going`: count errors in userspace statements instead of stopping.
     pub keep_going: bool,
+    /// `--serve ADDR:PORT`: serve maps as metrics there.
+    pub serve: Option<String>,
+    /// `--metrics-prefix`: the prefix of map metric names.
+    pub metrics_prefix: String,
+    /// `-v`: per-probe overhead at exit.
+    pub verbose: bool,
 }
 
 /// Where settings come from: the environment in a run, a map in tests.
@@ -94,6 +100,9 @@ impl Config {
             quiet: false,
             dry_run: false,
             keep_going: false,
+            serve: None,
+            metrics_prefix: String::new(),
+            verbose: false,
         })
     }
 

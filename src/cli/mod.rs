@@ -65,6 +65,12 @@ pub struct Cli {
     /// Run CMD (held until probes are attached), trace it, stop when it exits.
     #[arg(short = 'c', value_name = "CMD")]
     pub command: Option<String>,
+    /// Serve the maps as Prometheus/OpenMetrics metrics on http://ADDR:PORT/metrics.
+    #[arg(long = "serve", value_name = "ADDR:PORT")]
+    pub serve: Option<String>,
+    /// Prefix of the metric names of maps (default rtrace_).
+    #[arg(long = "metrics-prefix", value_name = "PREFIX", default_value = "rtrace_")]
+    pub metrics_prefix: String,
     /// List probes matching PATTERN.
     #[arg(short = 'l')]
     pub list: bool,
@@ -169,6 +175,9 @@ fn run(cli: Cli) -> Result<i32> {
     config.quiet = cli.quiet;
     config.dry_run = cli.dry_run;
     config.keep_going = cli.keep_going;
+    config.serve = cli.serve.clone();
+    config.metrics_prefix = cli.metrics_prefix.clone();
+    config.verbose = cli.verbose;
     crate::symbols::stacks::set_debug(config.debug_symbols);
     let plan = compile::compile(&session, &config, &crate::kernel::LiveKernel)?;
     if cli.explain {

@@ -207,6 +207,35 @@ fn sanitize_name(name: &str) -> String {
     name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).take(15).collect()
 }
 
+/// `BPF_MAP_LOOKUP_AND_DELETE_ELEM`: 0, or a negative errno.
+pub fn map_lookup_and_delete(map: BorrowedFd<'_>, key: &[u8], value: &mut [u8]) -> i32 {
+    unsafe {
+        libbpf_sys::bpf_map_lookup_and_delete_elem(
+            map.as_raw_fd(),
+            key.as_ptr() as *const _,
+            value.as_mut_ptr() as *mut _,
+        )
+    }
+}
+
+/// `BPF_ENABLE_STATS(BPF_STATS_RUN_TIME)`: run statistics are kept while
+/// the returned fd is open.
+pub fn enable_run_time_stats() -> std::io::Result<OwnedFd> {
+    let fd = unsafe { libbpf_sys::bpf_enable_stats(libbpf_sys::BPF_STATS_RUN_TIME) };
+    if fd < 0 {
+        return Err(std::io::Error::from_raw_os_error(-fd));
+    }
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// `(run_cnt, run_time_ns)` of a loaded program, from `bpf_prog_info`.
+pub fn prog_run_stats(prog: BorrowedFd<'_>) -> Option<(u64, u64)> {
+    let mut info = libbpf_sys::bpf_prog_info::default();
+    let mut len = std::mem::size_of::<libbpf_sys::bpf_prog_info>() as u32;
+    let rc = unsafe { libbpf_sys::bpf_prog_get_info_by_fd(prog.as_raw_fd(), &mut info, &mut len) };
+    (rc == 0).then_some((info.run_cnt, info.run_time_ns))
+}
+
 // ---------------------------------------------------------------------------
 // feature probes
 // ---------------------------------------------------------------------------

@@ -7,6 +7,8 @@
 
 mod json;
 mod maps;
+pub mod metrics;
+pub mod overhead;
 pub mod printf;
 pub mod sink;
 

@@ -183,6 +183,44 @@ impl KernelMap {
 
     /// Everything in the map, decoded.
     pub fn dump(&self) -> Result<MapDump, String> {
+        self.dump_reading(|k| self.slots(k))
+    }
+
+    /// Everything in the map, decoded, and the map emptied as it is read
+    /// (`reset_on_scrape`): each entry is read and deleted in one step, so
+    /// no update is lost between the two. The keyless (array) form is read
+    /// and then zeroed.
+    pub fn take(&self) -> Result<MapDump, String> {
+        if self.shape.layout.is_array() {
+            let dump = self.dump()?;
+            self.zero()?;
+            return Ok(dump);
+        }
+        self.dump_reading(|k| self.take_slots(k))
+    }
+
+    /// `BPF_MAP_LOOKUP_AND_DELETE_ELEM` on one key; its per-CPU slots.
+    fn take_slots(&self, key: &[u8]) -> Result<Vec<Vec<u8>>, String> {
+        let size = self.shape.layout.value_size() as usize;
+        let (stride, n) = if self.shape.layout.is_percpu() { (size.div_ceil(8) * 8, self.ncpus) } else { (size, 1) };
+        let mut buf = vec![0u8; stride * n];
+        let rc = crate::kernel::sys::map_lookup_and_delete(std::os::fd::AsFd::as_fd(&self.map), key, &mut buf);
+        if rc == 0 {
+            return Ok(buf.chunks(stride).map(|c| c[..size].to_vec()).collect());
+        }
+        match -rc {
+            libc::ENOENT => Ok(Vec::new()),
+            // Kernels before 5.14 can't do it for hash maps: read, then delete.
+            libc::EINVAL | libc::ENOTSUP | 524 => {
+                let slots = self.slots(key)?;
+                let _ = self.map.delete(key);
+                Ok(slots)
+            }
+            e => Err(format!("map '{}': {}", self.name, std::io::Error::from_raw_os_error(e))),
+        }
+    }
+
+    fn dump_reading(&self, read: impl Fn(&[u8]) -> Result<Vec<Vec<u8>>, String>) -> Result<MapDump, String> {
         let keyless = self.shape.layout.key.is_empty();
         let mut entries = Vec::new();
         if self.shape.layout.value == ValueKind::Agg(AggKind::Hist) {
@@ -194,7 +232,7 @@ impl KernelMap {
             let mut groups: BTreeMap<Vec<u8>, Vec<u64>> = BTreeMap::new();
             for key in self.all_keys() {
                 let bucket = i64_at(&key, nparts) as usize;
-                let count: u64 = self.slots(&key)?.iter().map(|s| i64_at(s, 0) as u64).sum();
+                let count: u64 = read(&key)?.iter().map(|s| i64_at(s, 0) as u64).sum();
                 let counts = groups.entry(key[..nparts].to_vec()).or_insert_with(|| vec![0; len]);
                 if bucket < len {
                     counts[bucket] += count;
@@ -212,7 +250,11 @@ impl KernelMap {
             }
         } else {
             for key in self.all_keys() {
-                if let Some(v) = self.combine(&self.slots(&key)?) {
+                let slots = read(&key)?;
+                if slots.is_empty() {
+                    continue; // deleted since the keys were listed
+                }
+                if let Some(v) = self.combine(&slots) {
                     entries.push((self.key_parts(&key), v));
                 }
             }

@@ -5,7 +5,9 @@
 
 pub mod continuation;
 pub mod kmaps;
+pub mod probe_stats;
 pub mod reader;
+pub mod serve;
 pub mod signals;
 pub mod stacks;
 pub mod target;
@@ -165,6 +167,13 @@ pub fn run(session: &Session, plan: &Plan, opts: &Config, traced: Option<&mut ta
         }
         return Ok(0);
     }
+    let stats = (opts.verbose || opts.serve.is_some()).then(probe_stats::enable);
+    let _endpoint = match &opts.serve {
+        Some(addr) => {
+            Some(serve::start(addr, &opts.metrics_prefix, matches!(stats, Some(Ok(_))), session, plan, &loaded)?)
+        }
+        None => None,
+    };
     signals::install();
     // Follow processes' mappings from now on, so user stacks of processes
     // that exit before their stacks print still resolve.
@@ -239,6 +248,9 @@ pub fn run(session: &Session, plan: &Plan, opts: &Config, traced: Option<&mut ta
     print_remaining_maps(session, &loaded);
     report_lost(plan, &loaded);
     sink::flush();
+    if let (true, Some(stats)) = (opts.verbose, &stats) {
+        probe_stats::report(plan, &loaded.programs, stats);
+    }
     stacks::report();
     if conts.errors > 0 && conts.keep_going {
         eprintln!("rtrace: {} userspace error(s) in probe statements (the first is shown above)", conts.errors);
@@ -402,6 +414,7 @@ fn run_batch(session: &Session, plan: &Plan, conts: &mut continuation::Continuat
         }
         off += 4 + len;
     }
+    serve::note_progress(conts.records, conts.errors);
     sink::flush();
     result
 }

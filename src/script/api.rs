@@ -49,6 +49,10 @@ pub struct ProbeHandle(usize);
 pub struct MapOptions {
     pub max_entries: Option<u32>,
     pub lru: bool,
+    /// How `--serve` exports the map (labels, help, reset on scrape).
+    pub metrics: crate::output::metrics::MetricOptions,
+    /// Where `map(...)` was called, for errors found later.
+    pub pos: Position,
 }
 
 pub struct MapState {
@@ -146,7 +150,7 @@ pub fn register(engine: &mut Engine, registry: &SharedRegistry) {
     engine.register_fn("map", move |name: &str| new_map(&r, Some(name.to_string()), MapOptions::default()));
     let r = registry.clone();
     engine.register_fn("map", move |ctx: NativeCallContext, name: &str, opts: rhai::Map| -> RhaiResult<MapHandle> {
-        let mut options = MapOptions::default();
+        let mut options = MapOptions { pos: ctx.call_position(), ..MapOptions::default() };
         for (k, v) in opts.iter() {
             match k.as_str() {
                 "max_entries" => match v.as_int() {
@@ -158,9 +162,17 @@ pub fn register(engine: &mut Engine, registry: &SharedRegistry) {
                     Ok("hash") => options.lru = false,
                     _ => return fail_at("map type must be \"hash\" or \"lru\"", ctx.call_position()),
                 },
+                k if crate::output::metrics::OPTION_NAMES.contains(&k) => {
+                    if let Err(e) = options.metrics.set(k, v) {
+                        return fail_at(e, ctx.call_position());
+                    }
+                }
                 other => {
                     return fail_at(
-                        format!("unknown map option '{other}' (known: max_entries, type)"),
+                        format!(
+                            "unknown map option '{other}' (known: max_entries, type, {})",
+                            crate::output::metrics::OPTION_NAMES.join(", ")
+                        ),
                         ctx.call_position(),
                     )
                 }

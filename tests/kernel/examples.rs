@@ -179,7 +179,8 @@ fn profile_of_a_command() {
             spinning += n;
         }
     }
-    // 700 ms at 49 Hz: about 34 samples on the spinning CPU.
+    // 700 ms of CPU (the fixture spins until it has had them) at 49 Hz:
+    // about 34 samples.
     assert!(spinning >= 10, "only {spinning} samples in outer;middle;inner\n{run}");
 }
 

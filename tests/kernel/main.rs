@@ -16,6 +16,7 @@ mod maps;
 mod output;
 mod perf;
 mod probes;
+mod serve;
 mod split;
 mod stacks;
 mod target;

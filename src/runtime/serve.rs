@@ -1,0 +1,301 @@
+//! `--serve ADDR:PORT`: an HTTP endpoint with the script's maps and rtrace's
+//! own counters as Prometheus/OpenMetrics metrics on `/metrics`.
+//!
+//! The endpoint runs on its own thread and reads the kernel maps through the
+//! same dump path `print` uses, so a scrape never waits for (or holds up) the
+//! event loop. One scrape reads every map once, then renders: all the
+//! samples of a family come from one read (a histogram's buckets and count
+//! agree). Requests are answered one at a time, so two scrapes never
+//! interleave their resets. Formatting lives in `output::metrics`.
+
+use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use anyhow::{anyhow, bail, Result};
+use libbpf_rs::{MapCore, MapFlags};
+
+use super::kmaps::KernelMap;
+use super::{probe_stats, Loaded};
+use crate::compile::maps::Sem;
+use crate::compile::Plan;
+use crate::output::metrics::{self, Family, Format, Number, Type};
+use crate::output::{KeyPart, MapDump, MapValue};
+use crate::script::{position_text, Session};
+
+/// Records handed to userspace statements so far (updated by the event loop).
+static RECORDS: AtomicU64 = AtomicU64::new(0);
+/// Errors in userspace statements so far.
+static CALLBACK_ERRORS: AtomicU64 = AtomicU64::new(0);
+
+/// The event loop's running totals, for the endpoint to read.
+pub fn note_progress(records: u64, errors: u64) {
+    RECORDS.store(records, Ordering::Relaxed);
+    CALLBACK_ERRORS.store(errors, Ordering::Relaxed);
+}
+
+/// One script map as the endpoint serves it.
+struct Served {
+    map: Arc<KernelMap>,
+    metric: String,
+    help: String,
+    labels: Vec<String>,
+    counter: bool,
+    reset: bool,
+    folded: bool,
+}
+
+/// What a scrape reads: maps, loss counters, program statistics.
+struct Sources {
+    maps: Vec<Served>,
+    lost: libbpf_rs::MapHandle,
+    /// Label of each probe (its spec; `#N` added when a spec repeats).
+    probes: Vec<String>,
+    programs: Vec<(usize, OwnedFd)>,
+    stats: bool,
+}
+
+/// The running endpoint; dropping it stops the server and its thread.
+pub struct Endpoint {
+    server: Arc<tiny_http::Server>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Drop for Endpoint {
+    fn drop(&mut self) {
+        self.server.unblock();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Check the maps' metric options, listen on `addr` and serve until dropped.
+/// Called before anything is attached: an error here leaves nothing behind.
+pub fn start(
+    addr: &str,
+    prefix: &str,
+    stats: bool,
+    session: &Session,
+    plan: &Plan,
+    loaded: &Loaded,
+) -> Result<Endpoint> {
+    let sources = sources(prefix, stats, session, plan, loaded)?;
+    let server = tiny_http::Server::http(addr).map_err(|e| anyhow!("--serve {addr}: cannot listen there: {e}"))?;
+    let server = Arc::new(server);
+    let s = server.clone();
+    let thread = std::thread::Builder::new()
+        .name("rtrace-serve".into())
+        .spawn(move || serve(&s, &sources))
+        .map_err(|e| anyhow!("--serve: cannot start the server thread: {e}"))?;
+    Ok(Endpoint { server, thread: Some(thread) })
+}
+
+/// Built-in family names; a map must not be exported under one of them.
+const BUILTIN: &[&str] = &[
+    "rtrace_lost_events",
+    "rtrace_records",
+    "rtrace_callback_errors",
+    "rtrace_probe_runs",
+    "rtrace_probe_run_seconds",
+    "process_cpu_seconds",
+    "process_resident_memory_bytes",
+];
+
+fn sources(prefix: &str, stats: bool, session: &Session, plan: &Plan, loaded: &Loaded) -> Result<Sources> {
+    let handles = session.registry.lock().unwrap().maps.clone();
+    let mut maps: Vec<Served> = Vec::new();
+    for (handle, km) in handles.iter().zip(&loaded.maps) {
+        let opts = &handle.options().metrics;
+        let at = || format!("{}:{}", session.file_name, position_text(handle.options().pos));
+        let shape = &km.shape;
+        let stacks = shape.key_sems.iter().any(|s| matches!(s, Sem::Stack { .. }));
+        if !opts.enabled || (stacks && !opts.folded_stacks) {
+            continue;
+        }
+        let parts = if stacks { 1 } else { shape.layout.key.len() };
+        if let Some(l) = &opts.labels {
+            if shape.layout.key.is_empty() && !l.is_empty() {
+                bail!("{}: error: map '{}' has no key, so it takes no labels: drop `labels`", at(), km.name);
+            }
+            if !shape.layout.key.is_empty() && l.len() != parts {
+                let what = if stacks {
+                    "a folded stack is one label".to_string()
+                } else {
+                    format!("its keys have {parts} part(s)")
+                };
+                bail!(
+                    "{}: error: map '{}' names {} label(s) but {what}: give one name per key part",
+                    at(),
+                    km.name,
+                    l.len()
+                );
+            }
+        }
+        let metric = metrics::metric_name(prefix, &km.name);
+        if BUILTIN.contains(&metric.as_str()) || maps.iter().any(|m| m.metric == metric) {
+            bail!(
+                "{}: error: map '{}' would be served as {metric}, a name already in use: rename the map, change --metrics-prefix or set `metrics: false`",
+                at(),
+                km.name
+            );
+        }
+        let counter = matches!(shape.agg, Some(probes_ebpf::ir::AggOp::Count | probes_ebpf::ir::AggOp::Sum));
+        let help = opts.help.clone().unwrap_or_else(|| format!("rtrace map @{}", km.name));
+        maps.push(Served {
+            map: km.clone(),
+            metric,
+            help,
+            labels: opts.label_names(parts, stacks),
+            counter,
+            reset: opts.reset_on_scrape,
+            folded: stacks,
+        });
+    }
+    let lost = libbpf_rs::MapHandle::try_from(&loaded.lost).map_err(|e| anyhow!("--serve: {e}"))?;
+    Ok(Sources {
+        maps,
+        lost,
+        probes: probe_labels(&plan.probes),
+        programs: probe_stats::probe_programs(plan, &loaded.programs),
+        stats,
+    })
+}
+
+/// Probe specs as label values; a spec used twice gets `#2`, `#3`, ...
+fn probe_labels(probes: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for p in probes {
+        let n = probes[..out.len()].iter().filter(|q| *q == p).count();
+        out.push(if n == 0 { p.clone() } else { format!("{p}#{}", n + 1) });
+    }
+    out
+}
+
+fn serve(server: &tiny_http::Server, sources: &Sources) {
+    for request in server.incoming_requests() {
+        let path = request.url().split('?').next().unwrap_or("").to_string();
+        let get = matches!(request.method(), tiny_http::Method::Get | tiny_http::Method::Head);
+        let accept = request.headers().iter().find(|h| h.field.equiv("Accept")).map(|h| h.value.as_str().to_string());
+        let (status, content_type, body) = match (get, path.as_str()) {
+            (false, _) => (405, "text/plain; charset=utf-8", "only GET and HEAD are served\n".to_string()),
+            (true, "/metrics") => {
+                let format = Format::negotiate(accept.as_deref());
+                (200, format.content_type(), metrics::render(&scrape(sources), format))
+            }
+            (true, "/") => (200, "text/plain; charset=utf-8", "rtrace: metrics are on /metrics\n".to_string()),
+            (true, _) => (404, "text/plain; charset=utf-8", "not found: metrics are on /metrics\n".to_string()),
+        };
+        let mut response = tiny_http::Response::from_string(body).with_status_code(status);
+        if let Ok(h) = tiny_http::Header::from_bytes(&b"Content-Type"[..], content_type.as_bytes()) {
+            response = response.with_header(h);
+        }
+        let _ = request.respond(response);
+    }
+}
+
+/// Every family, from one read of each map.
+fn scrape(sources: &Sources) -> Vec<Family> {
+    let mut families = Vec::new();
+    for m in &sources.maps {
+        let dump = if m.folded {
+            folded_dump(&m.map)
+        } else if m.reset {
+            m.map.take()
+        } else {
+            m.map.dump()
+        };
+        let Ok(dump) = dump else { continue };
+        if m.folded && m.reset {
+            let _ = crate::script::api::MapBackend::clear(m.map.as_ref());
+        }
+        if let Some(f) = metrics::map_family(&m.metric, &m.help, &dump, m.counter, &m.labels) {
+            families.push(f);
+        }
+    }
+    families.extend(builtin(sources));
+    families
+}
+
+/// A stack-keyed map as `folded stack -> count` entries.
+fn folded_dump(map: &KernelMap) -> Result<MapDump, String> {
+    let entries = map
+        .folded_lines()?
+        .into_iter()
+        .filter_map(|line| {
+            let (stack, count) = line.rsplit_once(' ')?;
+            Some((vec![KeyPart::Str(stack.to_string())], MapValue::Int(count.parse().ok()?)))
+        })
+        .collect();
+    Ok(MapDump { name: map.name.clone(), keyless: false, entries })
+}
+
+fn builtin(sources: &Sources) -> Vec<Family> {
+    let probe = |i: usize| vec![("probe".to_string(), sources.probes[i].clone())];
+    let mut lost = Family::new("rtrace_lost_events", Type::Counter, "Events a probe could not put on the ring buffer");
+    for i in 0..sources.probes.len() {
+        let slots = sources.lost.lookup_percpu(&(i as u32).to_le_bytes(), MapFlags::ANY).ok().flatten();
+        let n: u64 = slots
+            .unwrap_or_default()
+            .iter()
+            .map(|s| u64::from_le_bytes(s.get(..8).and_then(|b| b.try_into().ok()).unwrap_or([0; 8])))
+            .sum();
+        lost.push(probe(i), Number::Int(n as i64));
+    }
+    let mut records = Family::new("rtrace_records", Type::Counter, "Records delivered to userspace statements");
+    records.push(Vec::new(), Number::Int(RECORDS.load(Ordering::Relaxed) as i64));
+    let mut errors =
+        Family::new("rtrace_callback_errors", Type::Counter, "Errors in userspace statements (with --keep-going)");
+    errors.push(Vec::new(), Number::Int(CALLBACK_ERRORS.load(Ordering::Relaxed) as i64));
+    let mut out = vec![lost, records, errors];
+    if sources.stats {
+        let mut runs = Family::new("rtrace_probe_runs", Type::Counter, "Times a probe's BPF programs ran");
+        let mut secs =
+            Family::new("rtrace_probe_run_seconds", Type::Counter, "Time a probe's BPF programs ran in the kernel");
+        let stats = probe_stats::per_probe(&sources.probes, &sources.programs);
+        for s in stats {
+            let label = vec![("probe".to_string(), s.probe.clone())];
+            runs.push(label.clone(), Number::Int(s.runs as i64));
+            secs.push(label, Number::Float(s.total_ns as f64 / 1e9));
+        }
+        out.push(runs);
+        out.push(secs);
+    }
+    let mut cpu = Family::new("process_cpu_seconds", Type::Counter, "CPU time rtrace used, user and system");
+    cpu.push(Vec::new(), Number::Float(cpu_seconds()));
+    out.push(cpu);
+    if let Some(rss) = rss_bytes() {
+        let mut f = Family::new("process_resident_memory_bytes", Type::Gauge, "rtrace's resident memory");
+        f.push(Vec::new(), Number::Int(rss as i64));
+        out.push(f);
+    }
+    out
+}
+
+fn cpu_seconds() -> f64 {
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } != 0 {
+        return 0.0;
+    }
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    t(u.ru_utime) + t(u.ru_stime)
+}
+
+fn rss_bytes() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    Some(pages * page.max(1) as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repeated_probe_specs_get_distinct_labels() {
+        let p = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(probe_labels(&p(&["a", "b", "a", "a"])), p(&["a", "b", "a#2", "a#3"]));
+    }
+}
