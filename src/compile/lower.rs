@@ -12,17 +12,13 @@ use probes_ebpf::ir::{AggOp, BinOp, Builtin, ContextKind, Expr, LocalId, MapId, 
 use rhai::{ASTNode, Dynamic, Expr as RExpr, Position, Stmt as RStmt, AST};
 
 use super::fields;
-use super::maps::{MapUse, Sem, UseKind};
+use super::maps::{MapUse, UseKind};
 use crate::kernel::tracepoint_format::FieldKind;
+use crate::plan::site::{Capture, Sem, Site};
 use crate::probes::event::{btf_slot, EventContext};
 use crate::script::MapHandle;
 use crate::symbols::stacks::StackMode;
-
-/// Control message kinds sent on the control ring (`StmtKind::Control`).
-pub const CONTROL_EXIT: u32 = 1;
-pub const CONTROL_PRINT: u32 = 2;
-pub const CONTROL_CLEAR: u32 = 3;
-pub const CONTROL_ZERO: u32 = 4;
+use probes_ebpf::record::{CONTROL_CLEAR, CONTROL_EXIT, CONTROL_PRINT, CONTROL_ZERO};
 
 /// What a closure is being compiled for.
 pub struct Target<'a> {
@@ -100,41 +96,6 @@ enum Captured {
     Int(i64),
     Str(String),
     Other(&'static str),
-}
-
-/// What one field of a userspace record holds.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Capture {
-    /// `e.pid` (`["pid"]`), `e.args.filename` (`["args", "filename"]`).
-    Event(Vec<String>),
-    /// A kernel `let` value: its name and its position in `Site::scope`.
-    Local { name: String, slot: usize },
-    /// One value given to `emit()`.
-    Emitted,
-    /// Element `index` of a `char **` field (`e.args.argv`), shipped as strings.
-    EventItem { path: Vec<String>, index: usize },
-}
-
-/// A run of consecutive userspace statements, and the values the kernel
-/// ships for them in the record.
-#[derive(Clone, Debug)]
-pub struct Site {
-    pub id: u32,
-    pub stmts: Vec<RStmt>,
-    pub fields: Vec<(Capture, Ty)>,
-    /// How each field prints, parallel to `fields`.
-    pub sems: Vec<Sem>,
-    /// Names of the closure's local variables visible at the site, in the
-    /// order Rhai's scope holds them (after the parameters); compiled Rhai
-    /// code finds variables by position, so the runtime rebuilds this order.
-    pub scope: Vec<String>,
-    /// `line:col` of the first statement.
-    pub at: String,
-    /// An `emit()`: the fields go to the probe's `.on_event` callback instead
-    /// of running `stmts`.
-    pub emit: bool,
-    /// `emit([a, b])`: the callback gets an array.
-    pub emit_array: bool,
 }
 
 /// A closure's parameters and body statements, found in `ast` by function name.

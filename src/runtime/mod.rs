@@ -20,15 +20,15 @@ use anyhow::{anyhow, Result};
 use libbpf_rs::{MapCore, MapFlags};
 use probes_ebpf::insn::Insn;
 
-use crate::compile::lower::{CONTROL_CLEAR, CONTROL_EXIT, CONTROL_PRINT, CONTROL_ZERO};
-use crate::compile::{CompiledProgram, Plan};
 use crate::config::Config;
 use crate::diag::{Diagnostic, Pos};
 use crate::kernel::link::{self, Attachment};
 use crate::kernel::{sys, verifier};
 use crate::output::{self, sink};
+use crate::plan::{CompiledProgram, Plan};
 use crate::script::api::MapBackend;
 use crate::script::{position_text, Session};
+use probes_ebpf::record::{CONTROL_CLEAR, CONTROL_EXIT, CONTROL_PRINT, CONTROL_ZERO};
 
 /// Programs loaded into the kernel, with the maps they use.
 pub struct Loaded {
@@ -278,7 +278,7 @@ fn user_stack_offsets(plan: &Plan) -> Vec<Vec<usize>> {
             let mut off = 8usize;
             let mut out = Vec::new();
             for (i, (_, ty)) in sp.site.fields.iter().enumerate() {
-                if matches!(sp.site.sems.get(i), Some(crate::compile::maps::Sem::Stack { user: true, .. })) {
+                if matches!(sp.site.sems.get(i), Some(crate::plan::site::Sem::Stack { user: true, .. })) {
                     out.push(off);
                 }
                 off += ty.slot_size() as usize;
