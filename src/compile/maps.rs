@@ -156,15 +156,24 @@ pub fn unify(uses: &[MapUse], names: &dyn Fn(MapId) -> String) -> Result<BTreeMa
                     format!("map '{name}' is assigned plain values here but is an aggregation at {a}; use two maps"),
                 ))
             }
-            (Some((op, _)), None) => {
-                MapShape { layout: MapLayout { key, value: ValueKind::Agg(agg_kind(op)) }, key_sems, agg: Some(op) }
-            }
-            (None, Some((ty, _))) => {
-                MapShape { layout: MapLayout { key, value: ValueKind::Value(ty) }, key_sems, agg: None }
-            }
-            (None, None) => {
-                MapShape { layout: MapLayout { key, value: ValueKind::Value(Ty::Int) }, key_sems, agg: None }
-            }
+            (Some((op, _)), None) => MapShape {
+                layout: MapLayout { key, value: ValueKind::Agg(agg_kind(op)) },
+                key_sems,
+                agg: Some(op),
+                prealloc: false,
+            },
+            (None, Some((ty, _))) => MapShape {
+                layout: MapLayout { key, value: ValueKind::Value(ty) },
+                key_sems,
+                agg: None,
+                prealloc: false,
+            },
+            (None, None) => MapShape {
+                layout: MapLayout { key, value: ValueKind::Value(Ty::Int) },
+                key_sems,
+                agg: None,
+                prealloc: false,
+            },
         };
         shapes.insert(id, shape);
     }

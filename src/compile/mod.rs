@@ -2,12 +2,15 @@
 //! points, lower each closure to IR (`lower`), unify map layouts (`maps`),
 //! and generate BPF (`probes_ebpf`).
 
+pub mod closures;
 pub mod explain;
 pub mod fields;
 pub mod lower;
 pub mod maps;
+pub mod userspace_uses;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use anyhow::{anyhow, Result};
 use probes_ebpf::ir::{self, MapId, MapLayout, ValueKind};
@@ -59,6 +62,9 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
     let mut total_points = 0usize;
     let here = |def: &ProbeDef, msg: String| anyhow::Error::from(Diagnostic::at(file, def.pos, msg));
 
+    // One index per AST (the script's, each probe source string's): finding
+    // every probe's closure stays linear in the number of probe() calls.
+    let mut closures: std::collections::HashMap<*const rhai::AST, closures::ClosureIndex> = Default::default();
     for def in &reg.probes {
         let specs = spec::parse(&def.spec).map_err(|e| here(def, e.to_string()))?;
         if specs.iter().any(|s| s.kind.is_userspace()) {
@@ -71,7 +77,9 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
             }
             continue;
         }
-        let body = lower::find_closure(&def.ast, def.closure.fn_name())
+        let index = closures.entry(Arc::as_ptr(&def.ast)).or_insert_with(|| closures::ClosureIndex::new(&def.ast));
+        let body = index
+            .get(def.closure.fn_name())
             .ok_or_else(|| here(def, "the second argument of probe() must be a closure, e.g. |e| { ... }".into()))?;
         let probe_index = plan.probes.len();
         plan.probes.push(def.spec.clone());
@@ -145,10 +153,20 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
     }
 
     // One layout per map, from every use in every probe.
-    let uses: Vec<maps::MapUse> = pending.iter().flat_map(|p| p.lowered.uses.iter().cloned()).collect();
+    let mut uses: Vec<maps::MapUse> = pending.iter().flat_map(|p| p.lowered.uses.iter().cloned()).collect();
+    uses.extend(userspace_uses::uses(&session.ast, &session.scope, opts.str_max));
     let names = |id: MapId| reg.maps.get(id as usize).map(|m| m.name()).unwrap_or_default();
-    let unified: BTreeMap<MapId, MapShape> =
+    let mut unified: BTreeMap<MapId, MapShape> =
         maps::unify(&uses, &names).map_err(|(at, msg)| Diagnostic::at_text(file, &at, msg))?;
+    for p in &pending {
+        if p.program.irqs_off {
+            for u in &p.lowered.uses {
+                if let Some(shape) = unified.get_mut(&u.map) {
+                    shape.prealloc = true;
+                }
+            }
+        }
+    }
     plan.shapes = (0..map_count).map(|id| unified.get(&id).cloned().unwrap_or_else(MapShape::unused)).collect();
     let mut layouts: Vec<MapLayout> = plan.shapes.iter().map(|s| s.layout.clone()).collect();
     layouts.push(MapLayout { key: vec![], value: ValueKind::RingBuf });
@@ -191,6 +209,7 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
             locals: lowered.locals,
             maps: layouts.clone(),
             body,
+            possible_cpus: possible_cpus(),
         };
         let code =
             probes_ebpf::generate(&program).map_err(|e| Diagnostic::new(file, Pos::of_span(e.span), e.message))?;
@@ -213,6 +232,11 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
         );
     }
     Ok(plan)
+}
+
+/// CPUs per-CPU maps have slots for (kernel reads of aggregations combine them).
+fn possible_cpus() -> u32 {
+    libbpf_rs::num_possible_cpus().map_or(1, |n| n as u32)
 }
 
 /// `if cond { return }`, first thing in a program.
@@ -270,8 +294,14 @@ fn follow_programs(
         let spec = spec::ProbeSpec { kind: ProbeKind::Tracepoint, target: target.into() };
         let points = ptype.expand(&spec, &Trace::default(), kernel)?;
         let spec = ptype.program(&points[0], false, kernel)?;
-        let program =
-            ir::Program { name: name.into(), context: spec.context, locals: vec![], maps: maps.clone(), body };
+        let program = ir::Program {
+            name: name.into(),
+            context: spec.context,
+            locals: vec![],
+            maps: maps.clone(),
+            body,
+            possible_cpus: possible_cpus(),
+        };
         let code = probes_ebpf::generate(&program).map_err(|e| anyhow!("{}", e.message))?;
         out.push(CompiledProgram {
             name: name.into(),

@@ -63,6 +63,11 @@ pub struct MapShape {
     pub key_sems: Vec<Sem>,
     /// The aggregation stored, if any (decides how values print).
     pub agg: Option<AggOp>,
+    /// A probe that runs with interrupts off (perf events, irq and timer
+    /// tracepoints) writes it: its entries are allocated when the map is
+    /// created, since on-demand allocation there keeps only one spare entry
+    /// per CPU and later inserts of the same firing would fail.
+    pub prealloc: bool,
 }
 
 impl MapShape {
@@ -72,6 +77,7 @@ impl MapShape {
             layout: MapLayout { key: vec![Ty::Int], value: ValueKind::Value(Ty::Int) },
             key_sems: vec![Sem::Plain],
             agg: None,
+            prealloc: false,
         }
     }
 }

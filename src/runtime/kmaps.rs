@@ -50,8 +50,9 @@ pub fn create(handle: &MapHandle, shape: &MapShape) -> Result<Arc<KernelMap>> {
     };
     // Hash maps allocate entries on demand (as bpftrace's do): preallocating
     // thousands of per-CPU slots costs milliseconds at start-up. LRU maps
-    // must be preallocated.
-    let no_prealloc = matches!(map_type, MapType::Hash | MapType::PercpuHash);
+    // must be preallocated, and so are maps written where interrupts are off
+    // (see `MapShape::prealloc`).
+    let no_prealloc = matches!(map_type, MapType::Hash | MapType::PercpuHash) && !shape.prealloc;
     let flags = if no_prealloc { BPF_F_NO_PREALLOC } else { 0 };
     let map =
         create_map(map_type, &kernel_name(&handle.name()), layout.key_size(), layout.value_size(), max_entries, flags)
