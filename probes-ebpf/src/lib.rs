@@ -9,5 +9,6 @@ pub mod helpers;
 pub mod insn;
 pub mod ir;
 pub mod quantile;
+pub mod record;
 
 pub use codegen::{generate, CodegenError, Generated};

@@ -9,7 +9,9 @@
 use std::sync::mpsc;
 use std::time::Duration;
 
-use crate::compile::{self, Options};
+use crate::compile;
+use crate::config::Config;
+use crate::kernel::fake::FakeKernel;
 use crate::script::Session;
 
 const EXAMPLES: &[&str] = &[
@@ -189,8 +191,9 @@ fn check(source: String) -> Result<(), String> {
     let mut session = Session::new("fuzz.rhai", &source, &[]).map_err(|e| e.to_string())?;
     session.engine.set_max_operations(200_000);
     session.run_top_level().map_err(|e| e.to_string())?;
-    let opts = Options { str_max: 64, start_ns: 0, ring_size: 1 << 20, stack_depth: 127 };
-    compile::compile(&session, &opts).map(|_| ()).map_err(|e| e.to_string())
+    static KERNEL: std::sync::OnceLock<FakeKernel> = std::sync::OnceLock::new();
+    let kernel = KERNEL.get_or_init(FakeKernel::from_fixtures);
+    compile::compile(&session, &Config::defaults(), kernel).map(|_| ()).map_err(|e| e.to_string())
 }
 
 #[test]

@@ -15,9 +15,12 @@ use std::io::Write;
 
 use anyhow::{anyhow, bail, Result};
 
-use crate::attach::{kprobe, perf_event, tracefs};
-use crate::compile::spec::{self, ProbeKind as Kind};
+use crate::kernel::{tracefs, LiveKernel};
+use crate::probes::spec::{self, ProbeKind as Kind};
+use crate::probes::{kernel_function, perf_event, rawtracepoint, tracepoint};
 use crate::symbols::{self, elf::ElfFile};
+use crate::util::similar::suggest;
+use crate::util::wildcard::{has_wildcard, wildcard_match};
 
 /// Listed probes: full name → detail lines printed under it with `-v`.
 type Listing = BTreeMap<String, Vec<String>>;
@@ -59,8 +62,8 @@ pub fn run(pattern: Option<&str>, verbose: bool) -> Result<i32> {
 
 /// `s == pattern`, or a wildcard match when `pattern` has `*`/`?`.
 fn matches(pattern: &str, s: &str) -> bool {
-    if tracefs::has_wildcard(pattern) {
-        tracefs::wildcard_match(pattern, s)
+    if has_wildcard(pattern) {
+        wildcard_match(pattern, s)
     } else {
         pattern == s
     }
@@ -89,8 +92,8 @@ fn list_item(item: &str, verbose: bool, out: &mut Listing, notes: &mut Vec<Strin
         }
         return Ok(());
     };
-    if tracefs::has_wildcard(ty) {
-        for &kind in SEARCHED.iter().filter(|k| tracefs::wildcard_match(ty, k.name())) {
+    if has_wildcard(ty) {
+        for &kind in SEARCHED.iter().filter(|k| wildcard_match(ty, k.name())) {
             if let Err(e) = list_kind(kind, rest, verbose, false, out, notes) {
                 notes.push(format!("{}: {e:#}", kind.name()));
             }
@@ -108,14 +111,14 @@ fn unknown_type(ty: &str, rest: &str) -> String {
     let mut msg = format!("-l: unknown probe type '{ty}'");
     // `-l 'syscalls:sys_enter_open*'`: a tracepoint without its type.
     if !rest.contains(':') && !rest.is_empty() {
-        if let Ok(found) = tracefs::expand_tracepoints(&format!("{ty}:{rest}")) {
+        if let Ok(found) = tracepoint::expand_tracepoints(&format!("{ty}:{rest}"), &LiveKernel) {
             if !found.is_empty() {
                 msg.push_str(&format!("; did you mean tracepoint:{ty}:{rest}?"));
                 return msg;
             }
         }
     }
-    let hint = tracefs::suggest(ty, spec::type_names());
+    let hint = suggest(ty, spec::type_names());
     if let Some(h) = hint.first() {
         msg.push_str(&format!("; did you mean {h}:{rest}?"));
     } else {
@@ -139,11 +142,11 @@ fn list_kind(
         Kind::Tracepoint => list_tracepoints(rest, verbose, out),
         Kind::RawTracepoint | Kind::TpBtf => {
             let name = or_star(rest.rsplit(':').next().unwrap_or(""));
-            let btf = crate::btf::kernel();
+            let btf = crate::kernel::btf::kernel();
             let names = match (kind, btf) {
-                (Kind::TpBtf, Some(b)) => crate::attach::tp_btf::matching(b, name),
+                (Kind::TpBtf, Some(b)) => crate::probes::tp_btf::matching(b, name),
                 (Kind::TpBtf, None) => vec![],
-                _ => tracefs::expand_raw_tracepoints(name)?,
+                _ => rawtracepoint::expand_raw_tracepoints(name, &LiveKernel)?,
             };
             for n in names {
                 let details = match btf.filter(|_| verbose).and_then(|b| Some((b, b.tracepoint_params(&n)?))) {
@@ -190,7 +193,7 @@ fn list_tracepoints(rest: &str, verbose: bool, out: &mut Listing) -> Result<()> 
         _ => bail!("-l: 'tracepoint:{rest}' has too many parts; write tracepoint:CATEGORY:NAME"),
     };
     for p in patterns {
-        for (cat, name) in tracefs::expand_tracepoints(&p)? {
+        for (cat, name) in tracepoint::expand_tracepoints(&p, &LiveKernel)? {
             let key = format!("tracepoint:{cat}:{name}");
             if verbose && !out.contains_key(&key) {
                 let details = match tracefs::read_format(&cat, &name) {
@@ -229,8 +232,8 @@ fn list_kernel_functions(
     notes: &mut Vec<String>,
 ) {
     let available = match kind {
-        Kind::Kprobe | Kind::Kretprobe => kprobe::kprobes_available(),
-        _ => kprobe::fentry_available(),
+        Kind::Kprobe | Kind::Kretprobe => crate::kernel::sys::kprobes_available(),
+        _ => crate::kernel::sys::fentry_available(),
     };
     // `kprobe:vmlinux:FN` / `kprobe:FN+OFF`: the function name part.
     let func = rest.rsplit(':').next().unwrap_or("");
@@ -244,7 +247,7 @@ fn list_kernel_functions(
                 _ => "this kernel refuses fentry/fexit programs, so there are no fentry probes to list",
             };
             let ret = matches!(kind, Kind::Kretprobe | Kind::Fexit);
-            let instead = if tracefs::has_wildcard(func) { None } else { kprobe::alternative(func, ret) };
+            let instead = if has_wildcard(func) { None } else { kernel_function::alternative(func, ret, &LiveKernel) };
             let hint = match instead {
                 Some(tp) => format!("; {tp} covers {func}"),
                 None => "; see rtrace -l 'tracepoint:*'".to_string(),
@@ -253,8 +256,8 @@ fn list_kernel_functions(
         }
         return;
     }
-    let btf = if verbose { crate::btf::kernel() } else { None };
-    for f in kprobe::function_names().iter().filter(|f| matches(func, f)) {
+    let btf = if verbose { crate::kernel::btf::kernel() } else { None };
+    for f in kernel_function::function_names().iter().filter(|f| matches(func, f)) {
         // -lv: the BTF signature (`struct file * file`, ..., `ssize_t retval`).
         let details = match btf.and_then(|b| b.function_params(f).map(|p| (b, p))) {
             Some((b, (params, ret))) => {
@@ -272,7 +275,7 @@ fn list_kernel_functions(
 
 /// The binary named in `-l 'uprobe:BIN:...'` / `'usdt:BIN...'`.
 fn binary(kind: Kind, bin: &str, rest: &str) -> Result<std::path::PathBuf> {
-    if bin.is_empty() || tracefs::has_wildcard(bin) {
+    if bin.is_empty() || has_wildcard(bin) {
         bail!("-l: {} probes are listed per binary: give one, e.g. -l '{}:/bin/bash:*'", kind.name(), kind.name());
     }
     symbols::resolve_binary(bin, None).map_err(|e| anyhow!("{}:{rest}: {e}", kind.name()))

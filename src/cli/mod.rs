@@ -3,6 +3,7 @@
 //! design.md §1.
 
 pub mod explain;
+pub mod exporter;
 #[cfg(test)]
 mod fuzz;
 pub mod list;
@@ -13,10 +14,11 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Result};
 use clap::Parser;
 
-use crate::compile::{self, Options};
+use crate::compile;
+use crate::config::{Config, ProcessEnv, Trace};
 use crate::output::sink;
+use crate::runtime;
 use crate::runtime::target::TracedProcess;
-use crate::runtime::{self, RunOptions};
 use crate::script::{parse_duration, Session};
 
 #[derive(Parser, Debug)]
@@ -197,7 +199,7 @@ fn run(cli: Cli) -> Result<i32> {
     if cli.exporter && (cli.serve.is_none() || cli.command.is_some()) {
         bail!("--exporter runs a metrics service: it needs --serve ADDR:PORT and can't be used with -c");
     }
-    let ring_size = ring_size(cli.ring_size.as_deref())?;
+    let mut config = Config::from_env(&ProcessEnv, cli.ring_size.as_deref())?;
     if cli.pid.is_some() && cli.command.is_some() {
         bail!("-p and -c can't be used together");
     }
@@ -207,100 +209,40 @@ fn run(cli: Cli) -> Result<i32> {
         _ => None,
     };
     if let Some(t) = &traced {
-        crate::attach::set_target_pid(t.pid);
-        if cli.command.is_some() {
-            crate::attach::set_follow_children();
-        }
+        config.trace = Trace { pid: Some(t.pid), follow_children: cli.command.is_some() };
     }
-    let stack_depth = env_number("RTRACE_STACK_DEPTH", 127, 1, 127)?;
-    let opts = Options { str_max: str_max()?, start_ns: monotonic_ns(), ring_size, stack_depth };
-    let plan = compile::compile(&session, &opts)?;
+    config.duration = duration;
+    config.quiet = cli.quiet || cli.exporter;
+    config.dry_run = cli.dry_run;
+    config.keep_going = cli.keep_going;
+    config.serve = cli.serve.clone();
+    config.metrics_prefix = cli.metrics_prefix.clone();
+    config.verbose = cli.verbose;
+    config.exporter = cli.exporter;
+    crate::symbols::stacks::set_debug(config.debug_symbols);
+    let plan = compile::compile(&session, &config, &crate::kernel::LiveKernel)?;
     if cli.explain {
         explain::print(&session, &plan, &source);
         return Ok(0);
     }
     check_privileges()?;
-    let run_opts = RunOptions {
-        duration,
-        quiet: cli.quiet || cli.exporter,
-        dry_run: cli.dry_run,
-        keep_going: cli.keep_going,
-        ring_size,
-        serve: cli.serve.clone(),
-        metrics_prefix: cli.metrics_prefix.clone(),
-        verbose: cli.verbose,
-        exporter: cli.exporter,
-    };
     if cli.exporter && !cli.dry_run {
-        let script = runtime::exporter::Script {
+        let script = exporter::Script {
             path: cli.source.is_none().then(|| file_name.clone()),
             file_name,
             source,
             args,
             allow_unsafe: cli.allow_unsafe,
         };
-        return runtime::exporter::run(&script, (session, plan), &opts, &run_opts, traced.as_mut());
+        return exporter::run(&script, (session, plan), &config, traced.as_mut());
     }
-    let result = runtime::run(&session, &plan, &run_opts, traced.as_mut());
+    let result = runtime::run(&session, &plan, &config, traced.as_mut());
     if let Some(t) = traced.as_mut() {
         t.stop();
     }
     crate::script::checks::finish(&session.registry);
     let code = result?;
     Ok(code)
-}
-
-/// Data ring size: `--ring-size`, else env RTRACE_RING_SIZE, else 1 MiB;
-/// rounded up to a power of two (the kernel requires it).
-fn ring_size(flag: Option<&str>) -> Result<u32> {
-    let text = match flag {
-        Some(t) => t.to_string(),
-        None => match std::env::var("RTRACE_RING_SIZE") {
-            Ok(v) => v,
-            Err(_) => return Ok(1 << 20),
-        },
-    };
-    let t = text.trim();
-    let (num, mult) = match t.chars().last() {
-        Some('k') | Some('K') => (&t[..t.len() - 1], 1u64 << 10),
-        Some('m') | Some('M') => (&t[..t.len() - 1], 1u64 << 20),
-        _ => (t, 1u64),
-    };
-    let bytes =
-        num.parse::<u64>().ok().and_then(|n| n.checked_mul(mult)).filter(|&n| (4096..=(1u64 << 30)).contains(&n));
-    match bytes {
-        Some(b) => Ok(b.next_power_of_two() as u32),
-        None => bail!("ring size '{text}': give a size from 4K to 1G, e.g. 4M"),
-    }
-}
-
-/// A numeric setting from the environment, within [lo, hi].
-pub fn env_number(name: &str, default: u32, lo: u32, hi: u32) -> Result<u32> {
-    match std::env::var(name) {
-        Err(_) => Ok(default),
-        Ok(v) => match v.parse::<u32>() {
-            Ok(n) if (lo..=hi).contains(&n) => Ok(n),
-            _ => bail!("{name}={v}: must be a number from {lo} to {hi}"),
-        },
-    }
-}
-
-/// `str()`'s default maximum length: env RTRACE_STRLEN (1..=200), default 64.
-fn str_max() -> Result<u32> {
-    match std::env::var("RTRACE_STRLEN") {
-        Err(_) => Ok(64),
-        Ok(v) => match v.parse::<u32>() {
-            Ok(n) if (1..=200).contains(&n) => Ok(n),
-            _ => bail!("RTRACE_STRLEN={v}: must be a number from 1 to 200"),
-        },
-    }
-}
-
-/// CLOCK_MONOTONIC now, as BPF's ktime_get_ns sees it.
-fn monotonic_ns() -> i64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec * 1_000_000_000 + ts.tv_nsec
 }
 
 /// Root, or CAP_BPF + CAP_PERFMON (or CAP_SYS_ADMIN).

@@ -7,7 +7,7 @@
 
 use probes_ebpf::ir::{BinOp, Expr, MapId, Stmt, StmtKind};
 
-use super::lower::CONTROL_EXIT;
+use probes_ebpf::record::CONTROL_EXIT;
 
 /// Set in the stop flag by a kernel `exit()`; the low 8 bits hold the status.
 pub const EXIT_MARK: u64 = 0x100;

@@ -6,7 +6,7 @@
 
 use probes_ebpf::ir::{BinOp, Expr};
 
-use crate::btf::{KernelBtf, Shape};
+use crate::kernel::btf::{KernelBtf, Shape};
 
 /// A value on the way down a member chain.
 enum Place {
@@ -75,7 +75,7 @@ pub fn walk(btf: &KernelBtf, base: Base, members: &[String]) -> Result<Access, (
         };
         let Some(m) = btf.member(composite, name) else {
             let mut names = btf.member_names(composite);
-            let close = crate::attach::tracefs::suggest(name, names.iter().map(String::as_str));
+            let close = crate::util::similar::suggest(name, names.iter().map(String::as_str));
             if !close.is_empty() {
                 return Err((
                     i,

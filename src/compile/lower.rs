@@ -14,34 +14,26 @@ use rhai::{ASTNode, Dynamic, Expr as RExpr, Position, Stmt as RStmt};
 use super::fields;
 
 mod index;
-use super::maps::{MapUse, Sem, UseKind};
-use crate::attach::tracefs::{FieldKind, TracepointFormat};
+use super::maps::{MapUse, UseKind};
+use crate::kernel::tracepoint_format::FieldKind;
+use crate::plan::site::{Capture, Sem, Site};
+use crate::probes::event::{btf_slot, EventContext};
 use crate::script::MapHandle;
 use crate::symbols::stacks::StackMode;
-
-/// Control message kinds sent on the control ring (`StmtKind::Control`).
-pub const CONTROL_EXIT: u32 = 1;
-pub const CONTROL_PRINT: u32 = 2;
-pub const CONTROL_CLEAR: u32 = 3;
-pub const CONTROL_ZERO: u32 = 4;
+use probes_ebpf::record::{CONTROL_CLEAR, CONTROL_EXIT, CONTROL_PRINT, CONTROL_ZERO};
 
 /// What a closure is being compiled for.
 pub struct Target<'a> {
     /// Full probe name (`tracepoint:syscalls:sys_enter_read`), the value of `e.probe`.
     pub probe_name: &'a str,
     pub context: ContextKind,
-    /// Tracepoint fields, for `e.args.*`.
-    pub format: Option<&'a TracepointFormat>,
+    /// What the probe type says the event holds: `e.argN`, `e.retval`,
+    /// `e.func`, `e.args.*`, and whether pointers are user memory.
+    pub event: &'a dyn EventContext,
     /// `ktime` at start, for `e.elapsed`.
     pub start_ns: i64,
     /// Default maximum length of `str()`.
     pub str_max: u32,
-    /// The probed function's name (uprobes, kprobes), the value of `e.func`.
-    pub func: Option<&'a str>,
-    /// USDT probes: the probe site's argument specs, for `e.argN`.
-    pub usdt_args: Option<&'a [crate::attach::usdt::UsdtArg]>,
-    /// Probes on user code (uprobe/uretprobe/usdt): pointers are user memory.
-    pub user_space: bool,
     /// Map id of the control ring buffer.
     pub control_ring: MapId,
     /// Index of this probe, reported in control messages.
@@ -53,6 +45,8 @@ pub struct Target<'a> {
     pub first_site: u32,
     /// Pending bytes in the data ring that trigger a wake-up of the reader.
     pub wake_bytes: u32,
+    /// Strings read from a `char **` field for `join()` (RTRACE_JOIN_MAX).
+    pub join_max: u32,
     /// Stack maps requested so far, shared by all probes: (depth, user, mode);
     /// the map id of entry i is `stack_base + i`.
     pub stack_maps: &'a std::cell::RefCell<Vec<(u32, bool, StackMode)>>,
@@ -61,12 +55,6 @@ pub struct Target<'a> {
     pub stack_lost: MapId,
     /// Frames kept per stack unless the script gives a limit.
     pub stack_depth: u32,
-    /// BTF-typed arguments (tp_btf, raw tracepoints, fentry/fexit), for
-    /// `e.args.NAME`: argument i is the i-th u64 of the context.
-    pub btf_args: Option<&'a [crate::btf::Param]>,
-    /// fexit: the BTF type of the return value, which follows the
-    /// arguments in the context.
-    pub btf_retval: Option<u32>,
 }
 
 impl Target<'_> {
@@ -110,41 +98,6 @@ enum Captured {
     Int(i64),
     Str(String),
     Other(&'static str),
-}
-
-/// What one field of a userspace record holds.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Capture {
-    /// `e.pid` (`["pid"]`), `e.args.filename` (`["args", "filename"]`).
-    Event(Vec<String>),
-    /// A kernel `let` value: its name and its position in `Site::scope`.
-    Local { name: String, slot: usize },
-    /// One value given to `emit()`.
-    Emitted,
-    /// Element `index` of a `char **` field (`e.args.argv`), shipped as strings.
-    EventItem { path: Vec<String>, index: usize },
-}
-
-/// A run of consecutive userspace statements, and the values the kernel
-/// ships for them in the record.
-#[derive(Clone, Debug)]
-pub struct Site {
-    pub id: u32,
-    pub stmts: Vec<RStmt>,
-    pub fields: Vec<(Capture, Ty)>,
-    /// How each field prints, parallel to `fields`.
-    pub sems: Vec<Sem>,
-    /// Names of the closure's local variables visible at the site, in the
-    /// order Rhai's scope holds them (after the parameters); compiled Rhai
-    /// code finds variables by position, so the runtime rebuilds this order.
-    pub scope: Vec<String>,
-    /// `line:col` of the first statement.
-    pub at: String,
-    /// An `emit()`: the fields go to the probe's `.on_event` callback instead
-    /// of running `stmts`.
-    pub emit: bool,
-    /// `emit([a, b])`: the callback gets an array.
-    pub emit_array: bool,
 }
 
 /// A closure's parameters and body statements, found in `ast` by function name.
@@ -584,7 +537,7 @@ impl<'a> Lowerer<'a> {
         if args != "args" {
             return Ok(None);
         }
-        let Some(format) = self.target.format else { return Ok(None) };
+        let Some(format) = self.target.event.format() else { return Ok(None) };
         let Some(f) = format.field(field) else { return Ok(None) };
         if let Some(items) = index::array_items(format, field) {
             // An array of integers (`unsigned long args[6]`): every element.
@@ -593,11 +546,7 @@ impl<'a> Lowerer<'a> {
         if !(f.c_type.contains("char") && f.c_type.matches('*').count() == 2) {
             return Ok(None);
         }
-        let count: i64 = std::env::var("RTRACE_JOIN_MAX")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .filter(|n| (1..=16).contains(n))
-            .unwrap_or(6);
+        let count = self.target.join_max as i64;
         let base = self.tracepoint_arg(field, pos)?;
         Ok(Some(
             (0..count)
@@ -630,9 +579,9 @@ impl<'a> Lowerer<'a> {
         }
         match path {
             [field] => self.event_field(field, pos),
-            [args, field] if args == "args" && self.target.btf_args.is_none() => {
+            [args, field] if args == "args" && self.target.event.btf_args().is_none() => {
                 let v = self.tracepoint_arg(field, pos)?;
-                let pointer = self.target.format.and_then(|f| f.field(field)).map(|f| f.kind.clone());
+                let pointer = self.target.event.format().and_then(|f| f.field(field)).map(|f| f.kind.clone());
                 Ok(match pointer {
                     Some(FieldKind::Pointer { user, to_char: true }) => {
                         Expr::ReadStr { ptr: Box::new(v), max: self.target.str_max, user }
@@ -644,7 +593,11 @@ impl<'a> Lowerer<'a> {
                 let chain: Vec<(String, Position)> = path.iter().map(|n| (n.clone(), pos)).collect();
                 let a = self.member_chain(&chain)?;
                 Ok(if a.char_pointer {
-                    Expr::ReadStr { ptr: Box::new(a.expr), max: self.target.str_max, user: self.target.user_space }
+                    Expr::ReadStr {
+                        ptr: Box::new(a.expr),
+                        max: self.target.str_max,
+                        user: self.target.event.user_memory(),
+                    }
                 } else {
                     a.expr
                 })
@@ -1311,10 +1264,10 @@ impl<'a> Lowerer<'a> {
 
     /// `e.args.X` where X is a `__user` pointer field.
     fn is_user_pointer(&self, e: &RExpr) -> bool {
-        if self.target.user_space {
+        if self.target.event.user_memory() {
             return true;
         }
-        let (Some(format), RExpr::Dot(x, _, _)) = (self.target.format, e) else { return false };
+        let (Some(format), RExpr::Dot(x, _, _)) = (self.target.event.format(), e) else { return false };
         if let Some((field, _, _)) = index::indexed_arg(&x.rhs) {
             return self.user_field(field);
         }
@@ -1343,7 +1296,7 @@ impl<'a> Lowerer<'a> {
         let name = v.1.as_str();
         if let Some((id, to)) = self.btf_local(name) {
             // `t.pid` where `let t = e.curtask;`: members through BTF.
-            let Some(btf) = crate::btf::kernel() else { return Some(err(pos, "this kernel has no BTF")) };
+            let Some(btf) = crate::kernel::btf::kernel() else { return Some(err(pos, "this kernel has no BTF")) };
             let names: Vec<String> = chain.iter().map(|c| c.0.clone()).collect();
             let base = fields::Base { value: Expr::Local(id), ty: to, pointee: true, name: name.to_string() };
             let user = self.local_user.contains(&id);
@@ -1359,7 +1312,7 @@ impl<'a> Lowerer<'a> {
             "curtask" if chain.len() == 1 => Some(Ok(fields::Access {
                 expr: Expr::Builtin(Builtin::CurTask),
                 char_pointer: false,
-                pointee: crate::btf::kernel().and_then(|b| b.struct_named("task_struct")),
+                pointee: crate::kernel::btf::kernel().and_then(|b| b.struct_named("task_struct")),
             })),
             "curtask" | "args" if chain.len() >= 2 => Some(self.member_chain(&chain)),
             _ => None,
@@ -1478,54 +1431,18 @@ impl<'a> Lowerer<'a> {
                 str_literal(self.target.probe_name)
             }
             "args" => return err(pos, "`e.args` needs a field name, e.g. `e.args.filename`"),
-            n if self.target.usdt_args.is_some() && n.starts_with("arg") && n[3..].parse::<usize>().is_ok() => {
-                let args = self.target.usdt_args.unwrap_or(&[]);
-                let i: usize = n[3..].parse().unwrap_or(0);
-                match args.get(i) {
-                    Some(a) => match crate::attach::usdt::arg_expr(a) {
-                        Ok(x) => x,
-                        Err(m) => return err(pos, m),
-                    },
-                    None => return err(pos, format!("`{n}`: {} has {} argument(s)", self.target.probe_name, args.len())),
-                }
-            }
             n if n.starts_with("arg") && n[3..].parse::<u32>().is_ok() => {
                 let i: u32 = n[3..].parse().unwrap_or(0);
-                match self.target.context {
-                    ContextKind::RawTracepoint if self.target.btf_args.is_some_and(|a| i as usize >= a.len()) => {
-                        let n = self.target.btf_args.map_or(0, |a| a.len());
-                        return err(pos, format!("`e.arg{i}`: {} has {n} argument(s)", self.target.probe_name));
+                match self.target.event.arg(i, self.target.probe_name) {
+                    Some(Ok(x)) => x,
+                    Some(Err(m)) => return err(pos, m),
+                    None => {
+                        return err(pos, format!("`{n}` isn't available for this probe type (tracepoints use e.args.NAME)"))
                     }
-                    ContextKind::RawTracepoint if i < 10 => Expr::CtxInt { offset: i * 8, size: 8, signed: false },
-                    ContextKind::PtRegs if i < 6 => {
-                        // x86-64 pt_regs: di, si, dx, cx, r8, r9.
-                        const OFFSETS: [u32; 6] = [112, 104, 96, 88, 72, 64];
-                        Expr::CtxInt { offset: OFFSETS[i as usize], size: 8, signed: false }
-                    }
-                    ContextKind::PtRegs if i < 10 => {
-                        // At function entry the 7th and later arguments are on
-                        // the stack, above the return address: sp + 8, sp + 16, ...
-                        let sp = Expr::CtxInt { offset: 152, size: 8, signed: false };
-                        let addr = Expr::Binary(BinOp::Add, Box::new(sp), Box::new(Expr::Int(8 * (i as i64 - 5))));
-                        Expr::ReadMem { addr: Box::new(addr), size: 8, signed: false, user: self.target.user_space }
-                    }
-                    _ => return err(pos, format!("`{n}` isn't available for this probe type (tracepoints use e.args.NAME)")),
                 }
             }
-            "retval" if self.target.btf_retval.is_some() => {
-                let n = self.target.btf_args.map_or(0, |a| a.len());
-                match (crate::btf::kernel(), self.target.btf_retval) {
-                    (Some(btf), Some(ty)) => btf_slot(btf, n as u32, ty),
-                    _ => Expr::CtxInt { offset: n as u32 * 8, size: 8, signed: true },
-                }
-            }
-            "retval" if self.target.context == ContextKind::PtRegs => {
-                // x86-64 pt_regs.ax
-                Expr::CtxInt { offset: 80, size: 8, signed: true }
-            }
-            "func" if self.target.func.is_some() => {
-                str_literal(self.target.func.unwrap_or(""))
-            }
+            "retval" if self.target.event.retval().is_some() => self.target.event.retval().unwrap_or(Expr::Int(0)),
+            "func" if self.target.event.func().is_some() => str_literal(self.target.event.func().unwrap_or("")),
             "kstack" | "ustack" => return self.stack_expr(&[name.to_string()], pos),
             "curtask" => Expr::Builtin(Builtin::CurTask),
             "retval" | "func" => {
@@ -1549,7 +1466,7 @@ impl<'a> Lowerer<'a> {
         let mut user = false;
         let (base, rest) = match chain[0].0.as_str() {
             "curtask" => {
-                let Some(btf) = crate::btf::kernel() else { return no_btf(chain[0].1) };
+                let Some(btf) = crate::kernel::btf::kernel() else { return no_btf(chain[0].1) };
                 let Some(task) = btf.struct_named("task_struct") else { return no_btf(chain[0].1) };
                 let name = format!("{ev}.curtask");
                 (fields::Base { value: Expr::Builtin(Builtin::CurTask), ty: task, pointee: true, name }, &chain[1..])
@@ -1557,7 +1474,7 @@ impl<'a> Lowerer<'a> {
             _ => {
                 let (field, fpos) = (&chain[1].0, chain[1].1);
                 let name = format!("{ev}.args.{field}");
-                if let Some(params) = self.target.btf_args {
+                if let Some(params) = self.target.event.btf_args() {
                     let Some(i) = params.iter().position(|p| &p.name == field) else {
                         let names: Vec<&str> = params.iter().map(|p| p.name.as_str()).collect();
                         return err(
@@ -1569,11 +1486,11 @@ impl<'a> Lowerer<'a> {
                             ),
                         );
                     };
-                    let Some(btf) = crate::btf::kernel() else { return no_btf(fpos) };
+                    let Some(btf) = crate::kernel::btf::kernel() else { return no_btf(fpos) };
                     let value = btf_slot(btf, i as u32, params[i].ty);
                     if chain.len() == 2 {
                         let (char_pointer, pointee) = match btf.shape(params[i].ty) {
-                            crate::btf::Shape::Pointer { to } => (btf.is_char(to), fields::composite(btf, to)),
+                            crate::kernel::btf::Shape::Pointer { to } => (btf.is_char(to), fields::composite(btf, to)),
                             _ => (false, None),
                         };
                         return Ok(fields::Access { expr: value, char_pointer, pointee });
@@ -1581,8 +1498,13 @@ impl<'a> Lowerer<'a> {
                     (fields::Base { value, ty: params[i].ty, pointee: false, name }, &chain[2..])
                 } else {
                     let value = self.tracepoint_arg(field, fpos)?;
-                    let c_type =
-                        self.target.format.and_then(|f| f.field(field)).map(|f| f.c_type.clone()).unwrap_or_default();
+                    let c_type = self
+                        .target
+                        .event
+                        .format()
+                        .and_then(|f| f.field(field))
+                        .map(|f| f.c_type.clone())
+                        .unwrap_or_default();
                     // A tracepoint field that points to a struct (`struct mm_struct *mm`,
                     // `const struct __kernel_timespec *rqtp`); a system call's
                     // pointers lead to user memory.
@@ -1592,12 +1514,12 @@ impl<'a> Lowerer<'a> {
                     let unqualified = unqualified.join(" ");
                     let struct_name =
                         unqualified.strip_prefix("struct ").and_then(|t| t.strip_suffix('*')).map(str::trim);
-                    let pointee = struct_name.and_then(|n| crate::btf::kernel()?.struct_named(n));
+                    let pointee = struct_name.and_then(|n| crate::kernel::btf::kernel()?.struct_named(n));
                     if chain.len() == 2 {
                         return Ok(fields::Access { expr: value, char_pointer: false, pointee });
                     }
                     let Some(id) = pointee else {
-                        if crate::btf::kernel().is_none() {
+                        if crate::kernel::btf::kernel().is_none() {
                             return no_btf(fpos);
                         }
                         return err(chain[2].1, format!("`{name}` is `{c_type}`, not a pointer to a struct"));
@@ -1606,7 +1528,7 @@ impl<'a> Lowerer<'a> {
                 }
             }
         };
-        let Some(btf) = crate::btf::kernel() else { return no_btf(chain[0].1) };
+        let Some(btf) = crate::kernel::btf::kernel() else { return no_btf(chain[0].1) };
         let names: Vec<String> = rest.iter().map(|c| c.0.clone()).collect();
         fields::walk(btf, base, &names).map(|a| user_access(a, user)).map_err(|(i, msg)| {
             let pos = rest.get(i).or(rest.last()).map(|c| c.1).unwrap_or(chain[0].1);
@@ -1617,17 +1539,17 @@ impl<'a> Lowerer<'a> {
     /// Tracepoint field `field` is a `__user` pointer.
     fn user_field(&self, field: &str) -> bool {
         matches!(
-            self.target.format.and_then(|f| f.field(field)).map(|f| &f.kind),
+            self.target.event.format().and_then(|f| f.field(field)).map(|f| &f.kind),
             Some(FieldKind::Pointer { user: true, .. })
         )
     }
 
     fn tracepoint_arg(&mut self, field: &str, pos: Position) -> Result<Expr> {
-        if self.target.btf_args.is_some() {
+        if self.target.event.btf_args().is_some() {
             let chain = [("args".to_string(), pos), (field.to_string(), pos)];
             return self.member_chain(&chain).map(|a| a.expr);
         }
-        let Some(format) = self.target.format else {
+        let Some(format) = self.target.event.format() else {
             return err(pos, "`e.args` is only available for tracepoint probes (raw tracepoints use e.arg0..)");
         };
         let Some(f) = format.field(field) else {
@@ -1667,25 +1589,6 @@ fn user_access(mut a: fields::Access, user: bool) -> fields::Access {
         a.expr = fields::in_user_memory(a.expr);
     }
     a
-}
-
-/// Argument slot `i` of a BTF-typed context (`u64 args[]`) holding a value
-/// of type `ty`: the whole slot is loaded, then cut to the type's width and
-/// sign (the bits above a narrow argument are not defined).
-fn btf_slot(btf: &crate::btf::KernelBtf, i: u32, ty: u32) -> Expr {
-    let slot = Expr::CtxInt { offset: i * 8, size: 8, signed: true };
-    match btf.shape(ty) {
-        crate::btf::Shape::Int { size, signed } if size < 8 => {
-            let bits = 64 - size as i64 * 8;
-            if signed {
-                let up = Expr::Binary(BinOp::Shl, Box::new(slot), Box::new(Expr::Int(bits)));
-                Expr::Binary(BinOp::Shr, Box::new(up), Box::new(Expr::Int(bits)))
-            } else {
-                Expr::Binary(BinOp::And, Box::new(slot), Box::new(Expr::Int((1i64 << (size * 8)) - 1)))
-            }
-        }
-        _ => slot,
-    }
 }
 
 /// The property names of a dot chain (`args.prev.pid` → args, prev, pid)

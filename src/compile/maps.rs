@@ -4,24 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use anyhow::{anyhow, Result};
 use probes_ebpf::ir::{AggKind, AggOp, MapId, MapLayout, Ty, ValueKind};
 
-/// What an integer value means beyond its bits, for printing.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Sem {
-    Plain,
-    /// A stack id in stack map `map` (user stacks carry the pid too).
-    Stack {
-        map: MapId,
-        user: bool,
-        mode: crate::symbols::stacks::StackMode,
-    },
-    /// A kernel address shown as its function name.
-    Ksym,
-    /// A boolean (0 or 1 in the kernel; `true`/`false` in userspace).
-    Bool,
-}
+use crate::plan::site::{MapShape, Sem};
 
 /// How one statement uses a map.
 #[derive(Clone, Debug)]
@@ -43,33 +28,6 @@ pub enum UseKind {
     Update,
     Read,
     Delete,
-}
-
-/// A map's final shape.
-#[derive(Clone, Debug, PartialEq)]
-pub struct MapShape {
-    pub layout: MapLayout,
-    /// How each key part prints.
-    pub key_sems: Vec<Sem>,
-    /// The aggregation stored, if any (decides how values print).
-    pub agg: Option<AggOp>,
-    /// A probe that runs with interrupts off (perf events, irq and timer
-    /// tracepoints) writes it: its entries are allocated when the map is
-    /// created, since on-demand allocation there keeps only one spare entry
-    /// per CPU and later inserts of the same firing would fail.
-    pub prealloc: bool,
-}
-
-impl MapShape {
-    /// The shape of a map no probe touches.
-    pub fn unused() -> MapShape {
-        MapShape {
-            layout: MapLayout { key: vec![Ty::Int], value: ValueKind::Value(Ty::Int) },
-            key_sems: vec![Sem::Plain],
-            agg: None,
-            prealloc: false,
-        }
-    }
 }
 
 pub fn agg_kind(op: AggOp) -> AggKind {
@@ -114,7 +72,10 @@ pub fn quantiles_unit(arg: &rhai::Expr) -> std::result::Result<u32, String> {
 }
 
 /// Unify all uses into one shape per used map. `names` gives maps' printed names.
-pub fn unify(uses: &[MapUse], names: &dyn Fn(MapId) -> String) -> Result<BTreeMap<MapId, MapShape>> {
+/// A conflict between two uses of a map: where (`line:col`) and what.
+pub type Conflict = (String, String);
+
+pub fn unify(uses: &[MapUse], names: &dyn Fn(MapId) -> String) -> Result<BTreeMap<MapId, MapShape>, Conflict> {
     let mut by_map: BTreeMap<MapId, Vec<&MapUse>> = BTreeMap::new();
     for u in uses {
         by_map.entry(u.map).or_default().push(u);
@@ -135,12 +96,14 @@ pub fn unify(uses: &[MapUse], names: &dyn Fn(MapId) -> String) -> Result<BTreeMa
         }
         for u in &uses[1..] {
             if u.key.len() != key.len() {
-                return Err(anyhow!(
-                    "{}: error: map '{name}' is used with {} key part(s) here but {} at {}",
-                    u.at,
-                    u.key.len(),
-                    key.len(),
-                    first.at
+                return Err((
+                    u.at.to_string(),
+                    format!(
+                        "map '{name}' is used with {} key part(s) here but {} at {}",
+                        u.key.len(),
+                        key.len(),
+                        first.at
+                    ),
                 ));
             }
             for (k, t) in key.iter_mut().zip(&u.key) {
@@ -148,10 +111,12 @@ pub fn unify(uses: &[MapUse], names: &dyn Fn(MapId) -> String) -> Result<BTreeMa
                     (Ty::Int, Ty::Int) => Ty::Int,
                     (Ty::Bytes(a), Ty::Bytes(b)) => Ty::Bytes(a.max(b)),
                     _ => {
-                        return Err(anyhow!(
-                            "{}: error: map '{name}' has a string key here but an integer key at {} (or the reverse)",
-                            u.at,
-                            first.at
+                        return Err((
+                            u.at.to_string(),
+                            format!(
+                                "map '{name}' has a string key here but an integer key at {} (or the reverse)",
+                                first.at
+                            ),
                         ))
                     }
                 };
@@ -165,11 +130,13 @@ pub fn unify(uses: &[MapUse], names: &dyn Fn(MapId) -> String) -> Result<BTreeMa
                 UseKind::Aggregate(op) => {
                     if let Some((prev, at)) = agg {
                         if prev != op {
-                            return Err(anyhow!(
-                                "{}: error: map '{name}' gets {} here but {} at {at}; use one aggregation per map",
-                                u.at,
-                                agg_name(op),
-                                agg_name(prev)
+                            return Err((
+                                u.at.to_string(),
+                                format!(
+                                    "map '{name}' gets {} here but {} at {at}; use one aggregation per map",
+                                    agg_name(op),
+                                    agg_name(prev)
+                                ),
                             ));
                         }
                     }
@@ -181,18 +148,18 @@ pub fn unify(uses: &[MapUse], names: &dyn Fn(MapId) -> String) -> Result<BTreeMa
                         (Some((Ty::Int, a)), Ty::Int) => (Ty::Int, a),
                         (Some((Ty::Bytes(x), a)), Ty::Bytes(y)) => (Ty::Bytes(x.max(y)), a),
                         (Some((_, a)), _) => {
-                            return Err(anyhow!(
-                                "{}: error: map '{name}' stores a string here but an integer at {a} (or the reverse)",
-                                u.at
+                            return Err((
+                                u.at.to_string(),
+                                format!("map '{name}' stores a string here but an integer at {a} (or the reverse)"),
                             ))
                         }
                     });
                 }
                 UseKind::Update => {
                     if let Some((Ty::Bytes(_), a)) = plain {
-                        return Err(anyhow!(
-                            "{}: error: map '{name}' holds strings (see {a}); `+=` needs integers",
-                            u.at
+                        return Err((
+                            u.at.to_string(),
+                            format!("map '{name}' holds strings (see {a}); `+=` needs integers"),
                         ));
                     }
                     plain.get_or_insert((Ty::Int, &u.at));
@@ -202,8 +169,9 @@ pub fn unify(uses: &[MapUse], names: &dyn Fn(MapId) -> String) -> Result<BTreeMa
         }
         let shape = match (agg, plain) {
             (Some((_, a)), Some((_, b))) => {
-                return Err(anyhow!(
-                    "{b}: error: map '{name}' is assigned plain values here but is an aggregation at {a}; use two maps"
+                return Err((
+                    b.to_string(),
+                    format!("map '{name}' is assigned plain values here but is an aggregation at {a}; use two maps"),
                 ))
             }
             (Some((op, _)), None) => MapShape {
@@ -256,9 +224,9 @@ mod tests {
             &names,
         )
         .unwrap_err();
-        assert!(e.to_string().contains("use one aggregation per map"), "{e}");
+        assert!(e.1.contains("use one aggregation per map"), "{e:?}");
         let e =
             unify(&[u(2, vec![Ty::Int], UseKind::Store(Ty::Int)), u(2, vec![], UseKind::Read)], &names).unwrap_err();
-        assert!(e.to_string().contains("key part"), "{e}");
+        assert!(e.1.contains("key part"), "{e:?}");
     }
 }

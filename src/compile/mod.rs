@@ -4,10 +4,10 @@
 
 pub mod closures;
 pub mod exit_flag;
+pub mod explain;
 pub mod fields;
 pub mod lower;
 pub mod maps;
-pub mod spec;
 pub mod userspace_uses;
 
 use std::collections::BTreeMap;
@@ -15,89 +15,27 @@ use std::sync::Arc;
 
 use anyhow::{anyhow, Result};
 use probes_ebpf::ir::{self, MapId, MapLayout, ValueKind};
-use probes_ebpf::Generated;
 
-use crate::attach::{self, tracefs, AttachPoint, ProbeType, Target as AttachTarget};
-use crate::script::{position_text, ProbeDef, Session};
-use maps::MapShape;
-use spec::ProbeKind;
+use crate::config::{Config, Trace};
+use crate::diag::{Diagnostic, Pos};
+use crate::kernel::Kernel;
+use crate::plan::site::{MapShape, Site};
+pub use crate::plan::{CompiledProgram, Plan, SitePlan};
+use crate::probes::spec::{self, ProbeKind};
+use crate::probes::{self, AttachPoint, ProbeType, ProgramSpec};
+use crate::script::{ProbeDef, Session};
 
-/// Settings that shape generated code.
-#[derive(Clone, Debug)]
-pub struct Options {
-    /// Default `str()` length (env `RTRACE_STRLEN`, default 64).
-    pub str_max: u32,
-    pub start_ns: i64,
-    /// Size of the data ring buffer in bytes (a power of two, ≥ 4096).
-    pub ring_size: u32,
-    /// Frames kept per stack when the script gives no limit (env RTRACE_STACK_DEPTH).
-    pub stack_depth: u32,
+/// A lowered program group waiting for the map layouts.
+struct Pending {
+    lowered: lower::Lowered,
+    name: String,
+    ptype: &'static dyn ProbeType,
+    program: ProgramSpec,
+    points: Vec<AttachPoint>,
+    probe: usize,
 }
 
-/// A run of userspace statements of one probe, ready for the runtime.
-pub struct SitePlan {
-    pub site: lower::Site,
-    /// Index into `Plan::probes`.
-    pub probe: usize,
-    /// The AST holding the script's functions.
-    pub ast: std::sync::Arc<rhai::AST>,
-    /// Captured top-level values by name (shared values stay shared).
-    pub captured: Vec<(String, rhai::Dynamic)>,
-    /// The closure's event parameter name.
-    pub event: Option<String>,
-    /// The probe's `.on_event` callback (for `emit()` sites).
-    pub on_event: Option<rhai::FnPtr>,
-}
-
-/// One BPF program and where it attaches.
-pub struct CompiledProgram {
-    pub name: String,
-    pub probe_type: &'static dyn ProbeType,
-    pub code: Generated,
-    pub points: Vec<AttachPoint>,
-    /// Index into `Plan::probes`.
-    pub probe: usize,
-    /// Ids of the userspace sites this program emits records for.
-    pub site_ids: Vec<u32>,
-    /// rtrace's own program (following `-c`'s children), not a script probe.
-    pub internal: bool,
-}
-
-/// Everything to load and run.
-pub struct Plan {
-    /// Userspace probes (BEGIN/END) in registration order.
-    pub begin: Vec<ProbeDef>,
-    pub end: Vec<ProbeDef>,
-    pub programs: Vec<CompiledProgram>,
-    /// Shape of every script map, by id; the control ring is the last id.
-    pub shapes: Vec<MapShape>,
-    pub control_ring: MapId,
-    pub data_ring: MapId,
-    pub lost_map: MapId,
-    /// Per-CPU counts of failed stack captures (slot 0 collisions, 1 map full).
-    pub stack_lost: MapId,
-    /// Userspace statement runs, indexed by site id.
-    pub sites: Vec<SitePlan>,
-    /// Stack maps: (map id, depth, user).
-    pub stack_maps: Vec<(MapId, u32, bool)>,
-    /// Kernel probes' spec text, indexed by probe number (as in control messages).
-    pub probes: Vec<String>,
-    /// `-c`: the map of followed pids (the command and its descendants).
-    pub follow_map: Option<MapId>,
-    /// A one-slot array every program checks first: non-zero = stopped.
-    pub stop_map: MapId,
-}
-
-impl Plan {
-    /// Probes of the script (rtrace's own programs not counted).
-    pub fn attach_count(&self) -> usize {
-        self.programs.iter().filter(|p| !p.internal).map(|p| p.points.len()).sum::<usize>()
-            + self.begin.len()
-            + self.end.len()
-    }
-}
-
-pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
+pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<Plan> {
     let reg = session.registry.lock().unwrap();
     let file = &session.file_name;
     let map_count = reg.maps.len() as MapId;
@@ -121,9 +59,9 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
     };
     let stack_maps = std::cell::RefCell::new(Vec::new());
     let stack_base = lost_map + 2;
-    let mut pending: Vec<(lower::Lowered, String, &'static dyn ProbeType, Vec<AttachPoint>, usize)> = Vec::new();
+    let mut pending: Vec<Pending> = Vec::new();
     let mut total_points = 0usize;
-    let here = |def: &ProbeDef, msg: String| anyhow!("{file}:{}: error: {msg}", position_text(def.pos));
+    let here = |def: &ProbeDef, msg: String| anyhow::Error::from(Diagnostic::at(file, def.pos, msg));
 
     // One index per AST (the script's, each probe source string's): finding
     // every probe's closure stays linear in the number of probe() calls.
@@ -155,45 +93,28 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
         plan.probes.push(def.spec.clone());
         let per_point = lower::needs_per_point_program(&body);
         for spec in &specs {
-            let ptype = attach::probe_type(spec.kind).map_err(|e| here(def, e.to_string()))?;
-            let points = ptype.expand(spec).map_err(|e| here(def, e.to_string()))?;
+            let ptype = probes::probe_type(spec.kind);
+            let points = ptype.expand(spec, &opts.trace, kernel).map_err(|e| here(def, e.to_string()))?;
             total_points += points.len();
-            if total_points > attach::max_probes() {
+            if total_points > opts.max_probes {
                 return Err(here(
                     def,
                     format!(
                         "this script attaches {total_points}+ probes, over the limit of {} (raise it with RTRACE_MAX_PROBES)",
-                        attach::max_probes()
+                        opts.max_probes
                     ),
                 ));
             }
-            // One USDT name can have sites with different argument specs.
-            let per_point = per_point
-                || ptype.program_per_point()
-                || points.iter().any(|p| attach::usdt::args_of(p) != attach::usdt::args_of(&points[0]));
+            let per_point = per_point || ptype.per_point(&points, kernel);
             let groups: Vec<Vec<AttachPoint>> =
                 if per_point { points.into_iter().map(|p| vec![p]).collect() } else { vec![points] };
             for group in groups {
-                let format = match (&group[0].target, per_point) {
-                    (AttachTarget::Tracepoint { category, event }, true) => {
-                        Some(tracefs::read_format(category, event).map_err(|e| here(def, e.to_string()))?)
-                    }
-                    _ => None,
-                };
-                let btf_args = if per_point { ptype.btf_args(&group[0]) } else { None };
+                let program = ptype.program(&group[0], per_point, kernel).map_err(|e| here(def, e.to_string()))?;
                 let probe_name = if per_point { group[0].name.clone() } else { spec.full_name() };
-                let func = match &group[0].target {
-                    AttachTarget::Uprobe { symbol, .. } if per_point => Some(symbol.as_str()),
-                    AttachTarget::KernelFunction { function, .. } if per_point => Some(function.as_str()),
-                    _ => None,
-                };
                 let target = lower::Target {
-                    func,
-                    usdt_args: attach::usdt::args_of(&group[0]),
-                    user_space: matches!(group[0].target, AttachTarget::Uprobe { .. } | AttachTarget::Usdt { .. }),
+                    event: program.event.as_ref(),
                     probe_name: &probe_name,
-                    context: ptype.context_at(&group[0]),
-                    format: format.as_ref(),
+                    context: program.context,
                     start_ns: opts.start_ns,
                     str_max: opts.str_max,
                     control_ring,
@@ -201,21 +122,20 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
                     data_ring,
                     lost_map,
                     first_site: plan.sites.len() as u32,
-                    wake_bytes: (opts.ring_size / 8).max(64),
+                    wake_bytes: opts.wake_bytes(),
+                    join_max: opts.join_max,
                     stack_maps: &stack_maps,
                     stack_base,
                     stack_lost: lost_map + 1,
                     stack_depth: opts.stack_depth,
-                    btf_args: btf_args.as_deref(),
-                    btf_retval: if per_point { ptype.btf_return(&group[0]) } else { None },
                 };
                 let lowered = lower::lower(&body, def.closure.curry(), &target)
-                    .map_err(|e| anyhow!("{file}:{}: error: {}", position_text(e.pos), e.message))?;
+                    .map_err(|e| Diagnostic::at(file, e.pos, e.message))?;
                 let captured: Vec<(String, rhai::Dynamic)> =
                     body.params.iter().cloned().zip(def.closure.curry().iter().cloned()).collect();
                 let event =
                     (body.params.len() > def.closure.curry().len()).then(|| body.params.last().cloned()).flatten();
-                let mut sites: Vec<&lower::Site> = lowered.sites.iter().collect();
+                let mut sites: Vec<&Site> = lowered.sites.iter().collect();
                 sites.sort_by_key(|s| s.id);
                 if sites.iter().any(|s| s.emit) && def.on_event.is_none() {
                     return Err(here(
@@ -235,19 +155,20 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
                         on_event: def.on_event.clone(),
                     });
                 }
-                pending.push((lowered, probe_name, ptype, group, probe_index));
+                pending.push(Pending { lowered, name: probe_name, ptype, program, points: group, probe: probe_index });
             }
         }
     }
 
     // One layout per map, from every use in every probe.
-    let mut uses: Vec<maps::MapUse> = pending.iter().flat_map(|p| p.0.uses.iter().cloned()).collect();
+    let mut uses: Vec<maps::MapUse> = pending.iter().flat_map(|p| p.lowered.uses.iter().cloned()).collect();
     uses.extend(userspace_uses::uses(&session.ast, &session.scope, opts.str_max));
     let names = |id: MapId| reg.maps.get(id as usize).map(|m| m.name()).unwrap_or_default();
-    let mut unified: BTreeMap<MapId, MapShape> = maps::unify(&uses, &names).map_err(|e| anyhow!("{file}:{e}"))?;
-    for (lowered, _, ptype, points, _) in &pending {
-        if irqs_off(ptype.context_at(&points[0]), &points[0]) {
-            for u in &lowered.uses {
+    let mut unified: BTreeMap<MapId, MapShape> =
+        maps::unify(&uses, &names).map_err(|(at, msg)| Diagnostic::at_text(file, &at, msg))?;
+    for p in &pending {
+        if p.program.irqs_off {
+            for u in &p.lowered.uses {
                 if let Some(shape) = unified.get_mut(&u.map) {
                     shape.prealloc = true;
                 }
@@ -265,19 +186,19 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
         plan.stack_maps.push((stack_base + i as MapId, *depth, *user));
     }
 
-    if attach::follow_children() && !pending.is_empty() {
+    if opts.trace.follow_children && !pending.is_empty() {
         plan.follow_map = Some(layouts.len() as MapId);
         layouts.push(MapLayout { key: vec![ir::Ty::Int], value: ValueKind::Value(ir::Ty::Int) });
     }
     plan.stop_map = layouts.len() as MapId;
     layouts.push(MapLayout { key: vec![], value: ValueKind::Value(ir::Ty::Int) });
     let pid = ir::Expr::Builtin(ir::Builtin::Pid);
-    for (lowered, name, ptype, points, probe) in pending {
+    for Pending { lowered, name, ptype, program: spec, points, probe } in pending {
         let site_ids = lowered.sites.iter().map(|s| s.id).collect();
         let mut body = lowered.body;
         // -p: every probe only sees the traced process; -c: the command and
         // the processes it starts.
-        let not_target = match (plan.follow_map, attach::target_pid()) {
+        let not_target = match (plan.follow_map, opts.trace.pid) {
             (Some(map), _) => {
                 Some(ir::Expr::Unary(ir::UnOp::Not, Box::new(ir::Expr::MapContains { map, key: vec![pid.clone()] })))
             }
@@ -293,7 +214,7 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
         exit_flag::mark_exits(&mut body, plan.stop_map);
         let program = ir::Program {
             name: name.clone(),
-            context: ptype.context_at(&points[0]),
+            context: spec.context,
             locals: lowered.locals,
             maps: layouts.clone(),
             body,
@@ -301,31 +222,29 @@ pub fn compile(session: &Session, opts: &Options) -> Result<Plan> {
         };
         let code = probes_ebpf::generate(&program).map_err(|e| {
             // Code with no statement of its own (e.g. the whole probe over a limit): the probe() call.
-            let at = match e.span.line {
-                0 => reg
-                    .probes
-                    .iter()
-                    .find(|p| p.spec == plan.probes[probe])
-                    .map_or("?".into(), |p| position_text(p.pos)),
-                line => format!("{line}:{}", e.span.col),
-            };
-            anyhow!("{file}:{at}: error: {}", e.message)
+            let pos = Pos::of_span(e.span)
+                .or_else(|| reg.probes.iter().find(|p| p.spec == plan.probes[probe]).and_then(|p| Pos::of(p.pos)));
+            Diagnostic::new(file, pos, e.message)
         })?;
-        plan.programs.push(CompiledProgram { name, probe_type: ptype, code, points, probe, site_ids, internal: false });
+        plan.programs.push(CompiledProgram {
+            name,
+            probe_type: ptype,
+            prog_type: spec.prog_type,
+            load: spec.load,
+            code,
+            points,
+            probe,
+            site_ids,
+            internal: false,
+        });
     }
     if let Some(map) = plan.follow_map {
-        plan.programs
-            .extend(follow_programs(map, plan.stop_map, layouts).map_err(|e| anyhow!("{file}: error: -c: {e}"))?);
+        plan.programs.extend(
+            follow_programs(map, plan.stop_map, layouts, kernel)
+                .map_err(|e| Diagnostic::new(file, None, format!("-c: {e}")))?,
+        );
     }
     Ok(plan)
-}
-
-/// Whether a program at `point` runs with interrupts off: perf events
-/// (profile, interval, software, hardware) and hard-irq/timer tracepoints.
-fn irqs_off(context: ir::ContextKind, point: &AttachPoint) -> bool {
-    const IRQ_CATEGORIES: &[&str] = &["irq", "irq_vectors", "timer", "ipi", "nmi", "irq_matrix"];
-    context == ir::ContextKind::PerfEvent
-        || matches!(&point.target, AttachTarget::Tracepoint { category, .. } if IRQ_CATEGORIES.contains(&category.as_str()))
 }
 
 /// CPUs per-CPU maps have slots for (kernel reads of aggregations combine them).
@@ -348,12 +267,17 @@ fn stopped(stop_map: MapId) -> ir::Expr {
 /// `-c`: two programs keep the followed pids. A new process (not a thread)
 /// started by a followed one is followed too; a followed process whose last
 /// thread exits is dropped (its pid may be reused).
-fn follow_programs(map: MapId, stop_map: MapId, maps: Vec<MapLayout>) -> Result<Vec<CompiledProgram>> {
+fn follow_programs(
+    map: MapId,
+    stop_map: MapId,
+    maps: Vec<MapLayout>,
+    kernel: &dyn Kernel,
+) -> Result<Vec<CompiledProgram>> {
     const CLONE_THREAD: i64 = 0x10000;
     let pid = || ir::Expr::Builtin(ir::Builtin::Pid);
     let stmt = |kind| ir::Stmt { kind, span: ir::Span::default() };
     let field = |category: &str, event: &str, name: &str| -> Result<ir::Expr> {
-        let format = tracefs::read_format(category, event)?;
+        let format = kernel.tracepoint_format(category, event)?;
         let f = format.field(name).ok_or_else(|| anyhow!("{category}:{event} has no {name} field"))?;
         Ok(ir::Expr::CtxInt { offset: f.offset, size: f.size, signed: f.signed })
     };
@@ -374,16 +298,18 @@ fn follow_programs(map: MapId, stop_map: MapId, maps: Vec<MapLayout>) -> Result<
     let drop = stmt(ir::StmtKind::MapDelete { map, key: vec![pid()] });
     let on_exit = vec![stmt(ir::StmtKind::If { cond: last, then: vec![drop], otherwise: vec![] })];
 
-    let ptype: &'static dyn ProbeType = &attach::tracepoint::Tracepoint;
+    let ptype: &'static dyn ProbeType = &probes::tracepoint::Tracepoint;
     let mut out = Vec::new();
     for (name, target, mut body) in
         [("rtrace_follow", "task:task_newtask", on_new), ("rtrace_unfollow", "sched:sched_process_exit", on_exit)]
     {
         body.insert(0, leave_if(stopped(stop_map)));
-        let points = ptype.expand(&spec::ProbeSpec { kind: ProbeKind::Tracepoint, target: target.into() })?;
+        let spec = spec::ProbeSpec { kind: ProbeKind::Tracepoint, target: target.into() };
+        let points = ptype.expand(&spec, &Trace::default(), kernel)?;
+        let spec = ptype.program(&points[0], false, kernel)?;
         let program = ir::Program {
             name: name.into(),
-            context: ptype.context(),
+            context: spec.context,
             locals: vec![],
             maps: maps.clone(),
             body,
@@ -393,6 +319,8 @@ fn follow_programs(map: MapId, stop_map: MapId, maps: Vec<MapLayout>) -> Result<
         out.push(CompiledProgram {
             name: name.into(),
             probe_type: ptype,
+            prog_type: spec.prog_type,
+            load: spec.load,
             code,
             points,
             probe: 0,
@@ -402,3 +330,6 @@ fn follow_programs(map: MapId, stop_map: MapId, maps: Vec<MapLayout>) -> Result<
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests;

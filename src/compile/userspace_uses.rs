@@ -14,7 +14,8 @@
 use probes_ebpf::ir::Ty;
 use rhai::{ASTNode, Dynamic, Expr as RExpr, Scope, Stmt as RStmt, AST};
 
-use super::maps::{MapUse, Sem, UseKind};
+use super::maps::{MapUse, UseKind};
+use crate::plan::site::Sem;
 use crate::script::MapHandle;
 
 /// Every userspace-evident use of a top-level map in `ast`. `str_max` is the

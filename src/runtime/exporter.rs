@@ -1,18 +1,8 @@
-//! `--exporter` (with `--serve`): rtrace as a long-running metrics service.
-//! Nothing is written to the terminal unless the script prints (no
-//! `Attaching` line, no map dump at exit), and SIGHUP reloads the script:
-//! the old probes are detached, the file is read and compiled again, the
-//! new probes attached, and the endpoint keeps its port throughout. A
-//! script that no longer compiles or loads is reported on stderr and the
-//! last good one runs again.
+//! `--exporter`'s reload signal: SIGHUP asks the running event loop to end
+//! its run so that cli/exporter.rs can read, compile and attach the script
+//! again.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-
-use anyhow::{anyhow, bail, Result};
-
-use super::{target::TracedProcess, RunOptions};
-use crate::compile::{self, Options, Plan};
-use crate::script::Session;
 
 static RELOAD: AtomicBool = AtomicBool::new(false);
 
@@ -20,7 +10,7 @@ extern "C" fn on_hup(_: libc::c_int) {
     RELOAD.store(true, Ordering::SeqCst);
 }
 
-fn install() {
+pub fn install() {
     unsafe {
         let mut sa: libc::sigaction = std::mem::zeroed();
         sa.sa_sigaction = on_hup as *const () as usize;
@@ -34,82 +24,7 @@ pub fn reload_requested() -> bool {
     RELOAD.load(Ordering::SeqCst)
 }
 
-/// The script as given on the command line, for reading it again.
-pub struct Script {
-    pub file_name: String,
-    /// The file to read again on reload; `None` for `-e` (the same source runs again).
-    pub path: Option<String>,
-    pub source: String,
-    pub args: Vec<String>,
-    pub allow_unsafe: bool,
-}
-
-/// Run the top level and compile, as for the first run.
-fn build(script: &Script, source: &str, opts: &Options) -> Result<(Session, Plan)> {
-    let mut session = Session::new(&script.file_name, source, &script.args)?;
-    // The same checks as the first run, before the new top level runs: the
-    // static system() check, and loops that end on Ctrl-C/SIGTERM.
-    if !script.allow_unsafe {
-        if let Some(pos) = crate::script::system::find_system_call(&session.ast) {
-            bail!(
-                "{}:{}: error: system() runs commands and needs --unsafe",
-                script.file_name,
-                crate::script::position_text(pos)
-            );
-        }
-    }
-    session.engine.on_progress(|_| crate::runtime::signals::user_code_should_stop().then_some(rhai::Dynamic::UNIT));
-    session.run_top_level()?;
-    if session.registry.lock().unwrap().exit_code.is_some() {
-        bail!("{}: error: the script calls exit() at its top level, so it has nothing to serve", script.file_name);
-    }
-    let plan = compile::compile(&session, opts)?;
-    Ok((session, plan))
-}
-
-/// Run `first` until the end, reloading the script on SIGHUP.
-pub fn run(
-    script: &Script,
-    first: (Session, Plan),
-    opts: &Options,
-    run_opts: &RunOptions,
-    mut traced: Option<&mut TracedProcess>,
-) -> Result<i32> {
-    install();
-    let (mut session, mut plan) = first;
-    let mut good = script.source.clone();
-    let mut current = script.source.clone();
-    loop {
-        let result = super::run(&session, &plan, run_opts, traced.as_deref_mut());
-        let reload = RELOAD.swap(false, Ordering::SeqCst);
-        let next = match result {
-            Ok(code) if !reload => return Ok(code),
-            Ok(_) => {
-                good = current.clone();
-                let text = match &script.path {
-                    Some(p) => std::fs::read_to_string(p).map_err(|e| anyhow!("cannot read {p}: {e}")),
-                    None => Ok(script.source.clone()),
-                };
-                text.and_then(|t| {
-                    let built = build(script, &t, opts)?;
-                    current = t;
-                    Ok(built)
-                })
-            }
-            // The reloaded script failed to load or attach: back to the last good one.
-            Err(e) if current != good => Err(e),
-            Err(e) => return Err(e),
-        };
-        (session, plan) = match next {
-            Ok(built) => {
-                eprintln!("rtrace: reloaded {}", script.file_name);
-                built
-            }
-            Err(e) => {
-                eprintln!("rtrace: reload failed, running the previous script again: {}", crate::cli::one_line(&e));
-                current = good.clone();
-                build(script, &good, opts)?
-            }
-        };
-    }
+/// Take the reload request (true once per SIGHUP).
+pub fn take_reload() -> bool {
+    RELOAD.swap(false, Ordering::SeqCst)
 }

@@ -6,13 +6,13 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use anyhow::{anyhow, Result};
-use libbpf_rs::{libbpf_sys, MapCore, MapFlags, MapType};
+use libbpf_rs::{MapCore, MapFlags, MapType};
 use probes_ebpf::ir::{AggKind, AggOp, Ty, ValueKind};
 use rhai::Dynamic;
 
-use crate::compile::maps::{MapShape, Sem};
 use crate::output::dist::Distribution;
 use crate::output::{self, KeyPart, MapDump, MapValue};
+use crate::plan::site::{MapShape, Sem};
 use crate::runtime::stacks;
 use crate::script::api::MapBackend;
 use crate::script::MapHandle;
@@ -59,7 +59,7 @@ pub fn create(handle: &MapHandle, shape: &MapShape) -> Result<Arc<KernelMap>> {
     // must be preallocated, and so are maps written where interrupts are off
     // (see `MapShape::prealloc`).
     let no_prealloc = matches!(map_type, MapType::Hash | MapType::PercpuHash) && !shape.prealloc;
-    let flags = if no_prealloc { libbpf_sys::BPF_F_NO_PREALLOC } else { 0 };
+    let flags = if no_prealloc { BPF_F_NO_PREALLOC } else { 0 };
     let map =
         create_map(map_type, &kernel_name(&handle.name()), layout.key_size(), layout.value_size(), max_entries, flags)
             .map_err(|e| anyhow!("cannot create map '{}': {e}", handle.name()))?;
@@ -72,22 +72,7 @@ pub fn create_ring(name: &str, size: u32) -> Result<libbpf_rs::MapHandle> {
     create_map(MapType::RingBuf, name, 0, 0, size, 0).map_err(|e| anyhow!("cannot create ring buffer: {e}"))
 }
 
-/// `bpf_map_create` with runtime sizes and `BPF_F_*` flags.
-fn create_map(
-    map_type: MapType,
-    name: &str,
-    key_size: u32,
-    value_size: u32,
-    max_entries: u32,
-    flags: u32,
-) -> libbpf_rs::Result<libbpf_rs::MapHandle> {
-    let opts = libbpf_sys::bpf_map_create_opts {
-        sz: std::mem::size_of::<libbpf_sys::bpf_map_create_opts>() as _,
-        map_flags: flags,
-        ..Default::default()
-    };
-    libbpf_rs::MapHandle::create(map_type, Some(name), key_size, value_size, max_entries, &opts)
-}
+use crate::kernel::sys::{map_create as create_map, BPF_F_NO_PREALLOC};
 
 fn i64_at(b: &[u8], off: usize) -> i64 {
     b.get(off..off + 8).map(|s| i64::from_le_bytes(s.try_into().unwrap_or([0; 8]))).unwrap_or(0)
@@ -110,7 +95,7 @@ impl KernelMap {
                 (Ty::Int, Sem::Stack { map, user, mode }) => {
                     KeyPart::Str(stacks::render(map, i64_at(slot, 0), user, mode))
                 }
-                (Ty::Int, Sem::Ksym) => KeyPart::Str(ksym_name(i64_at(slot, 0) as u64)),
+                (Ty::Int, Sem::Ksym) => KeyPart::Str(crate::symbols::stacks::ksym_name(i64_at(slot, 0) as u64)),
                 (Ty::Int, Sem::Plain) => KeyPart::Int(i64_at(slot, 0)),
                 (Ty::Int, Sem::Bool) => KeyPart::Str((i64_at(slot, 0) != 0).to_string()),
                 (Ty::Bytes(_), _) => KeyPart::Str(str_at(slot)),
@@ -146,7 +131,7 @@ impl KernelMap {
                             .extend(frames.iter().rev().map(|f| crate::symbols::stacks::frame_function(f).to_string())),
                         Err(why) => names.push(format!("[{why}]")),
                     },
-                    (Ty::Int, Sem::Ksym) => names.push(ksym_name(i64_at(slot, 0) as u64)),
+                    (Ty::Int, Sem::Ksym) => names.push(crate::symbols::stacks::ksym_name(i64_at(slot, 0) as u64)),
                     (Ty::Int, Sem::Plain) => names.push(i64_at(slot, 0).to_string()),
                     (Ty::Int, Sem::Bool) => names.push((i64_at(slot, 0) != 0).to_string()),
                 }
@@ -228,10 +213,7 @@ impl KernelMap {
         let size = self.shape.layout.value_size() as usize;
         let (stride, n) = if self.shape.layout.is_percpu() { (size.div_ceil(8) * 8, self.ncpus) } else { (size, 1) };
         let mut buf = vec![0u8; stride * n];
-        let fd = std::os::fd::AsRawFd::as_raw_fd(&std::os::fd::AsFd::as_fd(&self.map));
-        let rc = unsafe {
-            libbpf_sys::bpf_map_lookup_and_delete_elem(fd, key.as_ptr() as *const _, buf.as_mut_ptr() as *mut _)
-        };
+        let rc = crate::kernel::sys::map_lookup_and_delete(std::os::fd::AsFd::as_fd(&self.map), key, &mut buf);
         if rc == 0 {
             return Ok(buf.chunks(stride).map(|c| c[..size].to_vec()).collect());
         }
@@ -467,7 +449,7 @@ pub fn create_lost_counters(probes: u32) -> Result<libbpf_rs::MapHandle> {
 /// `-c`: the followed pids, starting with the command's. Children are
 /// added by the follow program; 64K entries at most (allocated on demand).
 pub fn create_follow_map(pid: i32) -> Result<libbpf_rs::MapHandle> {
-    let map = create_map(MapType::Hash, "rtrace_follow", 8, 8, 1 << 16, libbpf_sys::BPF_F_NO_PREALLOC)
+    let map = create_map(MapType::Hash, "rtrace_follow", 8, 8, 1 << 16, BPF_F_NO_PREALLOC)
         .map_err(|e| anyhow!("cannot create the -c pid map: {e}"))?;
     map.update(&(pid as i64).to_ne_bytes(), &1i64.to_ne_bytes(), libbpf_rs::MapFlags::ANY)
         .map_err(|e| anyhow!("cannot fill the -c pid map: {e}"))?;
@@ -505,15 +487,6 @@ pub fn set_stop_flag(map: &libbpf_rs::MapHandle) -> Result<()> {
 pub fn create_stack_map(depth: u32, entries: u32) -> Result<libbpf_rs::MapHandle> {
     create_map(MapType::StackTrace, "rtrace_stacks", 4, depth * 8, entries, 0)
         .map_err(|e| anyhow!("cannot create a stack map: {e}"))
-}
-
-/// A kernel address as its function name (bpftrace's `ksym()`), hex if unknown.
-pub fn ksym_name(addr: u64) -> String {
-    let frames = crate::symbols::stacks::kernel_frames(&[addr]);
-    frames
-        .first()
-        .map(|f| crate::symbols::stacks::frame_function(f).to_string())
-        .unwrap_or_else(|| format!("0x{addr:x}"))
 }
 
 /// A decoded key as Rhai sees it: one value, or an array for tuple keys.

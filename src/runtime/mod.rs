@@ -22,30 +22,15 @@ use anyhow::{anyhow, Result};
 use libbpf_rs::{MapCore, MapFlags};
 use probes_ebpf::insn::Insn;
 
-use crate::attach::{load, Attachment};
-use crate::compile::lower::{CONTROL_CLEAR, CONTROL_EXIT, CONTROL_PRINT, CONTROL_ZERO};
-use crate::compile::{CompiledProgram, Plan};
+use crate::config::Config;
+use crate::diag::{Diagnostic, Pos};
+use crate::kernel::link::{self, Attachment};
+use crate::kernel::{sys, verifier};
 use crate::output::{self, sink};
+use crate::plan::{CompiledProgram, Plan};
 use crate::script::api::MapBackend;
 use crate::script::{position_text, Session};
-
-#[derive(Clone, Debug, Default)]
-pub struct RunOptions {
-    pub duration: Option<Duration>,
-    pub quiet: bool,
-    pub dry_run: bool,
-    /// Count userspace errors instead of stopping at the first.
-    pub keep_going: bool,
-    /// Data ring size in bytes.
-    pub ring_size: u32,
-    /// `--serve ADDR:PORT` and the prefix of map metric names.
-    pub serve: Option<String>,
-    pub metrics_prefix: String,
-    /// `-v`: per-probe overhead at exit.
-    pub verbose: bool,
-    /// `--exporter`: no map dump at exit; SIGHUP ends the run for a reload.
-    pub exporter: bool,
-}
+use probes_ebpf::record::{CONTROL_CLEAR, CONTROL_EXIT, CONTROL_PRINT, CONTROL_ZERO};
 
 /// Programs loaded into the kernel, with the maps they use.
 pub struct Loaded {
@@ -61,7 +46,7 @@ pub struct Loaded {
 }
 
 /// Create the maps and load every program through the verifier.
-pub fn load_all(session: &Session, plan: &Plan, ring_size: u32) -> Result<Loaded> {
+pub fn load_all(session: &Session, plan: &Plan, opts: &Config) -> Result<Loaded> {
     let handles = session.registry.lock().unwrap().maps.clone();
     let mut maps = Vec::new();
     for (handle, shape) in handles.iter().zip(&plan.shapes) {
@@ -70,7 +55,7 @@ pub fn load_all(session: &Session, plan: &Plan, ring_size: u32) -> Result<Loaded
         maps.push(km);
     }
     let control = kmaps::create_ring("rtrace_control", 64 * 1024)?;
-    let data = kmaps::create_ring("rtrace_data", ring_size)?;
+    let data = kmaps::create_ring("rtrace_data", opts.ring_size)?;
     let lost = kmaps::create_lost_counters(plan.probes.len().max(1) as u32)?;
     // Map fds by the map ids the programs were generated with; the stop
     // flag has the last id. Unused ids (a script map no probe uses in the
@@ -87,10 +72,7 @@ pub fn load_all(session: &Session, plan: &Plan, ring_size: u32) -> Result<Loaded
         fds[plan.stack_lost as usize] = m.as_fd().as_raw_fd();
         stacks::register_lost_counters(m);
     }
-    let entries = match std::env::var_os("RTRACE_STACK_ENTRIES") {
-        Some(_) => Some(crate::cli::env_number("RTRACE_STACK_ENTRIES", 0, 16, 1 << 20)?),
-        None => None,
-    };
+    let entries = opts.stack_entries;
     for (id, depth, _) in &plan.stack_maps {
         let m = kmaps::create_stack_map(*depth, entries.unwrap_or_else(|| kmaps::default_stack_entries(*depth)))?;
         fds[*id as usize] = m.as_fd().as_raw_fd();
@@ -98,7 +80,7 @@ pub fn load_all(session: &Session, plan: &Plan, ring_size: u32) -> Result<Loaded
     }
     let follow = match plan.follow_map {
         Some(id) => {
-            let m = kmaps::create_follow_map(crate::attach::target_pid().unwrap_or(0))?;
+            let m = kmaps::create_follow_map(opts.trace.pid.unwrap_or(0))?;
             fds[id as usize] = m.as_fd().as_raw_fd();
             Some(m)
         }
@@ -110,12 +92,12 @@ pub fn load_all(session: &Session, plan: &Plan, ring_size: u32) -> Result<Loaded
     for prog in &plan.programs {
         let insns = patch_maps(prog, &fds);
         let attrs = prog
-            .probe_type
-            .load_attrs(&prog.points[0])
-            .map_err(|e| anyhow!("{}:{}: error: {e}", session.file_name, probe_position(session, plan, prog)))?;
-        match load::load_program(prog.probe_type.prog_type_at(&prog.points[0]), attrs, &prog.name, &insns) {
+            .load
+            .clone()
+            .map_err(|e| Diagnostic::at_text(&session.file_name, &probe_position(session, plan, prog), e))?;
+        match sys::prog_load(prog.prog_type, attrs, &prog.name, &insns) {
             Ok(fd) => programs.push(fd),
-            Err(e) => return Err(verifier_error(session, plan, prog, &e)),
+            Err(e) => return Err(verifier_error(session, plan, prog, &e, opts.verifier_log)),
         }
     }
     Ok(Loaded { maps, control, data, lost, programs, stop, _follow: follow })
@@ -140,43 +122,43 @@ fn probe_position(session: &Session, plan: &Plan, prog: &CompiledProgram) -> Str
 }
 
 /// A verifier rejection, pointed at the script statement that caused it.
-fn verifier_error(session: &Session, plan: &Plan, prog: &CompiledProgram, e: &load::LoadError) -> anyhow::Error {
+fn verifier_error(
+    session: &Session,
+    plan: &Plan,
+    prog: &CompiledProgram,
+    e: &verifier::LoadError,
+    full_log: bool,
+) -> anyhow::Error {
     let file = &session.file_name;
     let reason = e.reason();
     if prog.internal {
-        return anyhow!(
-            "{file}: error: -c: the kernel refused the program that follows the command's children ({}): {reason}",
-            prog.name
-        );
+        let msg =
+            format!("-c: the kernel refused the program that follows the command's children ({}): {reason}", prog.name);
+        return Diagnostic::new(file, None, msg).into();
     }
     if e.errno == libc::EPERM && e.log.is_empty() {
-        return anyhow!(
-            "{file}: error: the kernel refused to load BPF programs (EPERM): run as root or with CAP_BPF and CAP_PERFMON"
-        );
+        let msg = "the kernel refused to load BPF programs (EPERM): run as root or with CAP_BPF and CAP_PERFMON";
+        return Diagnostic::new(file, None, msg).into();
     }
     let span = e.failing_insn().and_then(|i| prog.code.spans.get(i)).filter(|s| s.line > 0);
     let at = match span {
-        Some(s) => format!("{}:{}", s.line, s.col),
-        None => probe_position(session, plan, prog),
+        Some(s) => Pos::of_span(*s),
+        None => Pos::parse(&probe_position(session, plan, prog)),
     };
-    if std::env::var_os("RTRACE_VERIFIER_LOG").is_some() {
+    if full_log {
         eprintln!("{}", e.log);
     }
-    anyhow!(
-        "{file}:{at}: error: the kernel verifier rejected the code for this statement in {}: {reason} (set RTRACE_VERIFIER_LOG=1 for the full log)",
+    let msg = format!(
+        "the kernel verifier rejected the code for this statement in {}: {reason} (set RTRACE_VERIFIER_LOG=1 for the full log)",
         prog.name
-    )
+    );
+    Diagnostic::new(file, at, msg).into()
 }
 
 /// Run the plan until it ends; returns the exit status.
-pub fn run(
-    session: &Session,
-    plan: &Plan,
-    opts: &RunOptions,
-    traced: Option<&mut target::TracedProcess>,
-) -> Result<i32> {
+pub fn run(session: &Session, plan: &Plan, opts: &Config, traced: Option<&mut target::TracedProcess>) -> Result<i32> {
     let mut traced = traced;
-    let loaded = load_all(session, plan, opts.ring_size)?;
+    let loaded = load_all(session, plan, opts)?;
     if opts.dry_run {
         if !opts.quiet {
             eprintln!(
@@ -201,7 +183,7 @@ pub fn run(
         match crate::symbols::procmaps::Tracker::start() {
             Ok(t) => Some(t),
             Err(e) => {
-                if std::env::var_os("RTRACE_DEBUG_SYMBOLS").is_some() {
+                if opts.debug_symbols {
                     eprintln!("rtrace: cannot follow process mappings: {e}");
                 }
                 None
@@ -216,7 +198,7 @@ pub fn run(
             match prog.probe_type.attach(point, fd.as_fd()) {
                 Ok(a) => attachments.push(a),
                 Err(e) => {
-                    crate::attach::detach_all(attachments);
+                    link::detach_all(attachments);
                     // Name the probe() call the refused attach point comes from.
                     let text = format!("{e:#}");
                     if text.contains(": error:") {
@@ -255,7 +237,7 @@ pub fn run(
     let mut attachments = attachments;
     if let Err(e) = kmaps::set_stop_flag(&loaded.stop) {
         eprintln!("rtrace: {e}; detaching now");
-        crate::attach::detach_all(std::mem::take(&mut attachments));
+        link::detach_all(std::mem::take(&mut attachments));
     }
     reader.stop();
     let mut result = result;
@@ -288,7 +270,7 @@ pub fn run(
     }
     crate::script::system::finish();
     sink::flush();
-    crate::attach::detach_all(attachments);
+    link::detach_all(attachments);
     result?;
     limits::check_output()?;
     let reg = session.registry.lock().unwrap();
@@ -310,7 +292,7 @@ fn user_stack_offsets(plan: &Plan) -> Vec<Vec<usize>> {
             let mut off = 8usize;
             let mut out = Vec::new();
             for (i, (_, ty)) in sp.site.fields.iter().enumerate() {
-                if matches!(sp.site.sems.get(i), Some(crate::compile::maps::Sem::Stack { user: true, .. })) {
+                if matches!(sp.site.sems.get(i), Some(crate::plan::site::Sem::Stack { user: true, .. })) {
                     out.push(off);
                 }
                 off += ty.slot_size() as usize;
@@ -334,7 +316,7 @@ fn event_loop(
     loaded: &Loaded,
     reader: &reader::Reader,
     conts: &mut continuation::Continuations,
-    opts: &RunOptions,
+    opts: &Config,
     mut traced: Option<&mut target::TracedProcess>,
 ) -> Result<()> {
     let start = Instant::now();

@@ -5,12 +5,11 @@
 //! `kernel.bpf_stats_enabled` sysctl). Enabling them costs two clock reads
 //! per program run, so rtrace does it only for `--serve` and `-v`.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 
-use libbpf_rs::libbpf_sys;
-
-use crate::compile::Plan;
+use crate::kernel::sys;
 use crate::output::overhead::ProbeStat;
+use crate::plan::Plan;
 
 /// Statistics on while this lives.
 pub struct Enabled {
@@ -20,14 +19,11 @@ pub struct Enabled {
 /// Turn run statistics on; `Err` says why they are not available (the
 /// sysctl may still have them on).
 pub fn enable() -> Result<Enabled, String> {
-    let fd = unsafe { libbpf_sys::bpf_enable_stats(libbpf_sys::BPF_STATS_RUN_TIME) };
-    if fd >= 0 {
-        return Ok(Enabled { _fd: Some(unsafe { OwnedFd::from_raw_fd(fd) }) });
+    match sys::enable_run_time_stats() {
+        Ok(fd) => Ok(Enabled { _fd: Some(fd) }),
+        Err(_) if sysctl_enabled() => Ok(Enabled { _fd: None }),
+        Err(e) => Err(format!("the kernel refused BPF_ENABLE_STATS: {e}")),
     }
-    if sysctl_enabled() {
-        return Ok(Enabled { _fd: None });
-    }
-    Err(format!("the kernel refused BPF_ENABLE_STATS: {}", std::io::Error::from_raw_os_error(-fd)))
 }
 
 fn sysctl_enabled() -> bool {
@@ -36,10 +32,7 @@ fn sysctl_enabled() -> bool {
 
 /// `(runs, ns)` of one loaded program.
 pub fn program_stats(fd: &OwnedFd) -> Option<(u64, u64)> {
-    let mut info = libbpf_sys::bpf_prog_info::default();
-    let mut len = std::mem::size_of::<libbpf_sys::bpf_prog_info>() as u32;
-    let rc = unsafe { libbpf_sys::bpf_prog_get_info_by_fd(fd.as_raw_fd(), &mut info, &mut len) };
-    (rc == 0).then_some((info.run_cnt, info.run_time_ns))
+    sys::prog_run_stats(fd.as_fd())
 }
 
 /// The script probes' programs, as (probe index, own fd): duplicates, so

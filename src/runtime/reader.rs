@@ -105,7 +105,7 @@ struct ControlOut {
 
 impl ControlOut {
     fn send(&self, c: Control) {
-        if c.0 == crate::compile::lower::CONTROL_EXIT {
+        if c.0 == probes_ebpf::record::CONTROL_EXIT {
             self.shared.exit.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert((c.1, c.2));
         } else if self.tx.try_send(c).is_err() {
             self.shared.lost_controls.fetch_add(1, Ordering::SeqCst);
@@ -221,10 +221,10 @@ mod tests {
         let shared = Arc::new(Shared::default());
         let out = ControlOut { tx, shared: shared.clone() };
         for _ in 0..CONTROL_QUEUE + 5 {
-            out.send((crate::compile::lower::CONTROL_PRINT, 0, 0));
+            out.send((probes_ebpf::record::CONTROL_PRINT, 0, 0));
         }
-        out.send((crate::compile::lower::CONTROL_EXIT, 2, 7));
-        out.send((crate::compile::lower::CONTROL_EXIT, 3, 9));
+        out.send((probes_ebpf::record::CONTROL_EXIT, 2, 7));
+        out.send((probes_ebpf::record::CONTROL_EXIT, 3, 9));
         assert_eq!(shared.lost_controls.load(Ordering::SeqCst), 5);
         assert_eq!(*shared.exit.lock().unwrap(), Some((2, 7)), "the first exit() wins, past a full queue");
         assert_eq!(rx.try_iter().count(), CONTROL_QUEUE);

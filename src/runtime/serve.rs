@@ -19,10 +19,10 @@ use libbpf_rs::{MapCore, MapFlags};
 
 use super::kmaps::KernelMap;
 use super::{probe_stats, Loaded};
-use crate::compile::maps::Sem;
-use crate::compile::Plan;
 use crate::output::metrics::{self, Family, Format, Number, Type};
 use crate::output::{KeyPart, MapDump, MapValue};
+use crate::plan::site::Sem;
+use crate::plan::Plan;
 use crate::script::{position_text, Session};
 
 /// Records handed to userspace statements so far (updated by the event loop).

@@ -13,10 +13,12 @@ pub mod userlib;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 use rhai::{Dynamic, Engine, FnPtr, OptimizationLevel, Position, Scope, AST};
 
 pub use api::MapHandle;
+
+use crate::diag::Diagnostic;
 
 /// A probe as the script registered it.
 #[derive(Clone)]
@@ -81,9 +83,8 @@ impl Session {
         checks::register(&mut engine, &registry);
         positional::register(&mut engine);
         modules::install(&mut engine);
-        let ast = engine
-            .compile(source)
-            .map_err(|e| anyhow!("{}:{}: error: syntax error: {}", file_name, position_text(e.1), e.0))?;
+        let ast =
+            engine.compile(source).map_err(|e| Diagnostic::at(file_name, e.1, format!("syntax error: {}", e.0)))?;
         let mut scope = Scope::new();
         let argv: rhai::Array = args.iter().map(|a| Dynamic::from(a.clone())).collect();
         scope.push_constant("ARGS", argv);
@@ -109,21 +110,18 @@ impl Session {
         let mut probes = std::mem::take(&mut self.registry.lock().unwrap().probes);
         for p in probes.iter_mut() {
             let Some(src) = p.source.clone() else { continue };
-            let at = position_text(p.pos);
             let ast = self
                 .engine
                 .compile_with_scope(&self.scope, &src)
-                .map_err(|e| anyhow!("{}:{at}: error: in the probe source string: {e}", self.file_name))?;
+                .map_err(|e| Diagnostic::at(&self.file_name, p.pos, format!("in the probe source string: {e}")))?;
             let mut scope = self.scope.clone();
             let value = self
                 .engine
                 .eval_ast_with_scope::<Dynamic>(&mut scope, &ast)
-                .map_err(|e| anyhow!("{}:{at}: error: in the probe source string: {e}", self.file_name))?;
+                .map_err(|e| Diagnostic::at(&self.file_name, p.pos, format!("in the probe source string: {e}")))?;
             let Some(f) = value.try_cast::<FnPtr>() else {
-                return Err(anyhow!(
-                    "{}:{at}: error: the probe source string must be a closure like \"|e| {{ ... }}\"",
-                    self.file_name
-                ));
+                let msg = "the probe source string must be a closure like \"|e| { ... }\"";
+                return Err(Diagnostic::at(&self.file_name, p.pos, msg).into());
             };
             p.closure = f;
             p.ast = Arc::new(ast);
@@ -174,7 +172,7 @@ impl Session {
         if let rhai::EvalAltResult::ErrorInFunctionCall(_, _, inner, _) = e {
             return self.runtime_error_near(inner, pos);
         }
-        anyhow!("{}:{}: error: {}", self.file_name, position_text(pos), msg)
+        Diagnostic::at(&self.file_name, pos, msg).into()
     }
 }
 

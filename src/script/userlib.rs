@@ -74,7 +74,7 @@ pub fn register(engine: &mut Engine, registry: &SharedRegistry) {
     });
     super::system::register(engine);
     // Symbols: kernel addresses, user addresses of a process.
-    engine.register_fn("ksym", |addr: i64| crate::runtime::kmaps::ksym_name(addr as u64));
+    engine.register_fn("ksym", |addr: i64| crate::symbols::stacks::ksym_name(addr as u64));
     engine.register_fn("usym", |addr: i64, pid: i64| {
         let frames = crate::symbols::stacks::user_frames(pid as u32, &[addr as u64]);
         frames.first().map(|f| crate::symbols::stacks::frame_function(f).to_string()).unwrap_or_default()

@@ -263,7 +263,7 @@ impl Tracker {
         let mut rings = Vec::new();
         let mut last_err = None;
         for cpu in 0..ncpus {
-            let fd = match crate::attach::perf::open_mmap_tracking(cpu as i32) {
+            let fd = match crate::kernel::sys::open_mmap_tracking(cpu as i32) {
                 Ok(fd) => fd,
                 Err(e) => {
                     last_err = Some(e); // an offline CPU
@@ -285,7 +285,7 @@ impl Tracker {
                 return Err(format!("cannot map a perf ring: {}", std::io::Error::last_os_error()));
             }
             let base = base as *mut u8;
-            let meta = base as *const libbpf_rs::libbpf_sys::perf_event_mmap_page;
+            let meta = base as *const crate::kernel::sys::PerfEventMmapPage;
             let (off, size) = unsafe { ((*meta).data_offset as usize, (*meta).data_size as usize) };
             let (data_off, data_size) = if size == 0 { (page, page * RING_PAGES) } else { (off, size) };
             rings.push(Ring { _fd: fd, base, len, data_off, data_size });
@@ -300,7 +300,7 @@ impl Tracker {
     pub fn drain(&mut self) {
         let mut events = Vec::new();
         for ring in &self.rings {
-            let meta = ring.base as *mut libbpf_rs::libbpf_sys::perf_event_mmap_page;
+            let meta = ring.base as *mut crate::kernel::sys::PerfEventMmapPage;
             let head = unsafe { std::ptr::read_volatile(&(*meta).data_head) };
             std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
             let mut tail = unsafe { std::ptr::read_volatile(&(*meta).data_tail) };

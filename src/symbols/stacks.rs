@@ -59,6 +59,15 @@ struct State {
     files: HashMap<(Arc<str>, u64), bool>,
 }
 
+/// `RTRACE_DEBUG_SYMBOLS`: report why addresses stay unresolved (set once,
+/// from the run's `Config`).
+static DEBUG: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Turn the reports of unresolved addresses on or off.
+pub fn set_debug(on: bool) {
+    DEBUG.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
 thread_local! {
     static STATE: RefCell<Option<State>> = const { RefCell::new(None) };
 }
@@ -140,7 +149,7 @@ fn mapped_file(st: &mut State, range: &Range) -> Option<Arc<str>> {
 pub fn user_frames(pid: u32, addrs: &[u64]) -> Vec<Frame> {
     procmaps::ensure(pid);
     let generation = procmaps::generation(pid);
-    let debug = std::env::var_os("RTRACE_DEBUG_SYMBOLS").is_some();
+    let debug = DEBUG.load(std::sync::atomic::Ordering::Relaxed);
     with_state(|st| {
         if st.user.len() > MAX_CACHED_FRAMES {
             st.user.clear();
@@ -221,4 +230,10 @@ pub fn format_stack(frames: &[Frame], mode: StackMode) -> String {
 /// Function name of a frame (`func` of `func+off`).
 pub fn frame_function(f: &Frame) -> &str {
     f.text.rsplit_once('+').map(|(name, _)| name).unwrap_or(&f.text)
+}
+
+/// A kernel address as its function name (bpftrace's `ksym()`), hex if unknown.
+pub fn ksym_name(addr: u64) -> String {
+    let frames = kernel_frames(&[addr]);
+    frames.first().map(|f| frame_function(f).to_string()).unwrap_or_else(|| format!("0x{addr:x}"))
 }

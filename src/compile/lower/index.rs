@@ -4,6 +4,7 @@
 //! string), with a constant index or any integer (a loop variable).
 
 use super::*;
+use crate::kernel::tracepoint_format::TracepointFormat;
 
 /// `args.F[I]` at the end of an event's dot chain: F, its position, and I.
 pub(super) fn indexed_arg(rhs: &RExpr) -> Option<(&str, Position, &RExpr)> {
@@ -58,10 +59,10 @@ pub(super) fn array_items(format: &TracepointFormat, field: &str) -> Option<Vec<
 impl Lowerer<'_> {
     /// `e.args.F[index]`: the element's value, and whether it is a `char *`.
     pub(super) fn arg_element(&mut self, field: &str, fpos: Position, index: &RExpr) -> Result<(Expr, bool)> {
-        if self.target.btf_args.is_some() {
+        if self.target.event.btf_args().is_some() {
             return err(fpos, "indexing BTF-typed arguments isn't supported yet");
         }
-        let Some(f) = self.target.format.and_then(|fmt| fmt.field(field)).cloned() else {
+        let Some(f) = self.target.event.format().and_then(|fmt| fmt.field(field)).cloned() else {
             // No such field (or no tracepoint): its error names what there is.
             self.tracepoint_arg(field, fpos)?;
             return err(fpos, format!("`e.args.{field}` can't be indexed here"));

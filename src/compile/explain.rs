@@ -1,0 +1,117 @@
+//! The `--explain` text of a plan: per probe, its attach points, the maps
+//! with their layouts, the kernel/userspace split with each record's
+//! layout, and the generated BPF with the script line each instruction came
+//! from. The golden tests compare it too.
+
+use std::fmt::Write;
+
+use probes_ebpf::disasm;
+use probes_ebpf::ir::{AggKind, Ty, ValueKind};
+
+use super::Plan;
+use crate::plan::site::Capture;
+use crate::script::Session;
+
+fn ty_text(t: &Ty) -> String {
+    match t {
+        Ty::Int => "int".into(),
+        Ty::Bytes(n) => format!("string[{n}]"),
+    }
+}
+
+pub fn render(session: &Session, plan: &Plan, source: &str) -> String {
+    let mut out = String::new();
+    let lines: Vec<&str> = source.lines().collect();
+    let handles = session.registry.lock().unwrap().maps.clone();
+    let _ = writeln!(out, "maps:");
+    for (h, shape) in handles.iter().zip(&plan.shapes) {
+        let l = &shape.layout;
+        let key = if l.key.is_empty() {
+            "none".to_string()
+        } else {
+            l.key.iter().map(ty_text).collect::<Vec<_>>().join(", ")
+        };
+        let value = match (&l.value, shape.agg) {
+            (ValueKind::Agg(_), Some(op)) => format!("{op:?}").to_lowercase(),
+            (ValueKind::Value(t), _) => ty_text(t),
+            (ValueKind::Agg(AggKind::Hist), None) => "hist".into(),
+            _ => "?".into(),
+        };
+        let kind = if l.is_array() {
+            "percpu array"
+        } else if l.is_percpu() {
+            "percpu hash"
+        } else {
+            "hash"
+        };
+        let _ = writeln!(
+            out,
+            "  @{}: {kind}, key [{key}] ({} bytes), value {value} ({} bytes)",
+            h.name(),
+            l.key_size(),
+            l.value_size()
+        );
+    }
+    for p in &plan.begin {
+        let _ = writeln!(out, "\nprobe BEGIN: runs in userspace");
+        let _ = p;
+    }
+    for prog in &plan.programs {
+        let sites: Vec<_> = plan.sites.iter().filter(|s| prog.site_ids.contains(&s.site.id)).collect();
+        let _ = writeln!(
+            out,
+            "\nprobe {} — {} attach point(s), {}, {} instructions, {} bytes of stack",
+            prog.name,
+            prog.points.len(),
+            if sites.is_empty() { "kernel only" } else { "kernel + userspace" },
+            prog.code.insns.len(),
+            prog.code.stack_size
+        );
+        for sp in &sites {
+            let site = &sp.site;
+            let layout: Vec<String> = site
+                .fields
+                .iter()
+                .map(|(cap, ty)| {
+                    let name = match cap {
+                        Capture::Event(path) => format!("e.{}", path.join(".")),
+                        Capture::Local { name, .. } => name.clone(),
+                        Capture::Emitted => "emitted".into(),
+                        Capture::EventItem { path, index } => format!("e.{}[{index}]", path.join(".")),
+                    };
+                    format!("{name}: {}", ty_text(ty))
+                })
+                .collect();
+            let _ = writeln!(
+                out,
+                "  userspace statements from {} (record #{}: u32 site, u32 pad, {})",
+                site.at,
+                site.id,
+                if layout.is_empty() { "no fields".to_string() } else { layout.join(", ") }
+            );
+            let mut shown = std::collections::BTreeSet::new();
+            for st in &site.stmts {
+                if let Some(line) = st.position().line() {
+                    if shown.insert(line) {
+                        let _ =
+                            writeln!(out, "    user {line}: {}", lines.get(line - 1).map(|s| s.trim()).unwrap_or(""));
+                    }
+                }
+            }
+        }
+        let mut last_line = u32::MAX;
+        for (i, text) in disasm::disassemble(&prog.code.insns) {
+            let span = prog.code.spans[i];
+            if span.line != last_line && span.line > 0 {
+                let src = lines.get(span.line as usize - 1).map(|s| s.trim()).unwrap_or("");
+                let _ = writeln!(out, "  ; {}:{}  {}", span.line, span.col, src);
+                last_line = span.line;
+            }
+            let _ = writeln!(out, "  {i:4}: {text}");
+        }
+    }
+    for _ in &plan.end {
+        let _ = writeln!(out, "\nprobe END: runs in userspace");
+    }
+    out
+}

@@ -1,0 +1,76 @@
+//! Everything rtrace asks of the running kernel, and the only code that
+//! talks to it directly: the raw bpf/perf system calls and feature probes
+//! (`sys`), attachments (`link`), verifier logs (`verifier`), tracefs and
+//! tracepoint formats, BTF, kernel symbols and the machine's register
+//! layout (`arch`). Nothing here imports another rtrace folder except `util`.
+
+pub mod arch;
+pub mod btf;
+#[cfg(test)]
+pub mod fake;
+pub mod kallsyms;
+pub mod link;
+pub mod sys;
+pub mod tracefs;
+pub mod tracepoint_format;
+pub mod verifier;
+
+use anyhow::Result;
+
+use tracepoint_format::TracepointFormat;
+
+/// What compile (and the probe types, while expanding specs and deciding
+/// programs) ask of the kernel: tracepoints and their formats, raw
+/// tracepoints, kernel functions, feature probes. [`LiveKernel`] asks the
+/// running kernel; [`fake::FakeKernel`] answers from fixtures, so the
+/// compiler runs without root. (BTF is read from /sys/kernel/btf/vmlinux,
+/// which needs no root, through [`btf::kernel`].)
+pub trait Kernel: Sync {
+    /// A tracepoint's parsed format; an unknown one is a one-line error
+    /// with close names.
+    fn tracepoint_format(&self, category: &str, name: &str) -> Result<TracepointFormat>;
+    /// Whether tracepoint `category:name` exists.
+    fn tracepoint_exists(&self, category: &str, name: &str) -> Result<bool>;
+    /// The event names of one category (empty when it does not exist).
+    fn category_events(&self, category: &str) -> Result<Vec<String>>;
+    /// All tracepoints as sorted (category, name) pairs.
+    fn tracepoints(&self) -> Result<&[(String, String)]>;
+    /// Raw tracepoint names, sorted.
+    fn raw_tracepoints(&self) -> Result<&[String]>;
+    /// Kernel function names, sorted.
+    fn kernel_functions(&self) -> &[String];
+    /// fentry/fexit programs load on this kernel.
+    fn fentry_available(&self) -> bool;
+    /// The kprobe PMU exists (CONFIG_KPROBES).
+    fn kprobes_available(&self) -> bool;
+}
+
+/// The running kernel.
+pub struct LiveKernel;
+
+impl Kernel for LiveKernel {
+    fn tracepoint_format(&self, category: &str, name: &str) -> Result<TracepointFormat> {
+        tracefs::read_format(category, name)
+    }
+    fn tracepoint_exists(&self, category: &str, name: &str) -> Result<bool> {
+        Ok(tracefs::event_exists(&tracefs::tracefs_root()?, category, name))
+    }
+    fn category_events(&self, category: &str) -> Result<Vec<String>> {
+        Ok(tracefs::events_in_category(&tracefs::tracefs_root()?, category))
+    }
+    fn tracepoints(&self) -> Result<&[(String, String)]> {
+        Ok(tracefs::tracepoints()?)
+    }
+    fn raw_tracepoints(&self) -> Result<&[String]> {
+        Ok(tracefs::raw_tracepoints()?)
+    }
+    fn kernel_functions(&self) -> &[String] {
+        kallsyms::kernel_functions()
+    }
+    fn fentry_available(&self) -> bool {
+        sys::fentry_available()
+    }
+    fn kprobes_available(&self) -> bool {
+        sys::kprobes_available()
+    }
+}

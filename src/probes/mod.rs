@@ -1,0 +1,167 @@
+//! The probe types, each one module that answers for itself ([`ProbeType`]):
+//! how a spec expands to attach points, the program for a point (program
+//! type, context, load attributes, and the [`EventContext`] that resolves
+//! `e.argN`, `e.args.X`, `e.retval` and `e.func`), and attaching. [`TYPES`]
+//! is the one list of probe types (names and aliases) for specs and `-l`.
+
+pub mod event;
+pub mod kernel_function;
+pub mod perf_event;
+pub mod rawtracepoint;
+pub mod spec;
+pub mod special;
+pub mod tp_btf;
+pub mod tracepoint;
+pub mod uprobe;
+pub mod usdt;
+
+use std::os::fd::BorrowedFd;
+
+use anyhow::Result;
+use probes_ebpf::ir::ContextKind;
+
+use crate::config::Trace;
+use crate::kernel::link::{Attachment, LoadAttrs};
+use crate::kernel::Kernel;
+pub use event::EventContext;
+use spec::{ProbeKind, ProbeSpec};
+
+/// One place a program attaches to.
+#[derive(Clone, Debug)]
+pub struct AttachPoint {
+    /// Full probe name as bpftrace prints it (`tracepoint:syscalls:sys_enter_read`).
+    pub name: String,
+    pub target: AttachTarget,
+}
+
+#[derive(Clone, Debug)]
+pub enum AttachTarget {
+    Tracepoint {
+        category: String,
+        event: String,
+    },
+    RawTracepoint {
+        event: String,
+    },
+    /// tp_btf: a raw tracepoint attached by its BTF prototype.
+    BtfTracepoint {
+        event: String,
+    },
+    /// profile/interval/software/hardware: a perf event type and config,
+    /// sampled every `period` events or at `freq` Hz, on `cpus`.
+    PerfEvent {
+        type_: u32,
+        config: u64,
+        period: u64,
+        freq: Option<u64>,
+        cpus: Vec<i32>,
+    },
+    /// uprobe/uretprobe: a file and an offset into it.
+    Uprobe {
+        path: String,
+        offset: u64,
+        retprobe: bool,
+        symbol: String,
+    },
+    /// kprobe/kretprobe/fentry/fexit on a kernel function.
+    KernelFunction {
+        function: String,
+        ret: bool,
+    },
+    /// usdt: a probe site at `offset` in `path`, its argument specs, and the
+    /// file offset of its semaphore (0: none).
+    Usdt {
+        path: String,
+        offset: u64,
+        provider: String,
+        name: String,
+        args: Vec<usdt::UsdtArg>,
+        semaphore: u64,
+    },
+}
+
+/// How the program of one attach point (or of several sharing one
+/// program) is loaded, and what it can read: decided once, by the probe type.
+pub struct ProgramSpec {
+    /// Program type for `bpf_prog_load`.
+    pub prog_type: u32,
+    pub context: ContextKind,
+    /// Load attributes (BTF attach target); an error here is reported when
+    /// the program is loaded, at the probe's position.
+    pub load: Result<LoadAttrs, String>,
+    pub event: Box<dyn EventContext>,
+    /// The program runs with interrupts off (perf events, irq and timer
+    /// tracepoints): the maps it writes are preallocated.
+    pub irqs_off: bool,
+}
+
+impl ProgramSpec {
+    pub fn new(prog_type: u32, context: ContextKind, event: impl EventContext + 'static) -> ProgramSpec {
+        let irqs_off = context == ContextKind::PerfEvent;
+        ProgramSpec { prog_type, context, load: Ok(LoadAttrs::default()), event: Box::new(event), irqs_off }
+    }
+}
+
+/// What rtrace needs to know about one kind of probe. compile and runtime
+/// only call these; only the module a [`AttachTarget`] variant is named after
+/// looks inside it.
+pub trait ProbeType: Sync {
+    /// Expand wildcards in the spec's target into attach points.
+    fn expand(&self, spec: &ProbeSpec, trace: &Trace, k: &dyn Kernel) -> Result<Vec<AttachPoint>>;
+    /// Each of these points needs a program of its own (BTF-attached
+    /// programs, USDT sites with different operands).
+    fn per_point(&self, _points: &[AttachPoint], _k: &dyn Kernel) -> bool {
+        false
+    }
+    /// The program for `point`; with `per_point` false the program is
+    /// shared by every point of its spec, so only what they share is known
+    /// (no tracepoint format, BTF arguments or function name).
+    fn program(&self, point: &AttachPoint, per_point: bool, k: &dyn Kernel) -> Result<ProgramSpec>;
+    fn attach(&self, point: &AttachPoint, prog: BorrowedFd<'_>) -> Result<Attachment>;
+}
+
+/// One probe type: its name and aliases as bpftrace spells them, and the
+/// module that answers for it.
+pub struct TypeEntry {
+    pub name: &'static str,
+    pub aliases: &'static [&'static str],
+    pub kind: ProbeKind,
+    /// Spelled `TYPE:target` and listed by `-l` (not BEGIN/END).
+    pub listed: bool,
+    pub imp: &'static dyn ProbeType,
+}
+
+const fn entry(
+    name: &'static str,
+    aliases: &'static [&'static str],
+    kind: ProbeKind,
+    imp: &'static dyn ProbeType,
+) -> TypeEntry {
+    TypeEntry { name, aliases, kind, listed: true, imp }
+}
+
+/// The probe types, in bpftrace's order: the one list that specs, `-l` and
+/// compile use.
+pub static TYPES: &[TypeEntry] = &[
+    TypeEntry { name: "BEGIN", aliases: &[], kind: ProbeKind::Begin, listed: false, imp: &special::Special },
+    TypeEntry { name: "END", aliases: &[], kind: ProbeKind::End, listed: false, imp: &special::Special },
+    entry("tracepoint", &["t"], ProbeKind::Tracepoint, &tracepoint::Tracepoint),
+    entry("rawtracepoint", &["rt"], ProbeKind::RawTracepoint, &rawtracepoint::RawTracepoint),
+    entry("tp_btf", &["btf"], ProbeKind::TpBtf, &tp_btf::TpBtf),
+    entry("kprobe", &["k"], ProbeKind::Kprobe, &kernel_function::KPROBE),
+    entry("kretprobe", &["kr"], ProbeKind::Kretprobe, &kernel_function::KRETPROBE),
+    entry("fentry", &["f", "kfunc"], ProbeKind::Fentry, &kernel_function::FENTRY),
+    entry("fexit", &["fr", "kretfunc"], ProbeKind::Fexit, &kernel_function::FEXIT),
+    entry("uprobe", &["u"], ProbeKind::Uprobe, &uprobe::UPROBE),
+    entry("uretprobe", &["ur"], ProbeKind::Uretprobe, &uprobe::URETPROBE),
+    entry("usdt", &["U"], ProbeKind::Usdt, &usdt::Usdt),
+    entry("profile", &["p"], ProbeKind::Profile, &perf_event::PROFILE),
+    entry("interval", &["i"], ProbeKind::Interval, &perf_event::INTERVAL),
+    entry("software", &["s"], ProbeKind::Software, &perf_event::SOFTWARE),
+    entry("hardware", &["h"], ProbeKind::Hardware, &perf_event::HARDWARE),
+];
+
+/// The implementation for a probe kind.
+pub fn probe_type(kind: ProbeKind) -> &'static dyn ProbeType {
+    TYPES.iter().find(|t| t.kind == kind).map(|t| t.imp).unwrap_or(&special::Special)
+}

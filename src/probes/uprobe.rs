@@ -1,0 +1,229 @@
+//! `uprobe:BIN:FN` / `uretprobe:BIN:FN`: programs of type BPF_PROG_TYPE_KPROBE
+//! attached to user functions through perf events of the `uprobe` PMU.
+//! `FN` may be a name with `*` wildcards, `FN+OFFSET`, or an address.
+
+use std::ffi::CString;
+use std::os::fd::{BorrowedFd, OwnedFd};
+use std::path::Path;
+
+use anyhow::{anyhow, bail, Result};
+use probes_ebpf::ir::ContextKind;
+
+use super::event::PtRegsEvent;
+use super::{AttachPoint, AttachTarget, ProbeType, ProgramSpec};
+use crate::config::Trace;
+use crate::kernel::link::Attachment;
+use crate::kernel::sys::{self, BPF_PROG_TYPE_KPROBE};
+use crate::kernel::Kernel;
+use crate::probes::spec::ProbeSpec;
+use crate::symbols::{self, elf::ElfFile};
+use crate::util::similar::suggest;
+use crate::util::wildcard::{has_wildcard, wildcard_match};
+
+pub struct UprobeProbe {
+    pub retprobe: bool,
+}
+
+pub static UPROBE: UprobeProbe = UprobeProbe { retprobe: false };
+pub static URETPROBE: UprobeProbe = UprobeProbe { retprobe: true };
+
+/// What follows `BIN:` in a uprobe spec.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Location {
+    /// A function name (maybe with wildcards) and an offset into it.
+    Function { name: String, offset: u64 },
+    /// A virtual address in the binary.
+    Address(u64),
+}
+
+fn parse_number(s: &str) -> Option<u64> {
+    let s = s.trim();
+    match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => s.parse().ok(),
+    }
+}
+
+/// `BIN:FN`, `BIN:FN+OFF`, `BIN:ADDRESS` → (BIN, location).
+fn parse_target(kind: &str, target: &str) -> Result<(String, Location)> {
+    let Some((bin, rest)) = target.split_once(':') else {
+        bail!("{kind} '{target}' needs BINARY:FUNCTION, e.g. {kind}:/bin/bash:readline or {kind}:libc:malloc");
+    };
+    if bin.is_empty() {
+        bail!("{kind} '{target}' names no binary");
+    }
+    if rest.is_empty() {
+        bail!("{kind} '{target}' names no function");
+    }
+    if rest.starts_with(|c: char| c.is_ascii_digit()) {
+        let addr = parse_number(rest).ok_or_else(|| anyhow!("{kind} '{target}': bad address '{rest}'"))?;
+        return Ok((bin.to_string(), Location::Address(addr)));
+    }
+    if let Some((name, off)) = rest.split_once('+') {
+        let offset = parse_number(off).ok_or_else(|| anyhow!("{kind} '{target}': bad offset '{off}'"))?;
+        if has_wildcard(name) {
+            bail!("{kind} '{target}': an offset can't follow a wildcard");
+        }
+        return Ok((bin.to_string(), Location::Function { name: name.to_string(), offset }));
+    }
+    Ok((bin.to_string(), Location::Function { name: rest.to_string(), offset: 0 }))
+}
+
+impl UprobeProbe {
+    fn kind(&self) -> &'static str {
+        if self.retprobe {
+            "uretprobe"
+        } else {
+            "uprobe"
+        }
+    }
+
+    fn point(&self, path: &str, label: String, offset: u64, symbol: String) -> AttachPoint {
+        AttachPoint {
+            name: format!("{}:{path}:{label}", self.kind()),
+            target: AttachTarget::Uprobe { path: path.to_string(), offset, retprobe: self.retprobe, symbol },
+        }
+    }
+}
+
+impl ProbeType for UprobeProbe {
+    fn program(&self, point: &AttachPoint, per_point: bool, _k: &dyn Kernel) -> Result<ProgramSpec> {
+        let func = match &point.target {
+            AttachTarget::Uprobe { symbol, .. } if per_point => Some(symbol.clone()),
+            _ => None,
+        };
+        Ok(ProgramSpec::new(BPF_PROG_TYPE_KPROBE, ContextKind::PtRegs, PtRegsEvent { func, user: true }))
+    }
+    fn expand(&self, spec: &ProbeSpec, trace: &Trace, _k: &dyn Kernel) -> Result<Vec<AttachPoint>> {
+        let kind = self.kind();
+        let (bin, location) = parse_target(kind, &spec.target)?;
+        let path_buf = symbols::resolve_binary(&bin, trace.pid).map_err(|e| anyhow!("{kind}:{}: {e}", spec.target))?;
+        let path = path_buf.to_string_lossy().into_owned();
+        let elf = ElfFile::open(&path_buf)?;
+        let functions = elf.functions()?;
+        let to_offset = |addr: u64| -> Result<u64> {
+            elf.code_addr_to_offset(addr)
+                .ok_or_else(|| anyhow!("address {addr:#x} is not in an executable segment of {path}"))
+        };
+        match location {
+            Location::Address(addr) => {
+                let offset = to_offset(addr)?;
+                let symbol = match symbols::elf::function_at(&functions, addr) {
+                    Some(f) if f.addr == addr => f.name.clone(),
+                    Some(f) => format!("{}+{}", f.name, addr - f.addr),
+                    None => format!("{addr:#x}"),
+                };
+                Ok(vec![self.point(&path, format!("{addr:#x}"), offset, symbol)])
+            }
+            Location::Function { name, offset } if has_wildcard(&name) => {
+                let mut seen = std::collections::HashSet::new();
+                let mut points = Vec::new();
+                for f in functions.iter().filter(|f| wildcard_match(&name, &f.name)) {
+                    let Some(off) = elf.code_addr_to_offset(f.addr + offset) else { continue };
+                    // Aliases of one function attach once.
+                    if seen.insert(off) {
+                        points.push(self.point(&path, f.name.clone(), off, f.name.clone()));
+                    }
+                }
+                if points.is_empty() {
+                    bail!(
+                        "no function in {path} matches '{name}'{}",
+                        if functions.is_empty() { " (it has no symbols)" } else { "" }
+                    );
+                }
+                Ok(points)
+            }
+            Location::Function { name, offset } => {
+                let Some(f) = functions.iter().find(|f| f.name == name) else {
+                    if functions.is_empty() {
+                        bail!("{path} has no function symbols (stripped?); use an address: {kind}:{path}:0xADDR");
+                    }
+                    let hint = suggest(&name, functions.iter().map(|f| f.name.as_str()));
+                    if hint.is_empty() {
+                        bail!("no function '{name}' in {path}");
+                    }
+                    bail!("no function '{name}' in {path}; did you mean {}?", hint.join(", "));
+                };
+                if offset > 0 && f.size > 0 && offset >= f.size {
+                    bail!("offset {offset} is past the end of {name} ({} bytes) in {path}", f.size);
+                }
+                let file_offset = to_offset(f.addr + offset)?;
+                let label = if offset > 0 { format!("{name}+{offset}") } else { name.clone() };
+                Ok(vec![self.point(&path, label.clone(), file_offset, label)])
+            }
+        }
+    }
+    fn attach(&self, point: &AttachPoint, prog: BorrowedFd<'_>) -> Result<Attachment> {
+        let AttachTarget::Uprobe { path, offset, retprobe, .. } = &point.target else {
+            bail!("not a uprobe: {}", point.name);
+        };
+        // Every process: -p/-c filter in the kernel, so processes a wrapped
+        // command starts (a shell, make, cargo) are seen too.
+        let fd =
+            open_uprobe(path, *offset, *retprobe, 0, None).map_err(|e| anyhow!("cannot attach {}: {e}", point.name))?;
+        sys::attach_bpf(vec![fd], prog).map_err(|e| anyhow!("{}: {e}", point.name))
+    }
+}
+
+const PMU_DIR: &str = "/sys/bus/event_source/devices/uprobe";
+
+/// The bit of `config` a `format/NAME` file names (`config:0`, `config:32-63`).
+fn format_shift(name: &str) -> Result<u32> {
+    let text = std::fs::read_to_string(format!("{PMU_DIR}/format/{name}"))
+        .map_err(|e| anyhow!("cannot read {PMU_DIR}/format/{name}: {e}"))?;
+    let spec = text.trim().strip_prefix("config:").ok_or_else(|| anyhow!("unexpected uprobe format {name}: {text}"))?;
+    let first = spec.split('-').next().unwrap_or("");
+    first.parse().map_err(|_| anyhow!("unexpected uprobe format {name}: {text}"))
+}
+
+/// Open a perf event of the `uprobe` PMU at `offset` in file `path`
+/// (`ref_ctr_offset`: file offset of a USDT semaphore the kernel keeps
+/// counted while attached, 0 for none), for process `pid` or every process.
+pub fn open_uprobe(path: &str, offset: u64, retprobe: bool, ref_ctr_offset: u64, pid: Option<i32>) -> Result<OwnedFd> {
+    let type_: u32 = std::fs::read_to_string(format!("{PMU_DIR}/type"))
+        .map_err(|e| anyhow!("this kernel has no uprobe support ({PMU_DIR}/type: {e})"))?
+        .trim()
+        .parse()
+        .map_err(|_| anyhow!("bad {PMU_DIR}/type"))?;
+    let mut config = 0u64;
+    if retprobe {
+        config |= 1u64 << format_shift("retprobe")?;
+    }
+    if ref_ctr_offset != 0 {
+        let shift = format_shift("ref_ctr_offset").map_err(|e| anyhow!("USDT semaphores need kernel support: {e}"))?;
+        config |= ref_ctr_offset << shift;
+    }
+    if !Path::new(path).exists() {
+        bail!("{path} does not exist");
+    }
+    let cpath = CString::new(path).map_err(|_| anyhow!("bad path {path:?}"))?;
+    // One process on any CPU, or (pid -1) every process: the kernel wants a CPU then.
+    let (pid, cpu) = match pid {
+        Some(p) => (p, -1),
+        None => (-1, 0),
+    };
+    sys::open_probe(type_, config, cpath.as_ptr() as u64, offset, pid, cpu)
+        .map_err(|err| anyhow!("perf_event_open(uprobe {path} offset {offset:#x}): {err}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets() {
+        assert_eq!(
+            parse_target("uprobe", "/bin/bash:readline").unwrap(),
+            ("/bin/bash".into(), Location::Function { name: "readline".into(), offset: 0 })
+        );
+        assert_eq!(
+            parse_target("uprobe", "libc:malloc+0x10").unwrap(),
+            ("libc".into(), Location::Function { name: "malloc".into(), offset: 16 })
+        );
+        assert_eq!(parse_target("uprobe", "/bin/x:0x1234").unwrap(), ("/bin/x".into(), Location::Address(0x1234)));
+        assert_eq!(parse_target("uprobe", "/bin/x:4660").unwrap(), ("/bin/x".into(), Location::Address(4660)));
+        assert!(parse_target("uprobe", "/bin/x").unwrap_err().to_string().contains("BINARY:FUNCTION"));
+        assert!(parse_target("uprobe", "/bin/x:").is_err());
+        assert!(parse_target("uprobe", "/bin/x:a*+4").is_err());
+    }
+}
