@@ -4,6 +4,7 @@
 
 pub mod explain;
 pub mod list;
+pub mod tools;
 
 use std::time::Duration;
 
@@ -21,7 +22,7 @@ use crate::script::{parse_duration, Session};
     name = "rtrace",
     version,
     about = "A Linux tracer: Rhai scripts whose probes compile straight to eBPF",
-    override_usage = "rtrace [OPTIONS] SCRIPT.rhai [ARGS...]\n       rtrace [OPTIONS] -e 'SOURCE' [ARGS...]\n       rtrace -l [PATTERN]"
+    override_usage = "rtrace [OPTIONS] SCRIPT.rhai [ARGS...]\n       rtrace [OPTIONS] -e 'SOURCE' [ARGS...]\n       rtrace [OPTIONS] TOOL [TOOL-ARGS...]   (rtrace --list-tools)\n       rtrace -l [PATTERN]"
 )]
 pub struct Cli {
     /// Program source to run instead of a script file.
@@ -66,6 +67,9 @@ pub struct Cli {
     /// List probes matching PATTERN.
     #[arg(short = 'l')]
     pub list: bool,
+    /// List the embedded tools (`rtrace TOOL [ARGS...]` runs one).
+    #[arg(long = "list-tools")]
+    pub list_tools: bool,
     /// SCRIPT.rhai followed by its ARGS (or only ARGS with -e; the PATTERN with -l).
     /// Options may come anywhere; ARGS that start with '-' go after `--`.
     pub rest: Vec<String>,
@@ -73,8 +77,13 @@ pub struct Cli {
 
 /// Run the command line; returns the process exit status.
 pub fn main() -> i32 {
-    let cli = Cli::parse();
-    let result = run(cli);
+    let argv: Vec<String> = std::env::args().collect();
+    let (cli, tool) = match tools::classify(&argv) {
+        tools::Invocation::List => return tools::print_list(),
+        tools::Invocation::Tool { rtrace_args, name, args } => (Cli::parse_from(rtrace_args), Some((name, args))),
+        tools::Invocation::Normal => (Cli::parse(), None),
+    };
+    let result = run(cli, tool);
     crate::output::sink::flush();
     match result {
         Ok(code) => code,
@@ -115,17 +124,24 @@ fn without_errno_numbers(line: &str) -> String {
     out
 }
 
-fn run(cli: Cli) -> Result<i32> {
+fn run(cli: Cli, tool: Option<(String, Vec<String>)>) -> Result<i32> {
     if cli.list {
         return list::run(cli.rest.first().map(String::as_str), cli.verbose);
     }
-    let (file_name, source, args) = match &cli.source {
-        Some(src) => ("-e".to_string(), src.clone(), cli.rest.clone()),
-        None => {
+    if cli.list_tools {
+        return Ok(tools::print_list());
+    }
+    let (file_name, source, args) = match (&cli.source, tool) {
+        (_, Some((name, args))) => {
+            let source = crate::script::tools::find(&name).unwrap_or_default();
+            (format!("tools/{name}.rhai"), source.to_string(), args)
+        }
+        (Some(src), None) => ("-e".to_string(), src.clone(), cli.rest.clone()),
+        (None, None) => {
             let Some(path) = cli.rest.first() else {
                 bail!("no script given: run `rtrace SCRIPT.rhai` or `rtrace -e 'SOURCE'` (see --help)");
             };
-            let text = std::fs::read_to_string(path).map_err(|e| anyhow!("cannot read {path}: {e}"))?;
+            let text = std::fs::read_to_string(path).map_err(|e| anyhow!("{}", tools::missing_script(path, &e)))?;
             (path.clone(), text, cli.rest[1..].to_vec())
         }
     };

@@ -4,6 +4,7 @@
 
 pub mod api;
 pub mod modules;
+pub mod tools;
 pub mod userlib;
 
 use std::sync::{Arc, Mutex};
@@ -72,6 +73,7 @@ impl Session {
         engine.set_max_expr_depths(256, 256);
         api::register(&mut engine, &registry);
         userlib::register(&mut engine, &registry);
+        tools::register(&mut engine);
         modules::install(&mut engine);
         let ast = engine
             .compile(source)
