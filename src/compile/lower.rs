@@ -1227,6 +1227,11 @@ impl<'a> Lowerer<'a> {
         if self.target.user_space {
             return true;
         }
+        // A syscall's pointers are the caller's memory, also once saved in a
+        // map or a local (`str(path[e.tid])` at sys_exit_openat).
+        if self.target.format.is_some_and(|f| f.category == "syscalls") && !matches!(e, RExpr::Dot(..)) {
+            return true;
+        }
         let (Some(format), RExpr::Dot(x, _, _)) = (self.target.format, e) else { return false };
         if let RExpr::Dot(inner, _, _) = &x.rhs {
             if let (RExpr::Property(a, _), RExpr::Property(f, _)) = (&inner.lhs, &inner.rhs) {

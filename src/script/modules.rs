@@ -11,6 +11,7 @@ const STDLIB: &[(&str, &str)] = &[
     ("fmt", include_str!("../../stdlib/fmt.rhai")),
     ("opts", include_str!("../../stdlib/opts.rhai")),
     ("hist", include_str!("../../stdlib/hist.rhai")),
+    ("cexpr", include_str!("../../stdlib/cexpr.rhai")),
 ];
 
 /// Install the resolver on `engine`.

@@ -1,6 +1,6 @@
 //! The tools shipped in stdlib/tools/ (embedded by build.rs), and the script
 //! functions that tools need and every script may use: `sprintf`, `eprint`,
-//! `eprintf`.
+//! `eprintf`, `rtrace_pid`.
 
 use rhai::{Dynamic, Engine, EvalAltResult, NativeCallContext};
 
@@ -70,6 +70,8 @@ pub fn register(engine: &mut Engine) {
             formatted(&ctx, fmt, &[a, b, c, d, e, f])
         },
     );
+    // rtrace's own process id, so that a tool can leave out its own events.
+    engine.register_fn("rtrace_pid", || std::process::id() as i64);
     engine.register_fn("eprint", |text: &str| {
         crate::output::sink::flush();
         eprintln!("{text}");
