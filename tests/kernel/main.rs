@@ -19,4 +19,5 @@ mod probes;
 mod split;
 mod stacks;
 mod target;
+mod tools;
 mod uprobe;
