@@ -148,6 +148,25 @@ fn argdist_counts_and_histograms_of_a_programs_calls() {
 }
 
 #[test]
+fn argdist_usdt_arguments() {
+    let Some(_g) = setup() else { return };
+    let Some((_d, bin)) = fixture() else { return };
+    if !std::fs::read(&bin).unwrap().windows(7).any(|w| w == b"stapsdt") {
+        eprintln!("skipped: <sys/sdt.h> is missing (install systemtap-sdt-dev)");
+        return;
+    }
+    let spec = format!("u:{}:tick:long,char*:arg3,arg2", bin.display());
+    let mut t = start_tool(&["argdist", "-i", "1", "-C", &spec]);
+    run_fixture(&bin, 6);
+    t.wait_line("the summary", Duration::from_secs(10), |l| l.contains("arg3 = 300"));
+    t.wait_line("the next interval", Duration::from_secs(5), |l| l.starts_with('['));
+    let out = t.interrupt_and_finish();
+    for (v, name) in [(100, "alpha"), (200, "beta"), (300, "gamma")] {
+        assert!(out.stdout.contains(&format!("\t2          arg3 = {v}, arg2 = {name}\n")), "{out}");
+    }
+}
+
+#[test]
 fn argdist_libc_calls_and_tracepoints_of_one_process() {
     let Some(_g) = setup() else { return };
     let me = pid().to_string();
@@ -185,7 +204,7 @@ fn trace_prints_calls_with_a_predicate() {
     t.wait_line("the rtt_add line", Duration::from_secs(10), |l| l.contains("rtt_add"));
     t.wait_count("five rtt_mul lines", Duration::from_secs(10), 5, |l| l.contains("rtt_mul"));
     let out = t.interrupt_and_finish();
-    assert!(out.stdout.starts_with("PID     TID     COMM            FUNC             -\n"), "{out}");
+    assert!(out.stdout.contains("\nPID     TID     COMM            FUNC             -\n"), "{out}");
     let adds = lines_with(&out, &["rtt_add "]);
     assert_eq!(adds.len(), 1, "{out}");
     assert!(adds[0].ends_with("rtt_add          a=2 b=20"), "{out}");
@@ -219,7 +238,8 @@ fn funccount_funclatency_stackcount_on_a_program() {
     run_fixture(&bin, 6);
     let out = t.interrupt_and_finish();
     let name = bin.file_name().unwrap().to_str().unwrap();
-    let folded = lines_with(&out, &[&format!("{name};"), ";main;"]);
+    // The fixture has no frame pointers: the stack at entry may be the function alone.
+    let folded = lines_with(&out, &[&format!("{name};"), ";rtt_mul"]);
     assert_eq!(folded.len(), 1, "{out}");
     assert!(folded[0].ends_with(" 6"), "{out}");
 }
@@ -239,16 +259,18 @@ fn opensnoop_statsnoop_show_paths_and_errors() {
     let Some(_g) = setup() else { return };
     let me = pid().to_string();
     let missing = format!("/tmp/rtt_{}_missing", token());
-    let t = start_tool(&["opensnoop", "-p", &me, "-x"]);
+    let mut t = start_tool(&["opensnoop", "-p", &me, "-x"]);
     let _ = std::fs::File::open(&missing);
+    t.wait_line("the open", Duration::from_secs(10), |l| l.contains(&missing));
     let out = t.interrupt_and_finish();
     let hits = lines_with(&out, &[&missing]);
     assert_eq!(hits.len(), 1, "{out}");
     assert!(hits[0].starts_with(&format!("{me:<6} ")), "{out}");
     assert!(hits[0].ends_with(&format!("  -1   2 {missing}")), "{out}");
 
-    let t = start_tool(&["statsnoop", "-p", &me]);
+    let mut t = start_tool(&["statsnoop", "-p", &me]);
     let _ = std::fs::metadata(&missing);
+    t.wait_line("the stat", Duration::from_secs(10), |l| l.contains(&missing));
     let out = t.interrupt_and_finish();
     let hits = lines_with(&out, &[&missing]);
     assert!(!hits.is_empty() && hits.iter().all(|l| l.ends_with(&format!("  -1   2 {missing}"))), "{out}");
@@ -300,7 +322,11 @@ fn killsnoop_setuids_syncsnoop_see_this_process() {
         libc::syscall(libc::SYS_setuid, 0);
     });
     let out = t1.interrupt_and_finish();
-    let hits = lines_with(&out, &[&format!(" {me} ")]);
+    // Only this test's kill(..., 0) calls (it also sends SIGINT to tracers).
+    let hits: Vec<&str> = lines_with(&out, &[&format!(" {me} ")])
+        .into_iter()
+        .filter(|l| l.split_whitespace().nth(3) == Some("0"))
+        .collect();
     assert_eq!(hits.len(), 2, "{out}");
     assert!(hits[0].ends_with(&format!("0    {me:<7} 0")), "{out}");
     assert!(hits[1].ends_with(&format!("0    {:<7} -3", 0x3fff_fff0)), "{out}");
@@ -316,8 +342,9 @@ fn killsnoop_setuids_syncsnoop_see_this_process() {
 fn threadsnoop_and_pidpersec() {
     let Some(_g) = setup() else { return };
     let me = pid().to_string();
-    let t = start_tool(&["threadsnoop", "-p", &me]);
+    let mut t = start_tool(&["threadsnoop", "-p", &me]);
     std::thread::spawn(|| {}).join().unwrap();
+    t.wait_line("the new thread", Duration::from_secs(10), |l| l.contains(&format!(" {me} ")));
     let out = t.interrupt_and_finish();
     assert!(lines_with(&out, &[&format!(" {me} ")]).len() >= 1, "{out}");
 
@@ -335,13 +362,16 @@ fn threadsnoop_and_pidpersec() {
 fn syscount_counts_this_process() {
     let Some(_g) = setup() else { return };
     let me = pid().to_string();
+    // Hundreds of tracepoints: detaching them may take a while on a busy machine.
     let t = start_tool(&["syscount", "-p", &me, "-T", "50"]);
     getppid_n(13);
-    let out = t.interrupt_and_finish();
+    t.interrupt();
+    let out = t.finish_within(Duration::from_secs(120));
     assert_eq!(lines_with(&out, &[&format!("{:<22} {:>8}", "getppid", 13)]).len(), 1, "{out}");
     let t = start_tool(&["syscount", "-p", &me, "-L", "-T", "50"]);
     getppid_n(4);
-    let out = t.interrupt_and_finish();
+    t.interrupt();
+    let out = t.finish_within(Duration::from_secs(120));
     let hits = lines_with(&out, &[&format!("{:<22} {:>8} ", "getppid", 4)]);
     assert_eq!(hits.len(), 1, "{out}");
 }
