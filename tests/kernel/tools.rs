@@ -346,7 +346,7 @@ fn threadsnoop_and_pidpersec() {
     std::thread::spawn(|| {}).join().unwrap();
     t.wait_line("the new thread", Duration::from_secs(10), |l| l.contains(&format!(" {me} ")));
     let out = t.interrupt_and_finish();
-    assert!(lines_with(&out, &[&format!(" {me} ")]).len() >= 1, "{out}");
+    assert!(!lines_with(&out, &[&format!(" {me} ")]).is_empty(), "{out}");
 
     let mut t = start_tool(&["pidpersec", "-n", "2"]);
     for _ in 0..5 {
