@@ -394,6 +394,9 @@ fn scheduler_tools_see_this_thread_sleep() {
     for _ in 0..10 {
         std::thread::sleep(Duration::from_millis(2));
     }
+    // The stacks are joined to the off-CPU times in userspace: let it catch
+    // up (events still queued when tracing stops are not handled).
+    std::thread::sleep(Duration::from_millis(1500));
     let out = t.interrupt_and_finish();
     assert!(!lines_with(&out, &[&format!("{comm};"), "schedule"]).is_empty(), "{out}");
 
