@@ -8,6 +8,7 @@ pub mod exporter;
 mod fuzz;
 pub mod list;
 mod safety;
+pub mod tools;
 
 use std::time::Duration;
 
@@ -26,7 +27,7 @@ use crate::script::{parse_duration, Session};
     name = "rtrace",
     version,
     about = "A Linux tracer: Rhai scripts whose probes compile straight to eBPF",
-    override_usage = "rtrace [OPTIONS] SCRIPT.rhai [ARGS...]\n       rtrace [OPTIONS] -e 'SOURCE' [ARGS...]\n       rtrace -l [PATTERN]"
+    override_usage = "rtrace [OPTIONS] SCRIPT.rhai [ARGS...]\n       rtrace [OPTIONS] -e 'SOURCE' [ARGS...]\n       rtrace [OPTIONS] TOOL [TOOL-ARGS...]   (rtrace --list-tools)\n       rtrace -l [PATTERN]"
 )]
 pub struct Cli {
     /// Program source to run instead of a script file.
@@ -84,6 +85,9 @@ pub struct Cli {
     /// Write the results of check(), fail() and assert() to FILE as JUnit XML.
     #[arg(long = "junit", value_name = "FILE")]
     pub junit: Option<String>,
+    /// List the embedded tools (`rtrace TOOL [ARGS...]` runs one).
+    #[arg(long = "list-tools")]
+    pub list_tools: bool,
     /// SCRIPT.rhai followed by its ARGS (or only ARGS with -e; the PATTERN with -l).
     /// Options may come anywhere; ARGS that start with '-' go after `--`.
     pub rest: Vec<String>,
@@ -91,11 +95,19 @@ pub struct Cli {
 
 /// Run the command line; returns the process exit status.
 pub fn main() -> i32 {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
+    let argv: Vec<String> = std::env::args().collect();
+    let parsed = match tools::classify(&argv) {
+        tools::Invocation::List => return tools::print_list(),
+        tools::Invocation::Tool { rtrace_args, name, args } => {
+            Cli::try_parse_from(rtrace_args).map(|cli| (cli, Some((name, args))))
+        }
+        tools::Invocation::Normal => Cli::try_parse().map(|cli| (cli, None)),
+    };
+    let (cli, tool) = match parsed {
+        Ok(parsed) => parsed,
         Err(e) => return usage_error(e),
     };
-    let result = run(cli);
+    let result = run(cli, tool);
     crate::output::sink::flush();
     // Output that could not be written is an error, whatever else happened.
     let result = result.and_then(|code| crate::runtime::limits::check_output().map(|()| code));
@@ -156,19 +168,31 @@ fn without_errno_numbers(line: &str) -> String {
     out
 }
 
-fn run(cli: Cli) -> Result<i32> {
+fn run(cli: Cli, tool: Option<(String, Vec<String>)>) -> Result<i32> {
     if cli.list && cli.source.is_some() {
         bail!("-l lists probes and runs no script: drop -e, or drop -l");
     }
     if cli.list {
         return list::run(cli.rest.first().map(String::as_str), cli.verbose);
     }
-    let (file_name, source, args) = match &cli.source {
-        Some(src) => ("-e".to_string(), src.clone(), cli.rest.clone()),
-        None => {
+    if cli.list_tools {
+        return Ok(tools::print_list());
+    }
+    let (file_name, source, args) = match (&cli.source, tool) {
+        (_, Some((name, args))) => {
+            let source = crate::script::tools::find(&name).unwrap_or_default();
+            (format!("tools/{name}.rhai"), source.to_string(), args)
+        }
+        (Some(src), None) => ("-e".to_string(), src.clone(), cli.rest.clone()),
+        (None, None) => {
             let Some(path) = cli.rest.first() else {
                 bail!("no script given: run `rtrace SCRIPT.rhai` or `rtrace -e 'SOURCE'` (see --help)");
             };
+            if path != "-" {
+                if let Err(e) = std::fs::metadata(path) {
+                    bail!("{}", tools::missing_script(path, &e));
+                }
+            }
             let text = safety::read_script(path)?;
             (path.clone(), text, cli.rest[1..].to_vec())
         }

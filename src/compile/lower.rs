@@ -1267,6 +1267,11 @@ impl<'a> Lowerer<'a> {
         if self.target.event.user_memory() {
             return true;
         }
+        // A syscall's pointers are the caller's memory, also once saved in a
+        // map or a local (`str(path[e.tid])` at sys_exit_openat).
+        if self.target.event.format().is_some_and(|f| f.category == "syscalls") && !matches!(e, RExpr::Dot(..)) {
+            return true;
+        }
         let (Some(format), RExpr::Dot(x, _, _)) = (self.target.event.format(), e) else { return false };
         if let Some((field, _, _)) = index::indexed_arg(&x.rhs) {
             return self.user_field(field);

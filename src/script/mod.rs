@@ -8,6 +8,7 @@ pub mod dist;
 pub mod modules;
 pub mod positional;
 pub mod system;
+pub mod tools;
 pub mod userlib;
 
 use std::sync::{Arc, Mutex};
@@ -82,6 +83,7 @@ impl Session {
         userlib::register(&mut engine, &registry);
         checks::register(&mut engine, &registry);
         positional::register(&mut engine);
+        tools::register(&mut engine);
         modules::install(&mut engine);
         let ast =
             engine.compile(source).map_err(|e| Diagnostic::at(file_name, e.1, format!("syntax error: {}", e.0)))?;

@@ -7,7 +7,12 @@ use rhai::module_resolvers::{FileModuleResolver, ModuleResolversCollection, Stat
 use rhai::{Engine, Module, Scope};
 
 /// The embedded stdlib modules: (import name, source).
-const STDLIB: &[(&str, &str)] = &[("fmt", include_str!("../../stdlib/fmt.rhai"))];
+const STDLIB: &[(&str, &str)] = &[
+    ("fmt", include_str!("../../stdlib/fmt.rhai")),
+    ("opts", include_str!("../../stdlib/opts.rhai")),
+    ("hist", include_str!("../../stdlib/hist.rhai")),
+    ("cexpr", include_str!("../../stdlib/cexpr.rhai")),
+];
 
 /// Install the resolver on `engine`.
 pub fn install(engine: &mut Engine) {

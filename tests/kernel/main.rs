@@ -24,4 +24,5 @@ mod serve;
 mod split;
 mod stacks;
 mod target;
+mod tools;
 mod uprobe;

@@ -1,0 +1,104 @@
+//! The tools shipped in stdlib/tools/ (embedded by build.rs), and the script
+//! functions that tools need and every script may use: `sprintf`, `eprint`,
+//! `eprintf`, `rtrace_pid`.
+
+use rhai::{Dynamic, Engine, EvalAltResult, NativeCallContext};
+
+include!(concat!(env!("OUT_DIR"), "/tools.rs"));
+
+/// The source of the embedded tool `name`.
+pub fn find(name: &str) -> Option<&'static str> {
+    TOOLS.iter().find(|(n, _)| *n == name).map(|(_, s)| *s)
+}
+
+/// Every embedded tool: (name, one-line description).
+pub fn list() -> Vec<(&'static str, String)> {
+    TOOLS.iter().map(|(n, s)| (*n, description(n, s))).collect()
+}
+
+/// The description in a tool's first comment line: `// NAME: what it does`
+/// (or `// NAME - what it does`) gives `what it does`.
+pub fn description(name: &str, source: &str) -> String {
+    let Some(first) = source.lines().map(str::trim).find(|l| l.starts_with("//")) else {
+        return String::new();
+    };
+    let text = first.trim_start_matches('/').trim();
+    let rest = text.strip_prefix(name).map(str::trim_start).unwrap_or(text);
+    let rest = rest.strip_prefix(':').or_else(|| rest.strip_prefix('-')).unwrap_or(rest);
+    rest.trim().to_string()
+}
+
+type RhaiResult<T> = Result<T, Box<EvalAltResult>>;
+
+fn formatted(ctx: &NativeCallContext, fmt: &str, args: &[Dynamic]) -> RhaiResult<String> {
+    crate::output::printf::format(fmt, args)
+        .map_err(|e| Box::new(EvalAltResult::ErrorRuntime(Dynamic::from(e), ctx.call_position())))
+}
+
+/// `sprintf(fmt, ...)` (up to 6 values, or one array of them), `eprint(text)`
+/// and `eprintf(fmt, ...)` (to stderr).
+pub fn register(engine: &mut Engine) {
+    engine.register_fn("sprintf", |ctx: NativeCallContext, fmt: &str| formatted(&ctx, fmt, &[]));
+    engine.register_fn("sprintf", |ctx: NativeCallContext, fmt: &str, a: rhai::Array| formatted(&ctx, fmt, &a));
+    engine.register_fn("sprintf", |ctx: NativeCallContext, fmt: &str, a: Dynamic| {
+        if a.is_array() {
+            return formatted(&ctx, fmt, &a.into_array().unwrap_or_default());
+        }
+        formatted(&ctx, fmt, &[a])
+    });
+    engine.register_fn("sprintf", |ctx: NativeCallContext, fmt: &str, a: Dynamic, b: Dynamic| {
+        formatted(&ctx, fmt, &[a, b])
+    });
+    engine.register_fn("sprintf", |ctx: NativeCallContext, fmt: &str, a: Dynamic, b: Dynamic, c: Dynamic| {
+        formatted(&ctx, fmt, &[a, b, c])
+    });
+    engine.register_fn(
+        "sprintf",
+        |ctx: NativeCallContext, fmt: &str, a: Dynamic, b: Dynamic, c: Dynamic, d: Dynamic| {
+            formatted(&ctx, fmt, &[a, b, c, d])
+        },
+    );
+    engine.register_fn(
+        "sprintf",
+        |ctx: NativeCallContext, fmt: &str, a: Dynamic, b: Dynamic, c: Dynamic, d: Dynamic, e: Dynamic| {
+            formatted(&ctx, fmt, &[a, b, c, d, e])
+        },
+    );
+    engine.register_fn(
+        "sprintf",
+        |ctx: NativeCallContext, fmt: &str, a: Dynamic, b: Dynamic, c: Dynamic, d: Dynamic, e: Dynamic, f: Dynamic| {
+            formatted(&ctx, fmt, &[a, b, c, d, e, f])
+        },
+    );
+    // rtrace's own process id, so that a tool can leave out its own events.
+    engine.register_fn("rtrace_pid", || std::process::id() as i64);
+    engine.register_fn("eprint", |text: &str| {
+        crate::output::sink::flush();
+        eprintln!("{text}");
+    });
+    engine.register_fn("eprintf", |ctx: NativeCallContext, fmt: &str, a: rhai::Array| -> RhaiResult<()> {
+        let text = formatted(&ctx, fmt, &a)?;
+        crate::output::sink::flush();
+        eprint!("{text}");
+        Ok(())
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn descriptions_come_from_the_first_comment() {
+        assert_eq!(description("x", "// x: count things\nlet a = 1;"), "count things");
+        assert_eq!(description("x", "\n// x - count things\n"), "count things");
+        assert_eq!(description("x", "let a = 1;"), "");
+    }
+
+    #[test]
+    fn every_tool_has_a_description() {
+        for (name, desc) in list() {
+            assert!(!desc.is_empty(), "{name} has no description comment");
+        }
+    }
+}

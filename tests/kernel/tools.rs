@@ -1,0 +1,649 @@
+//! The embedded tools (`rtrace TOOL ARGS...`) on a real kernel: each test
+//! makes the events itself (calls into a fixture built here, opens, execs,
+//! signals, TCP connections on 127.0.0.1, O_DIRECT writes) and looks for
+//! them in the tool's output, filtered by its own pids or unique names.
+
+use std::io::Write;
+use std::net::{TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use crate::common::*;
+
+const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/uprobe_target.c");
+
+/// The uprobe fixture built under a unique name (so only this test's runs hit its probes).
+fn fixture() -> Option<(TempDir, PathBuf)> {
+    let dir = TempDir::new();
+    let src = std::fs::read_to_string(FIXTURE).unwrap();
+    let bin = build_c(&dir, &format!("rtt_{}", token()), &src, &["-O2"])?;
+    Some((dir, bin))
+}
+
+/// Run the fixture with N rounds.
+fn run_fixture(bin: &PathBuf, n: usize) {
+    let out = Command::new(bin).arg(n.to_string()).output().unwrap();
+    assert!(out.status.success(), "fixture failed: {out:?}");
+}
+
+/// Start `rtrace TOOL ARGS...` and wait until it has attached.
+fn start_tool(args: &[&str]) -> Tracer {
+    let mut t = Tracer::start(args);
+    t.wait_attached();
+    t
+}
+
+/// The lines of `out` that contain every one of `words`.
+fn lines_with<'a>(out: &'a Outcome, words: &[&str]) -> Vec<&'a str> {
+    out.stdout.lines().filter(|l| words.iter().all(|w| l.contains(w))).collect()
+}
+
+/// Sum of the counts of BCC-layout histogram rows (`  lo -> hi : count |...|`).
+fn bcc_hist_total(text: &str) -> u64 {
+    text.lines()
+        .filter(|l| l.contains(" -> ") && l.contains('|'))
+        .filter_map(|l| l.split(':').nth(1)?.split_whitespace().next()?.parse::<u64>().ok())
+        .sum()
+}
+
+#[test]
+fn list_tools_and_help() {
+    let Some(_g) = setup() else { return };
+    let out = run(&["--list-tools"]);
+    assert_eq!(out.code, Some(0), "{out}");
+    let names: Vec<&str> = out.stdout.lines().filter_map(|l| l.split_whitespace().next()).collect();
+    for want in ["argdist", "trace", "funccount", "funclatency", "stackcount", "opensnoop", "execsnoop", "biolatency"] {
+        assert!(names.contains(&want), "{want} missing from --list-tools\n{out}");
+    }
+    for l in out.stdout.lines() {
+        assert!(l.len() > 17, "a tool without a description: {l:?}");
+    }
+    assert_eq!(run(&["tools"]).stdout, out.stdout);
+    for name in names {
+        let h = run(&[name, "-h"]);
+        assert_eq!(h.code, Some(0), "{name} -h\n{h}");
+        assert!(h.stdout.starts_with(&format!("usage: {name} [-h]")), "{name} -h\n{h}");
+        assert!(!h.has_attach_line(), "{name} -h attached probes\n{h}");
+    }
+}
+
+#[test]
+fn bad_tool_arguments_are_one_line_errors() {
+    let Some(_g) = setup() else { return };
+    let cases: &[(&[&str], &str)] = &[
+        (&["argdist", "-C", "x:c:write"], "argdist: error parsing probe 'x:c:write': probe type must be"),
+        (&["argdist", "-C", "p:c:write(int fd):int:fdx"], "unknown name 'fdx'"),
+        (&["argdist", "-C", "p:c:write(int fd):int,int:fd"], "mismatched # of exprs and types"),
+        (&["argdist", "-H", "p:c:write"], "histograms must have expr"),
+        (&["argdist", "-C", "p:c:write():int:$retval"], "$retval is only available in return probes"),
+        (&["argdist", "-p", "abc", "-C", "p:c:write"], "argdist: error: argument -p/--pid: invalid int value: 'abc'"),
+        (&["argdist"], "at least one specifier is required"),
+        (&["opensnoop", "--bogus"], "opensnoop: error: unrecognized option '--bogus'"),
+        (&["funccount"], "funccount: error: the following arguments are required: pattern"),
+        (&["trace", "p:c:write \"%d %d\" arg1"], "the format has 2 conversions but 1 arguments"),
+    ];
+    for (args, want) in cases {
+        let out = run(args);
+        let line = assert_clean_error(&out);
+        assert_eq!(out.code, Some(2), "{args:?}\n{out}");
+        assert!(line.contains(want), "{args:?}: {line:?} lacks {want:?}");
+    }
+}
+
+#[test]
+fn argdist_kernel_function_names_the_tracepoint() {
+    let Some(_g) = setup() else { return };
+    if std::path::Path::new("/sys/bus/event_source/devices/kprobe/type").exists() {
+        eprintln!("skipped: this kernel has kprobes");
+        return;
+    }
+    let out = run(&["argdist", "-C", "p::do_sys_openat2(int dfd):int:dfd"]);
+    let line = assert_clean_error(&out);
+    assert!(line.contains("tracepoint:syscalls:sys_enter_openat"), "{line}");
+}
+
+#[test]
+fn argdist_counts_and_histograms_of_a_programs_calls() {
+    let Some(_g) = setup() else { return };
+    let Some((_d, bin)) = fixture() else { return };
+    let b = bin.to_str().unwrap();
+    let count = format!("p:{b}:rtt_add(int a, int b):int:b");
+    let pair = format!("r:{b}:rtt_add(int a, int b):int,int:$entry(a),$retval:$retval>10#sums");
+    let rets = format!("r:{b}:rtt_mul()");
+    let hist = format!("p:{b}:rtt_mul(long a, long b):long:a");
+    let lat = format!("r:{b}:rtt_mul():u64:$latency");
+    let mut t = start_tool(&["argdist", "-i", "1", "-C", &count, &pair, &rets, "-H", &hist, &lat]);
+    run_fixture(&bin, 5);
+    t.wait_line("the summary with all five calls", Duration::from_secs(10), |l| l.contains("b = 40"));
+    // Let the interval that printed it finish.
+    t.wait_line("the next interval", Duration::from_secs(5), |l| l.starts_with('['));
+    let out = t.interrupt_and_finish();
+    assert_eq!(out.code, Some(0), "{out}");
+    let text = &out.stdout;
+    assert!(text.contains(&format!("{count}\n\tCOUNT      EVENT\n")), "{out}");
+    for i in 0..5 {
+        assert!(text.contains(&format!("\t1          b = {}\n", 10 * i)), "b = {} missing\n{out}", 10 * i);
+    }
+    // The label names the specifier; $entry(a) and $retval with a filter.
+    assert!(text.contains("sums\n\tCOUNT      EVENT\n"), "{out}");
+    for i in 1..5 {
+        assert!(text.contains(&format!("\t1          $entry(a) = {i}, $retval = {}\n", 11 * i)), "{out}");
+    }
+    assert!(!text.contains("$entry(a) = 0,"), "the filter $retval>10 let 0 through\n{out}");
+    // A return probe without expressions counts return values.
+    assert!(text.contains("\t1          retval = 12\n"), "{out}");
+    // The histogram of a = 0..4 in BCC's layout.
+    assert!(
+        text.contains(concat!(
+            "     a                   : count     distribution\n",
+            "         0 -> 1          : 2        |****************************************|\n",
+            "         2 -> 3          : 2        |****************************************|\n",
+            "         4 -> 7          : 1        |********************                    |\n"
+        )),
+        "{out}"
+    );
+    assert!(text.contains("     $latency            : count     distribution\n"), "{out}");
+}
+
+#[test]
+fn argdist_usdt_arguments() {
+    let Some(_g) = setup() else { return };
+    let Some((_d, bin)) = fixture() else { return };
+    if !std::fs::read(&bin).unwrap().windows(7).any(|w| w == b"stapsdt") {
+        eprintln!("skipped: <sys/sdt.h> is missing (install systemtap-sdt-dev)");
+        return;
+    }
+    let spec = format!("u:{}:tick:long,char*:arg3,arg2", bin.display());
+    let mut t = start_tool(&["argdist", "-i", "1", "-C", &spec]);
+    run_fixture(&bin, 6);
+    t.wait_line("the summary", Duration::from_secs(10), |l| l.contains("arg3 = 300"));
+    t.wait_line("the next interval", Duration::from_secs(5), |l| l.starts_with('['));
+    let out = t.interrupt_and_finish();
+    for (v, name) in [(100, "alpha"), (200, "beta"), (300, "gamma")] {
+        assert!(out.stdout.contains(&format!("\t2          arg3 = {v}, arg2 = {name}\n")), "{out}");
+    }
+}
+
+#[test]
+fn argdist_libc_calls_and_tracepoints_of_one_process() {
+    let Some(_g) = setup() else { return };
+    let me = pid().to_string();
+    let mut t =
+        start_tool(&["argdist", "-p", &me, "-i", "1", "-C", "p:c:getppid()", "-C", "t:syscalls:sys_enter_getppid"]);
+    for _ in 0..7 {
+        unsafe { libc::getppid() };
+    }
+    t.wait_line("the summary", Duration::from_secs(10), |l| l.contains("total calls"));
+    t.wait_line("the next interval", Duration::from_secs(5), |l| l.starts_with('['));
+    let out = t.interrupt_and_finish();
+    let libc_rows = out.stdout.split("p:c:getppid()\n").nth(1).unwrap_or("");
+    assert!(libc_rows.contains("\t7          total calls\n"), "{out}");
+    let tp_rows = out.stdout.split("t:syscalls:sys_enter_getppid\n").nth(1).unwrap_or("");
+    assert!(tp_rows.contains("\t7          total calls\n"), "{out}");
+}
+
+#[test]
+fn argdist_verbose_prints_the_generated_script() {
+    let Some(_g) = setup() else { return };
+    let mut t = Tracer::start(&["argdist", "-v", "-C", "p:c:write(int fd):int:fd"]);
+    t.wait_attached();
+    let out = t.interrupt_and_finish();
+    assert!(out.stdout.contains("probe(\"uprobe:c:write\", \"|e| { __m0["), "{out}");
+}
+
+#[test]
+fn trace_prints_calls_with_a_predicate() {
+    let Some(_g) = setup() else { return };
+    let Some((_d, bin)) = fixture() else { return };
+    let spec = format!("p:{}:rtt_add(int a, int b) (b == 20) \"a=%d b=%d\", a, b", bin.display());
+    let ret = format!("r:{}:rtt_mul \"ret %d\" retval", bin.display());
+    let mut t = start_tool(&["trace", &spec, &ret]);
+    run_fixture(&bin, 5);
+    t.wait_line("the rtt_add line", Duration::from_secs(10), |l| l.contains("rtt_add"));
+    t.wait_count("five rtt_mul lines", Duration::from_secs(10), 5, |l| l.contains("rtt_mul"));
+    let out = t.interrupt_and_finish();
+    assert!(out.stdout.contains("\nPID     TID     COMM            FUNC             -\n"), "{out}");
+    let adds = lines_with(&out, &["rtt_add "]);
+    assert_eq!(adds.len(), 1, "{out}");
+    assert!(adds[0].ends_with("rtt_add          a=2 b=20"), "{out}");
+    for i in 0..5 {
+        assert!(lines_with(&out, &["rtt_mul ", &format!("ret {}", 3 * i)]).len() == 1, "{out}");
+    }
+}
+
+#[test]
+fn funccount_funclatency_stackcount_on_a_program() {
+    let Some(_g) = setup() else { return };
+    let Some((_d, bin)) = fixture() else { return };
+    let b = bin.to_str().unwrap();
+    let pattern = format!("{b}:rtt_*");
+    let t = start_tool(&["funccount", &pattern]);
+    run_fixture(&bin, 6);
+    let out = t.interrupt_and_finish();
+    assert!(out.stdout.contains("FUNC                                    COUNT\n"), "{out}");
+    for f in ["rtt_add", "rtt_mul"] {
+        assert_eq!(lines_with(&out, &[&format!("{f:<36} {:>8}", 6)]).len(), 1, "{f}\n{out}");
+    }
+
+    let t = start_tool(&["funclatency", &format!("{b}:rtt_mul")]);
+    run_fixture(&bin, 6);
+    let out = t.interrupt_and_finish();
+    assert!(out.stdout.contains("     nsecs               : count     distribution\n"), "{out}");
+    assert_eq!(bcc_hist_total(&out.stdout), 6, "{out}");
+    assert!(out.stdout.contains(" nsecs, count: 6\n"), "{out}");
+
+    let t = start_tool(&["stackcount", "-f", &format!("{b}:rtt_mul")]);
+    run_fixture(&bin, 6);
+    let out = t.interrupt_and_finish();
+    let name = bin.file_name().unwrap().to_str().unwrap();
+    // The fixture has no frame pointers: the stack at entry may be the function alone.
+    let folded = lines_with(&out, &[&format!("{name};"), ";rtt_mul"]);
+    assert_eq!(folded.len(), 1, "{out}");
+    assert!(folded[0].ends_with(" 6"), "{out}");
+}
+
+#[test]
+fn funccount_over_tracepoints() {
+    let Some(_g) = setup() else { return };
+    let me = pid().to_string();
+    let t = start_tool(&["funccount", "-p", &me, "t:syscalls:sys_enter_getppid"]);
+    getppid_n(9);
+    let out = t.interrupt_and_finish();
+    assert_eq!(lines_with(&out, &[&format!("{:<36} {:>8}", "sys_enter_getppid", 9)]).len(), 1, "{out}");
+}
+
+#[test]
+fn opensnoop_statsnoop_show_paths_and_errors() {
+    let Some(_g) = setup() else { return };
+    let me = pid().to_string();
+    let missing = format!("/tmp/rtt_{}_missing", token());
+    let mut t = start_tool(&["opensnoop", "-p", &me, "-x"]);
+    let _ = std::fs::File::open(&missing);
+    t.wait_line("the open", Duration::from_secs(10), |l| l.contains(&missing));
+    let out = t.interrupt_and_finish();
+    let hits = lines_with(&out, &[&missing]);
+    assert_eq!(hits.len(), 1, "{out}");
+    assert!(hits[0].starts_with(&format!("{me:<6} ")), "{out}");
+    assert!(hits[0].ends_with(&format!("  -1   2 {missing}")), "{out}");
+
+    let mut t = start_tool(&["statsnoop", "-p", &me]);
+    let _ = std::fs::metadata(&missing);
+    t.wait_line("the stat", Duration::from_secs(10), |l| l.contains(&missing));
+    let out = t.interrupt_and_finish();
+    let hits = lines_with(&out, &[&missing]);
+    assert!(!hits.is_empty() && hits.iter().all(|l| l.ends_with(&format!("  -1   2 {missing}"))), "{out}");
+}
+
+#[test]
+fn execsnoop_exitsnoop_see_a_child() {
+    let Some(_g) = setup() else { return };
+    let dir = TempDir::new();
+    let name = format!("rtt_{}", token());
+    let prog = dir.true_named(&name);
+    let t1 = start_tool(&["execsnoop", "-n", &name]);
+    let t2 = start_tool(&["exitsnoop"]);
+    let child = Command::new(&prog).arg("first").arg("second").spawn().unwrap();
+    let cpid = child.id().to_string();
+    let st = child.wait_with_output().unwrap();
+    assert!(st.status.success());
+    let sh = Command::new("sh").args(["-c", "exit 3"]).spawn().unwrap();
+    let shpid = sh.id().to_string();
+    sh.wait_with_output().unwrap();
+    let out = t1.interrupt_and_finish();
+    let hits = lines_with(&out, &[&name]);
+    assert_eq!(hits.len(), 1, "{out}");
+    let w: Vec<&str> = hits[0].split_whitespace().collect();
+    assert_eq!(&w[..3], &[name.as_str(), cpid.as_str(), &pid().to_string()], "{out}");
+    assert_eq!(w[3], "0", "{out}");
+    assert!(hits[0].ends_with(&format!("{} first second", prog.display())), "{out}");
+    let out = t2.interrupt_and_finish();
+    let hits = lines_with(&out, &[&format!(" {cpid} ")]);
+    assert_eq!(hits.len(), 1, "{out}");
+    assert!(hits[0].starts_with(&name) && hits[0].ends_with(" 0"), "{out}");
+    let hits = lines_with(&out, &[&format!(" {shpid} ")]);
+    assert!(hits.len() == 1 && hits[0].ends_with(" 3"), "{out}");
+}
+
+#[test]
+fn killsnoop_setuids_syncsnoop_see_this_process() {
+    let Some(_g) = setup() else { return };
+    let me = pid().to_string();
+    let t1 = start_tool(&["killsnoop", "-p", &me]);
+    let t2 = start_tool(&["syncsnoop", "-p", &me]);
+    let t3 = start_tool(&["setuids"]);
+    unsafe { libc::kill(pid() as i32, 0) };
+    unsafe { libc::kill(0x3fff_fff0, 0) };
+    let dir = TempDir::new();
+    let f = std::fs::File::create(dir.join("f")).unwrap();
+    unsafe { libc::fsync(f.as_raw_fd()) };
+    let child = fork_and_wait(|| unsafe {
+        libc::syscall(libc::SYS_setuid, 0);
+    });
+    let out = t1.interrupt_and_finish();
+    // Only this test's kill(..., 0) calls (it also sends SIGINT to tracers).
+    let hits: Vec<&str> = lines_with(&out, &[&format!(" {me} ")])
+        .into_iter()
+        .filter(|l| l.split_whitespace().nth(3) == Some("0"))
+        .collect();
+    assert_eq!(hits.len(), 2, "{out}");
+    assert!(hits[0].ends_with(&format!("0    {me:<7} 0")), "{out}");
+    assert!(hits[1].ends_with(&format!("0    {:<7} -3", 0x3fff_fff0)), "{out}");
+    let out = t2.interrupt_and_finish();
+    assert_eq!(lines_with(&out, &[&format!(" {me} "), " fsync"]).len(), 1, "{out}");
+    let out = t3.interrupt_and_finish();
+    let hits = lines_with(&out, &[&format!(" {child} ")]);
+    assert_eq!(hits.len(), 1, "{out}");
+    assert!(hits[0].ends_with("setuid     uid=0 (ret=0)"), "{out}");
+}
+
+#[test]
+fn threadsnoop_and_pidpersec() {
+    let Some(_g) = setup() else { return };
+    let me = pid().to_string();
+    let mut t = start_tool(&["threadsnoop", "-p", &me]);
+    std::thread::spawn(|| {}).join().unwrap();
+    t.wait_line("the new thread", Duration::from_secs(10), |l| l.contains(&format!(" {me} ")));
+    let out = t.interrupt_and_finish();
+    assert!(!lines_with(&out, &[&format!(" {me} ")]).is_empty(), "{out}");
+
+    let mut t = start_tool(&["pidpersec", "-n", "2"]);
+    for _ in 0..5 {
+        fork_and_wait(|| {});
+    }
+    t.wait_count("two intervals", Duration::from_secs(10), 2, |l| l.contains("PIDs/sec"));
+    let out = t.finish();
+    let total: u64 = out.stdout.lines().filter_map(|l| l.split("PIDs/sec: ").nth(1)?.trim().parse::<u64>().ok()).sum();
+    assert!(total >= 5, "{out}");
+}
+
+#[test]
+fn syscount_counts_this_process() {
+    let Some(_g) = setup() else { return };
+    let me = pid().to_string();
+    // Hundreds of tracepoints: detaching them may take a while on a busy machine.
+    let t = start_tool(&["syscount", "-p", &me, "-T", "50"]);
+    getppid_n(13);
+    t.interrupt();
+    let out = t.finish_within(Duration::from_secs(120));
+    assert_eq!(lines_with(&out, &[&format!("{:<22} {:>8}", "getppid", 13)]).len(), 1, "{out}");
+    let t = start_tool(&["syscount", "-p", &me, "-L", "-T", "50"]);
+    getppid_n(4);
+    t.interrupt();
+    let out = t.finish_within(Duration::from_secs(120));
+    let hits = lines_with(&out, &[&format!("{:<22} {:>8} ", "getppid", 4)]);
+    assert_eq!(hits.len(), 1, "{out}");
+}
+
+#[test]
+fn scheduler_tools_see_this_thread_sleep() {
+    let Some(_g) = setup() else { return };
+    let me = tid().to_string();
+    for tool in ["runqlat", "cpudist"] {
+        let t = start_tool(&[tool, "-p", &me]);
+        for _ in 0..10 {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let out = t.interrupt_and_finish();
+        assert!(out.stdout.contains("     usecs               : count     distribution\n"), "{tool}\n{out}");
+        assert!(bcc_hist_total(&out.stdout) >= 10, "{tool}\n{out}");
+    }
+    let comm = unique_comm();
+    let t = start_tool(&["offcputime", "-f", "-p", &pid().to_string()]);
+    for _ in 0..10 {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    // The stacks are joined to the off-CPU times in userspace: let it catch
+    // up (events still queued when tracing stops are not handled).
+    std::thread::sleep(Duration::from_millis(1500));
+    let out = t.interrupt_and_finish();
+    assert!(!lines_with(&out, &[&format!("{comm};"), "schedule"]).is_empty(), "{out}");
+
+    let mut t = start_tool(&["runqlen", "1", "1"]);
+    t.wait_line("the summary", Duration::from_secs(10), |l| l.contains("runqlen : count"));
+    let out = t.interrupt_and_finish();
+    assert!(lines_with(&out, &["        0   : "]).len() == 1, "{out}");
+}
+
+#[test]
+fn profile_samples_a_busy_thread() {
+    let Some(_g) = setup() else { return };
+    let comm = unique_comm();
+    let t = start_tool(&["profile", "-f", "-F", "199", "-p", &pid().to_string()]);
+    let until = std::time::Instant::now() + Duration::from_millis(500);
+    let mut x = 0u64;
+    while std::time::Instant::now() < until {
+        x = x.wrapping_mul(31).wrapping_add(1);
+    }
+    std::hint::black_box(x);
+    let out = t.interrupt_and_finish();
+    assert!(!lines_with(&out, &[&format!("{comm};")]).is_empty(), "{out}");
+}
+
+/// Copy /bin/dd to `dir/name`, so that its I/O carries that comm.
+fn dd_named(dir: &TempDir, name: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::copy("/bin/dd", &p).unwrap();
+    p
+}
+
+#[test]
+fn block_tools_see_direct_writes() {
+    let Some(_g) = setup() else { return };
+    let dir = TempDir::new();
+    let name = format!("rtt_{}", token());
+    let dd = dd_named(&dir, &name);
+    let target = dir.join("data");
+    let write = || {
+        let st = Command::new(&dd)
+            .arg("if=/dev/zero")
+            .arg(format!("of={}", target.display()))
+            .args(["bs=64k", "count=8", "oflag=direct"])
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert!(st.success());
+    };
+    let t = start_tool(&["biosnoop"]);
+    write();
+    let out = t.interrupt_and_finish();
+    let hits = lines_with(&out, &[&format!(" {} ", &name[..name.len().min(14)])]);
+    if hits.is_empty() && !out.stdout.lines().any(|l| l.contains(" W")) {
+        eprintln!("skipped: no block I/O reached a device (the temporary directory is not on a disk)");
+        return;
+    }
+    assert!(!hits.is_empty(), "{out}");
+    let bytes: u64 = hits.iter().filter_map(|l| l.split_whitespace().nth(6)?.parse::<u64>().ok()).sum();
+    assert!(bytes >= 8 * 65536, "{out}");
+
+    let t = start_tool(&["bitesize"]);
+    write();
+    let out = t.interrupt_and_finish();
+    let section = out.stdout.split(&format!("Process Name = {}", &name[..name.len().min(15)])).nth(1).unwrap_or("");
+    assert!(bcc_hist_total(section.split("Process Name").next().unwrap()) >= 1, "{out}");
+
+    let t = start_tool(&["biolatency", "-D"]);
+    write();
+    let out = t.interrupt_and_finish();
+    assert!(out.stdout.contains("disk = "), "{out}");
+    assert!(bcc_hist_total(&out.stdout) >= 1, "{out}");
+}
+
+#[test]
+fn tcp_tools_see_a_loopback_connection() {
+    let Some(_g) = setup() else { return };
+    let me = pid().to_string();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port().to_string();
+    let t1 = start_tool(&["tcpconnect", "-P", &port]);
+    let t2 = start_tool(&["tcpaccept", "-P", &port]);
+    let t3 = start_tool(&["tcplife", "-L", &port]);
+    let mut c = TcpStream::connect(("127.0.0.1", listener.local_addr().unwrap().port())).unwrap();
+    let cport = c.local_addr().unwrap().port().to_string();
+    let (a, _) = listener.accept().unwrap();
+    c.write_all(b"x").unwrap();
+    drop(c);
+    drop(a);
+    std::thread::sleep(Duration::from_millis(100));
+    let out = t1.interrupt_and_finish();
+    let hits = lines_with(&out, &[&format!("{me} ")]);
+    assert_eq!(hits.len(), 1, "{out}");
+    assert!(hits[0].ends_with(&format!("127.0.0.1        127.0.0.1        {port:<5}")), "{out}");
+    let out = t2.interrupt_and_finish();
+    let hits = lines_with(&out, &[&format!("{me} ")]);
+    assert_eq!(hits.len(), 1, "{out}");
+    assert!(hits[0].contains(&format!("127.0.0.1        {cport:<5} 127.0.0.1        {port}")), "{out}");
+    let out = t3.interrupt_and_finish();
+    let hits = lines_with(&out, &[&format!("127.0.0.1       {port:<5} 127.0.0.1       {cport:<5}")]);
+    assert_eq!(hits.len(), 1, "{out}");
+}
+
+#[test]
+fn tcpretrans_sees_syn_retransmits() {
+    let Some(_g) = setup() else { return };
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    // A full accept queue drops new SYNs: the clients send them again.
+    unsafe { libc::listen(listener.as_raw_fd(), 0) };
+    let t = start_tool(&["tcpretrans"]);
+    let clients: Vec<_> = (0..4)
+        .map(|_| {
+            std::thread::spawn(move || {
+                TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_millis(1500)).ok()
+            })
+        })
+        .collect();
+    for c in clients {
+        let _ = c.join();
+    }
+    let out = t.interrupt_and_finish();
+    let hits = lines_with(&out, &[&format!("R> 127.0.0.1:{port} ")]);
+    assert!(!hits.is_empty(), "{out}");
+}
+
+#[test]
+fn gethostlatency_and_naptime_see_this_process() {
+    let Some(_g) = setup() else { return };
+    let me = pid().to_string();
+    let t1 = start_tool(&["gethostlatency", "-p", &me]);
+    let t2 = start_tool(&["naptime", "-p", &me]);
+    use std::net::ToSocketAddrs;
+    let _ = ("localhost", 80).to_socket_addrs();
+    std::thread::sleep(Duration::from_millis(20));
+    let out = t1.interrupt_and_finish();
+    assert!(!lines_with(&out, &[&format!(" {me} "), " localhost"]).is_empty(), "{out}");
+    let out = t2.interrupt_and_finish();
+    assert!(!lines_with(&out, &[&format!(" {me} ")]).is_empty(), "{out}");
+}
+
+#[test]
+fn writeback_sees_a_sync() {
+    let Some(_g) = setup() else { return };
+    let dir = TempDir::new();
+    let t = start_tool(&["writeback"]);
+    let mut f = std::fs::File::create(dir.join("dirty")).unwrap();
+    f.write_all(&vec![7u8; 4 << 20]).unwrap();
+    drop(f);
+    unsafe { libc::sync() };
+    let out = t.interrupt_and_finish();
+    let rows: Vec<&str> = out.stdout.lines().skip_while(|l| !l.starts_with("TIME")).skip(1).collect();
+    if rows.is_empty() && !std::path::Path::new("/sys/kernel/tracing/events/writeback").exists() {
+        eprintln!("skipped: no writeback tracepoints");
+        return;
+    }
+    assert!(
+        rows.iter().any(|l| l.contains(" sync ") || l.contains(" background ") || l.contains(" periodic ")),
+        "{out}"
+    );
+}
+
+#[test]
+fn bashreadline_sees_a_typed_command() {
+    let Some(_g) = setup() else { return };
+    if Command::new("script").arg("--version").output().is_err() || !std::path::Path::new("/bin/bash").exists() {
+        eprintln!("skipped: needs script(1) and /bin/bash for an interactive shell");
+        return;
+    }
+    let word = format!("rtt_{}", token());
+    let t = start_tool(&["bashreadline"]);
+    let mut sh = Command::new("script")
+        .args(["-qfc", "bash --norc --noprofile -i", "/dev/null"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    sh.stdin.take().unwrap().write_all(format!("echo {word}\nexit\n").as_bytes()).unwrap();
+    let _ = sh.wait();
+    let out = t.interrupt_and_finish();
+    assert_eq!(lines_with(&out, &[&format!(" echo {word}")]).len(), 1, "{out}");
+}
+
+/// A memory cgroup (v1 or v2) limited to `bytes`, removed on drop.
+struct MemCgroup {
+    path: PathBuf,
+    procs: PathBuf,
+}
+
+impl MemCgroup {
+    fn new(bytes: u64) -> Option<MemCgroup> {
+        for (root, limit, procs) in [
+            ("/sys/fs/cgroup/memory", "memory.limit_in_bytes", "tasks"),
+            ("/sys/fs/cgroup", "memory.max", "cgroup.procs"),
+        ] {
+            let base = std::path::Path::new(root);
+            if !base.join(limit).exists() && !base.join("cgroup.subtree_control").exists() {
+                continue;
+            }
+            let path = base.join(format!("rtt_{}", token()));
+            if std::fs::create_dir(&path).is_err() {
+                continue;
+            }
+            let cg = MemCgroup { procs: path.join(procs), path: path.clone() };
+            if std::fs::write(path.join(limit), bytes.to_string()).is_ok() {
+                let _ = std::fs::write(path.join("memory.swap.max"), "0");
+                return Some(cg);
+            }
+        }
+        None
+    }
+}
+
+impl Drop for MemCgroup {
+    fn drop(&mut self) {
+        for _ in 0..50 {
+            if std::fs::remove_dir(&self.path).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+#[test]
+fn oomkill_sees_a_memory_limited_child_killed() {
+    let Some(_g) = setup() else { return };
+    let Some(cg) = MemCgroup::new(32 << 20) else {
+        eprintln!("skipped: no memory cgroup to limit a child in");
+        return;
+    };
+    let dir = TempDir::new();
+    let src = "#include <stdlib.h>\n#include <string.h>\nint main(void) { for (int i = 0; i < 1024; i++) { char *p = malloc(1 << 20); if (!p) return 1; memset(p, 1, 1 << 20); } return 0; }\n";
+    let Some(hog) = build_c(&dir, "rtt_hog", src, &["-O0"]) else { return };
+    let t = start_tool(&["oomkill"]);
+    let child = Command::new("sh")
+        .arg("-c")
+        .arg(format!("echo $$ > {} && exec {}", cg.procs.display(), hog.display()))
+        .spawn()
+        .unwrap();
+    let cpid = child.id();
+    let st = child.wait_with_output().unwrap();
+    let out = t.interrupt_and_finish();
+    if st.status.success() {
+        eprintln!("skipped: the limited child was not killed (swap, or no OOM killer in this cgroup)");
+        return;
+    }
+    let hits = lines_with(&out, &[&format!("OOM kill of PID {cpid} (\"rtt_hog\")")]);
+    assert_eq!(hits.len(), 1, "{out}");
+}
