@@ -78,6 +78,8 @@ pub struct Plan {
     pub lost_map: MapId,
     /// Per-CPU counts of failed stack captures (slot 0 collisions, 1 map full).
     pub stack_lost: MapId,
+    /// One slot the reader raises before it sleeps: the next record wakes it.
+    pub wake_map: MapId,
     /// Userspace statement runs, indexed by site id.
     pub sites: Vec<SitePlan>,
     /// Stack maps: (map id, depth, user).
@@ -115,6 +117,7 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
         data_ring,
         lost_map,
         stack_lost: lost_map + 1,
+        wake_map: lost_map + 2,
         sites: vec![],
         stack_maps: vec![],
         probes: vec![],
@@ -122,7 +125,7 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
         stop_map: 0,
     };
     let stack_maps = std::cell::RefCell::new(Vec::new());
-    let stack_base = lost_map + 2;
+    let stack_base = lost_map + 3;
     let mut pending: Vec<Pending> = Vec::new();
     let mut total_points = 0usize;
     let here = |def: &ProbeDef, msg: String| anyhow::Error::from(Diagnostic::at(file, def.pos, msg));
@@ -173,6 +176,7 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
                     probe_index: probe_index as u32,
                     data_ring,
                     lost_map,
+                    wake_map: lost_map + 2,
                     first_site: plan.sites.len() as u32,
                     wake_bytes: opts.wake_bytes(),
                     join_max: opts.join_max,
@@ -223,6 +227,7 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
     layouts.push(MapLayout { key: vec![], value: ValueKind::RingBuf });
     layouts.push(MapLayout { key: vec![], value: ValueKind::Agg(ir::AggKind::Sum) });
     layouts.push(MapLayout { key: vec![], value: ValueKind::Agg(ir::AggKind::Sum) });
+    layouts.push(MapLayout { key: vec![], value: ValueKind::Value(ir::Ty::Int) });
     for (i, (depth, user, _)) in stack_maps.borrow().iter().enumerate() {
         layouts.push(MapLayout { key: vec![], value: ValueKind::StackTrace { depth: *depth } });
         plan.stack_maps.push((stack_base + i as MapId, *depth, *user));
