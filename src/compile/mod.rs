@@ -2,6 +2,7 @@
 //! points, lower each closure to IR (`lower`), unify map layouts (`maps`),
 //! and generate BPF (`probes_ebpf`).
 
+mod dispatch;
 pub mod explain;
 pub mod fields;
 pub mod lower;
@@ -53,6 +54,8 @@ pub struct CompiledProgram {
     pub site_ids: Vec<u32>,
     /// rtrace's own program (following `-c`'s children), not a script probe.
     pub internal: bool,
+    /// Syscalls this `raw_syscalls` program dispatches to (`dispatch.rs`); 0: none.
+    pub dispatch: usize,
 }
 
 /// A lowered program group waiting for the map layouts.
@@ -63,6 +66,7 @@ struct Pending {
     program: ProgramSpec,
     points: Vec<AttachPoint>,
     probe: usize,
+    dispatch: usize,
 }
 
 /// Everything to load and run.
@@ -95,7 +99,7 @@ pub struct Plan {
 impl Plan {
     /// Probes of the script (rtrace's own programs not counted).
     pub fn attach_count(&self) -> usize {
-        self.programs.iter().filter(|p| !p.internal).map(|p| p.points.len()).sum::<usize>()
+        self.programs.iter().filter(|p| !p.internal).map(|p| p.dispatch.max(p.points.len())).sum::<usize>()
             + self.begin.len()
             + self.end.len()
     }
@@ -160,6 +164,9 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
                     ),
                 ));
             }
+            // Many syscall tracepoints: one program on raw_syscalls, lowered per syscall first.
+            let raw = if spec.kind == ProbeKind::Tracepoint { dispatch::target(&points, kernel) } else { None };
+            let first_pending = pending.len();
             let per_point = per_point || ptype.per_point(&points, kernel);
             let groups: Vec<Vec<AttachPoint>> =
                 if per_point { points.into_iter().map(|p| vec![p]).collect() } else { vec![points] };
@@ -211,7 +218,19 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
                         on_event: def.on_event.clone(),
                     });
                 }
-                pending.push(Pending { lowered, name: probe_name, ptype, program, points: group, probe: probe_index });
+                pending.push(Pending {
+                    lowered,
+                    name: probe_name,
+                    ptype,
+                    program,
+                    points: group,
+                    probe: probe_index,
+                    dispatch: 0,
+                });
+            }
+            if let Some(raw) = raw {
+                let program = ptype.program(&raw, false, kernel).map_err(|e| here(def, e.to_string()))?;
+                dispatch::merge(&mut pending, first_pending, raw, spec.full_name(), program);
             }
         }
     }
@@ -240,7 +259,7 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
     plan.stop_map = layouts.len() as MapId;
     layouts.push(MapLayout { key: vec![], value: ValueKind::Value(ir::Ty::Int) });
     let pid = ir::Expr::Builtin(ir::Builtin::Pid);
-    for Pending { lowered, name, ptype, program: spec, points, probe } in pending {
+    for Pending { lowered, name, ptype, program: spec, points, probe, dispatch } in pending {
         let site_ids = lowered.sites.iter().map(|s| s.id).collect();
         let mut body = lowered.body;
         // -p: every probe only sees the traced process; -c: the command and
@@ -277,6 +296,7 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
             probe,
             site_ids,
             internal: false,
+            dispatch,
         });
     }
     if let Some(map) = plan.follow_map {
@@ -356,6 +376,7 @@ fn follow_programs(
             probe: 0,
             site_ids: vec![],
             internal: true,
+            dispatch: 0,
         });
     }
     Ok(out)
