@@ -58,6 +58,8 @@ pub struct Config {
     pub metrics_prefix: String,
     /// `-v`: per-probe overhead at exit.
     pub verbose: bool,
+    /// `--exporter`: no map dump at exit; SIGHUP ends the run for a reload.
+    pub exporter: bool,
 }
 
 /// Where settings come from: the environment in a run, a map in tests.
@@ -103,7 +105,22 @@ impl Config {
             serve: None,
             metrics_prefix: String::new(),
             verbose: false,
+            exporter: false,
         })
+    }
+
+    /// The defaults, with no environment (tests).
+    #[cfg(test)]
+    pub fn defaults() -> Config {
+        struct NoSettings;
+        impl Env for NoSettings {
+            fn get(&self, _name: &str) -> Option<String> {
+                None
+            }
+        }
+        let mut c = Config::from_env(&NoSettings, None).expect("the defaults are in range");
+        c.start_ns = 0;
+        c
     }
 
     /// Pending bytes in the data ring that wake the reader.
@@ -132,7 +149,8 @@ fn ring_size(text: &str) -> Result<u32> {
         Some('m') | Some('M') => (&t[..t.len() - 1], 1u64 << 20),
         _ => (t, 1u64),
     };
-    let bytes = num.parse::<u64>().ok().map(|n| n * mult).filter(|&n| (4096..=(1u64 << 30)).contains(&n));
+    let bytes =
+        num.parse::<u64>().ok().and_then(|n| n.checked_mul(mult)).filter(|&n| (4096..=(1u64 << 30)).contains(&n));
     match bytes {
         Some(b) => Ok(b.next_power_of_two() as u32),
         None => bail!("ring size '{text}': give a size from 4K to 1G, e.g. 4M"),

@@ -25,6 +25,7 @@ mod config;
 mod diag;
 mod kernel;
 mod output;
+mod plan;
 mod probes;
 mod runtime;
 mod script;

@@ -12,6 +12,8 @@ use crate::helpers as h;
 use crate::insn::*;
 use crate::ir::*;
 
+mod aggread;
+
 /// Kernel limit on a BPF program's stack.
 pub const MAX_STACK: i32 = 512;
 /// Upper bound on generated instructions (the kernel allows 1M for root; the
@@ -83,9 +85,10 @@ pub fn generate(prog: &Program) -> Result<Generated> {
         g.emit(Insn::store_imm(8, FP, off, STACK_UNSET));
         g.stack_memo.push((map, off));
     }
-    g.block(&prog.body)?;
-    g.emit(Insn::mov_imm(R0, 0));
-    g.emit(Insn::exit());
+    if !g.block(&prog.body)? {
+        g.emit(Insn::mov_imm(R0, 0));
+        g.emit(Insn::exit());
+    }
     if let Some(span) = g.long_jump {
         return Err(CodegenError {
             span,
@@ -212,29 +215,37 @@ impl<'a> Gen<'a> {
 
     // ---- statements ----
 
-    fn block(&mut self, stmts: &[Stmt]) -> Result<()> {
+    /// Code for `stmts`; true when control never falls out of the end (the
+    /// block returns on every path). Statements after a `Return` are never
+    /// reached and get no code (the verifier refuses unreachable code).
+    fn block(&mut self, stmts: &[Stmt]) -> Result<bool> {
         for s in stmts {
-            self.stmt(s)?;
+            if self.stmt(s)? {
+                return Ok(true);
+            }
         }
-        Ok(())
+        Ok(false)
     }
 
-    fn stmt(&mut self, s: &Stmt) -> Result<()> {
+    fn stmt(&mut self, s: &Stmt) -> Result<bool> {
         let saved_span = self.span;
         let mark = self.stack_used;
         self.span = s.span;
+        let mut ends = false;
         match &s.kind {
             StmtKind::SetLocal(id, e) => self.set_local(*id, e)?,
             StmtKind::If { cond, then, otherwise } => {
                 let to_else = self.branch_unless(cond)?;
-                self.block(then)?;
+                let then_ends = self.block(then)?;
                 if otherwise.is_empty() {
                     self.patch_all_here(to_else);
                 } else {
-                    let to_end = self.emit(Insn::ja(0));
+                    let to_end = (!then_ends).then(|| self.emit(Insn::ja(0)));
                     self.patch_all_here(to_else);
-                    self.block(otherwise)?;
-                    self.patch_here(to_end);
+                    ends = self.block(otherwise)? && then_ends;
+                    if let Some(j) = to_end {
+                        self.patch_here(j);
+                    }
                 }
             }
             StmtKind::Repeat { var, start, count, body } => {
@@ -242,7 +253,11 @@ impl<'a> Gen<'a> {
                 for i in 0..*count as i64 {
                     self.load_imm(R0, start + i);
                     self.emit(Insn::store(8, FP, slot, R0));
-                    self.block(body)?;
+                    if self.block(body)? {
+                        // The first pass returns: later ones are never reached.
+                        ends = true;
+                        break;
+                    }
                     if self.insns.len() > MAX_INSNS {
                         return Err(self
                             .err(format!("the unrolled loop exceeds {MAX_INSNS} BPF instructions; lower its count")));
@@ -281,11 +296,12 @@ impl<'a> Gen<'a> {
             StmtKind::Return => {
                 self.emit(Insn::mov_imm(R0, 0));
                 self.emit(Insn::exit());
+                ends = true;
             }
         }
         self.stack_used = mark;
         self.span = saved_span;
-        Ok(())
+        Ok(ends)
     }
 
     /// Assemble a record on the stack and `ringbuf_output` it.
@@ -881,6 +897,15 @@ impl<'a> Gen<'a> {
             }
             Expr::StrEq(a, b) => self.str_eq(a, b),
             Expr::MapGet { map, key } => {
+                match self.prog.maps[*map as usize].value {
+                    ValueKind::Agg(kind) => return self.agg_read(*map, key, kind),
+                    ValueKind::Value(Ty::Bytes(_)) => {
+                        return Err(self.err(
+                            "this map holds strings, which a probe can't read as a value yet; read it in userspace",
+                        ))
+                    }
+                    _ => {}
+                }
                 let key_off = self.build_key(*map, key, None)?;
                 let r = self.reg()?;
                 self.emit(Insn::mov_imm(r, 0));

@@ -25,6 +25,7 @@ pub const RINGBUF_RESERVE: u32 = 131;
 pub const RINGBUF_SUBMIT: u32 = 132;
 pub const RINGBUF_DISCARD: u32 = 133;
 pub const RINGBUF_QUERY: u32 = 134;
+pub const MAP_LOOKUP_PERCPU_ELEM: u32 = 195;
 
 /// A helper's name for disassembly.
 pub fn name(id: u32) -> &'static str {
@@ -53,6 +54,7 @@ pub fn name(id: u32) -> &'static str {
         RINGBUF_SUBMIT => "ringbuf_submit",
         RINGBUF_DISCARD => "ringbuf_discard",
         RINGBUF_QUERY => "ringbuf_query",
+        MAP_LOOKUP_PERCPU_ELEM => "map_lookup_percpu_elem",
         _ => "helper",
     }
 }

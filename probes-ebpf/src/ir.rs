@@ -6,7 +6,7 @@
 //! NUL-padded buffer of n bytes: `comm`, captured strings, literals).
 
 /// A script position, carried through to disassembly and verifier errors.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Span {
     pub line: u32,
     pub col: u32,
@@ -350,4 +350,7 @@ pub struct Program {
     /// (shared by all programs of one script).
     pub maps: Vec<MapLayout>,
     pub body: Vec<Stmt>,
+    /// CPUs a per-CPU map has a slot for: reading an aggregation in the
+    /// kernel combines all of them (0 is taken as 1).
+    pub possible_cpus: u32,
 }

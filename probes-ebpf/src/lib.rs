@@ -8,5 +8,6 @@ pub mod disasm;
 pub mod helpers;
 pub mod insn;
 pub mod ir;
+pub mod record;
 
 pub use codegen::{generate, CodegenError, Generated};

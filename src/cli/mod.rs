@@ -3,7 +3,11 @@
 //! design.md §1.
 
 pub mod explain;
+pub mod exporter;
+#[cfg(test)]
+mod fuzz;
 pub mod list;
+mod safety;
 
 use std::time::Duration;
 
@@ -12,7 +16,6 @@ use clap::Parser;
 
 use crate::compile;
 use crate::config::{Config, ProcessEnv, Trace};
-use crate::diag::Diagnostic;
 use crate::output::sink;
 use crate::runtime;
 use crate::runtime::target::TracedProcess;
@@ -71,6 +74,10 @@ pub struct Cli {
     /// Prefix of the metric names of maps (default rtrace_).
     #[arg(long = "metrics-prefix", value_name = "PREFIX", default_value = "rtrace_")]
     pub metrics_prefix: String,
+    /// With --serve: run as a metrics service (no terminal output unless the
+    /// script prints; SIGHUP reloads the script).
+    #[arg(long = "exporter")]
+    pub exporter: bool,
     /// List probes matching PATTERN.
     #[arg(short = 'l')]
     pub list: bool,
@@ -84,6 +91,8 @@ pub fn main() -> i32 {
     let cli = Cli::parse();
     let result = run(cli);
     crate::output::sink::flush();
+    // Output that could not be written is an error, whatever else happened.
+    let result = result.and_then(|code| crate::runtime::limits::check_output().map(|()| code));
     match result {
         Ok(code) => code,
         Err(e) => {
@@ -93,7 +102,7 @@ pub fn main() -> i32 {
     }
 }
 
-fn one_line(e: &anyhow::Error) -> String {
+pub(crate) fn one_line(e: &anyhow::Error) -> String {
     let msg = format!("{e:#}");
     let first = without_errno_numbers(msg.lines().next().unwrap_or(""));
     if first.starts_with("rtrace") || first.contains(": error:") {
@@ -124,6 +133,9 @@ fn without_errno_numbers(line: &str) -> String {
 }
 
 fn run(cli: Cli) -> Result<i32> {
+    if cli.list && cli.source.is_some() {
+        bail!("-l lists probes and runs no script: drop -e, or drop -l");
+    }
     if cli.list {
         return list::run(cli.rest.first().map(String::as_str), cli.verbose);
     }
@@ -133,7 +145,7 @@ fn run(cli: Cli) -> Result<i32> {
             let Some(path) = cli.rest.first() else {
                 bail!("no script given: run `rtrace SCRIPT.rhai` or `rtrace -e 'SOURCE'` (see --help)");
             };
-            let text = std::fs::read_to_string(path).map_err(|e| anyhow!("cannot read {path}: {e}"))?;
+            let text = safety::read_script(path)?;
             (path.clone(), text, cli.rest[1..].to_vec())
         }
     };
@@ -148,16 +160,17 @@ fn run(cli: Cli) -> Result<i32> {
         None => None,
     };
 
+    safety::check_text(&file_name, &source)?;
     let mut session = Session::new(&file_name, &source, &args)?;
+    safety::prepare(&mut session, &cli)?;
     session.run_top_level()?;
     if let Some(code) = session.registry.lock().unwrap().exit_code {
         // exit() at the top level: nothing gets attached.
         return Ok(code);
     }
-    if !cli.allow_unsafe {
-        if let Some(pos) = crate::script::userlib::find_system_call(&session.ast) {
-            return Err(Diagnostic::at(&file_name, pos, "system() runs commands and needs --unsafe").into());
-        }
+    safety::require_probes(&session)?;
+    if cli.exporter && (cli.serve.is_none() || cli.command.is_some()) {
+        bail!("--exporter runs a metrics service: it needs --serve ADDR:PORT and can't be used with -c");
     }
     let mut config = Config::from_env(&ProcessEnv, cli.ring_size.as_deref())?;
     if cli.pid.is_some() && cli.command.is_some() {
@@ -172,12 +185,13 @@ fn run(cli: Cli) -> Result<i32> {
         config.trace = Trace { pid: Some(t.pid), follow_children: cli.command.is_some() };
     }
     config.duration = duration;
-    config.quiet = cli.quiet;
+    config.quiet = cli.quiet || cli.exporter;
     config.dry_run = cli.dry_run;
     config.keep_going = cli.keep_going;
     config.serve = cli.serve.clone();
     config.metrics_prefix = cli.metrics_prefix.clone();
     config.verbose = cli.verbose;
+    config.exporter = cli.exporter;
     crate::symbols::stacks::set_debug(config.debug_symbols);
     let plan = compile::compile(&session, &config, &crate::kernel::LiveKernel)?;
     if cli.explain {
@@ -185,6 +199,16 @@ fn run(cli: Cli) -> Result<i32> {
         return Ok(0);
     }
     check_privileges()?;
+    if cli.exporter && !cli.dry_run {
+        let script = exporter::Script {
+            path: cli.source.is_none().then(|| file_name.clone()),
+            file_name,
+            source,
+            args,
+            allow_unsafe: cli.allow_unsafe,
+        };
+        return exporter::run(&script, (session, plan), &config, traced.as_mut());
+    }
     let result = runtime::run(&session, &plan, &config, traced.as_mut());
     if let Some(t) = traced.as_mut() {
         t.stop();

@@ -8,8 +8,8 @@ use std::fmt::Write;
 use probes_ebpf::disasm;
 use probes_ebpf::ir::{AggKind, Ty, ValueKind};
 
-use super::lower::Capture;
 use super::Plan;
+use crate::plan::site::Capture;
 use crate::script::Session;
 
 fn ty_text(t: &Ty) -> String {

@@ -166,3 +166,17 @@ fn finish(btf: &KernelBtf, place: Place, written: &str) -> Result<Access, (usize
         }
     })
 }
+
+/// `e`'s memory reads made from user memory instead: a struct reached
+/// through a `__user` pointer (a system call's argument) lives there, and so
+/// does what its pointers lead to.
+pub fn in_user_memory(e: Expr) -> Expr {
+    let up = |b: Box<Expr>| Box::new(in_user_memory(*b));
+    match e {
+        Expr::ReadMem { addr, size, signed, .. } => Expr::ReadMem { addr: up(addr), size, signed, user: true },
+        Expr::ReadStr { ptr, max, .. } => Expr::ReadStr { ptr: up(ptr), max, user: true },
+        Expr::Binary(op, a, b) => Expr::Binary(op, up(a), up(b)),
+        Expr::Unary(op, a) => Expr::Unary(op, up(a)),
+        other => other,
+    }
+}

@@ -9,20 +9,18 @@
 use std::collections::HashMap;
 
 use probes_ebpf::ir::{AggOp, BinOp, Builtin, ContextKind, Expr, LocalId, MapId, Span, Stmt, StmtKind, Ty, UnOp};
-use rhai::{ASTNode, Dynamic, Expr as RExpr, Position, Stmt as RStmt, AST};
+use rhai::{ASTNode, Dynamic, Expr as RExpr, Position, Stmt as RStmt};
 
 use super::fields;
-use super::maps::{MapUse, Sem, UseKind};
+
+mod index;
+use super::maps::{MapUse, UseKind};
 use crate::kernel::tracepoint_format::FieldKind;
+use crate::plan::site::{Capture, Sem, Site};
 use crate::probes::event::{btf_slot, EventContext};
 use crate::script::MapHandle;
 use crate::symbols::stacks::StackMode;
-
-/// Control message kinds sent on the control ring (`StmtKind::Control`).
-pub const CONTROL_EXIT: u32 = 1;
-pub const CONTROL_PRINT: u32 = 2;
-pub const CONTROL_CLEAR: u32 = 3;
-pub const CONTROL_ZERO: u32 = 4;
+use probes_ebpf::record::{CONTROL_CLEAR, CONTROL_EXIT, CONTROL_PRINT, CONTROL_ZERO};
 
 /// What a closure is being compiled for.
 pub struct Target<'a> {
@@ -104,87 +102,11 @@ enum Captured {
     Other(&'static str),
 }
 
-/// What one field of a userspace record holds.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Capture {
-    /// `e.pid` (`["pid"]`), `e.args.filename` (`["args", "filename"]`).
-    Event(Vec<String>),
-    /// A kernel `let` value: its name and its position in `Site::scope`.
-    Local { name: String, slot: usize },
-    /// One value given to `emit()`.
-    Emitted,
-    /// Element `index` of a `char **` field (`e.args.argv`), shipped as strings.
-    EventItem { path: Vec<String>, index: usize },
-}
-
-/// A run of consecutive userspace statements, and the values the kernel
-/// ships for them in the record.
-#[derive(Clone, Debug)]
-pub struct Site {
-    pub id: u32,
-    pub stmts: Vec<RStmt>,
-    pub fields: Vec<(Capture, Ty)>,
-    /// How each field prints, parallel to `fields`.
-    pub sems: Vec<Sem>,
-    /// Names of the closure's local variables visible at the site, in the
-    /// order Rhai's scope holds them (after the parameters); compiled Rhai
-    /// code finds variables by position, so the runtime rebuilds this order.
-    pub scope: Vec<String>,
-    /// `line:col` of the first statement.
-    pub at: String,
-    /// An `emit()`: the fields go to the probe's `.on_event` callback instead
-    /// of running `stmts`.
-    pub emit: bool,
-    /// `emit([a, b])`: the callback gets an array.
-    pub emit_array: bool,
-}
-
 /// A closure's parameters and body statements, found in `ast` by function name.
+#[derive(Clone)]
 pub struct ClosureBody {
     pub params: Vec<String>,
     pub body: Vec<RStmt>,
-}
-
-/// Find the body of the script function `name` (closures compile to `anon$…` functions).
-pub fn find_closure(ast: &AST, name: &str) -> Option<ClosureBody> {
-    let defs: Vec<_> = ast
-        .iter_fn_def()
-        .map(|f| {
-            (
-                f.name.to_string(),
-                f.params.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
-                f.body.start_position(),
-                f.body.end_position(),
-            )
-        })
-        .collect();
-    let (_, params, start, end) = defs.iter().find(|d| d.0 == name)?.clone();
-    // Function bodies are only reachable through the AST walk: collect the
-    // top-level statements of function bodies and keep those inside this
-    // function's span and no nested function's span.
-    let main_count = ast.statements().len();
-    let mut seen = 0usize;
-    let mut body = Vec::new();
-    let inside = |p: Position, s: Position, e: Position| -> bool {
-        let key = |x: Position| (x.line().unwrap_or(0), x.position().unwrap_or(0));
-        key(p) >= key(s) && key(p) <= key(e)
-    };
-    ast.walk(&mut |path: &[ASTNode]| {
-        if path.len() == 1 {
-            seen += 1;
-            if seen > main_count {
-                if let ASTNode::Stmt(s) = path[0] {
-                    let p = s.position();
-                    let nested = defs.iter().any(|d| d.0 != name && inside(d.2, start, end) && inside(p, d.2, d.3));
-                    if inside(p, start, end) && !nested {
-                        body.push(s.clone());
-                    }
-                }
-            }
-        }
-        true
-    });
-    Some(ClosureBody { params, body })
 }
 
 /// The IR of one probe plus how it uses maps.
@@ -230,8 +152,32 @@ pub fn needs_per_point_program(body: &ClosureBody) -> bool {
 }
 
 /// Lower a closure (captured values in `curry`, matched to the first
-/// parameters) for `target`.
+/// parameters) for `target`. A string local is as wide as the longest value
+/// any assignment stores in it: when a later assignment is longer than the
+/// `let`, the closure is lowered again with the wider size.
 pub fn lower(body: &ClosureBody, curry: &[Dynamic], target: &Target) -> Result<Lowered> {
+    let mut widths = HashMap::new();
+    for _ in 0..8 {
+        let (lowered, wanted) = lower_pass(body, curry, target, &widths)?;
+        if wanted.iter().all(|(at, w)| widths.get(at).is_some_and(|h| h >= w)) {
+            return Ok(lowered);
+        }
+        for (at, w) in wanted {
+            let h = widths.entry(at).or_insert(0);
+            *h = (*h).max(w);
+        }
+    }
+    lower_pass(body, curry, target, &widths).map(|(l, _)| l)
+}
+
+/// One lowering pass; string locals declared at a position in `widths` are
+/// at least that wide. Returns the widths assignments asked for too.
+fn lower_pass(
+    body: &ClosureBody,
+    curry: &[Dynamic],
+    target: &Target,
+    widths: &HashMap<Span, u32>,
+) -> Result<(Lowered, HashMap<Span, u32>)> {
     let mut captures = HashMap::new();
     for (name, value) in body.params.iter().zip(curry) {
         let v = value.flatten_clone();
@@ -275,9 +221,13 @@ pub fn lower(body: &ClosureBody, curry: &[Dynamic], target: &Target) -> Result<L
         userspace_vars,
         local_sems: HashMap::new(),
         local_btf: HashMap::new(),
+        widths,
+        local_user: Default::default(),
+        local_decl: HashMap::new(),
+        wanted_widths: HashMap::new(),
     };
     let stmts = l.block(&body.body)?;
-    Ok(Lowered { locals: l.locals, body: stmts, uses: l.uses, sites: l.sites })
+    Ok((Lowered { locals: l.locals, body: stmts, uses: l.uses, sites: l.sites }, l.wanted_widths))
 }
 
 struct Lowerer<'a> {
@@ -298,6 +248,14 @@ struct Lowerer<'a> {
     local_sems: HashMap<LocalId, Sem>,
     /// Locals holding kernel pointers to BTF structs: the struct's type id.
     local_btf: HashMap<LocalId, u32>,
+    /// Locals holding pointers to structs in user memory.
+    local_user: std::collections::HashSet<LocalId>,
+    /// Least widths of string locals, by the position of their `let`.
+    widths: &'a HashMap<Span, u32>,
+    /// Where each local was declared.
+    local_decl: HashMap<LocalId, Span>,
+    /// Widths later assignments need (see [`lower`]).
+    wanted_widths: HashMap<Span, u32>,
 }
 
 /// Lowering state to roll back when a statement turns out to be userspace.
@@ -369,6 +327,7 @@ impl<'a> Lowerer<'a> {
     fn restore(&mut self, s: Snapshot) {
         self.local_sems.retain(|id, _| (*id as usize) < s.locals);
         self.local_btf.retain(|id, _| (*id as usize) < s.locals);
+        self.local_user.retain(|id| (*id as usize) < s.locals);
         self.locals.truncate(s.locals);
         self.uses.truncate(s.uses);
         *self.scopes.last_mut().unwrap() = s.scope;
@@ -570,7 +529,12 @@ impl<'a> Lowerer<'a> {
         if args != "args" {
             return Ok(None);
         }
-        let Some(f) = self.target.event.format().and_then(|fmt| fmt.field(field)) else { return Ok(None) };
+        let Some(format) = self.target.event.format() else { return Ok(None) };
+        let Some(f) = format.field(field) else { return Ok(None) };
+        if let Some(items) = index::array_items(format, field) {
+            // An array of integers (`unsigned long args[6]`): every element.
+            return Ok(Some(items));
+        }
         if !(f.c_type.contains("char") && f.c_type.matches('*').count() == 2) {
             return Ok(None);
         }
@@ -654,14 +618,21 @@ impl<'a> Lowerer<'a> {
                     Some(access) => access.map(|a| (a.expr, a.pointee))?,
                     None => (self.expr(init)?, None),
                 };
-                let ty = self.ty(&value);
+                let ty = match (self.ty(&value), self.widths.get(&span(*pos))) {
+                    (Ty::Bytes(n), Some(w)) => Ty::Bytes(n.max(*w)),
+                    (ty, _) => ty,
+                };
                 let sem = self.sem(&value);
                 let id = self.new_local(ident.name.as_str(), ty);
+                self.local_decl.insert(id, span(*pos));
                 if sem != Sem::Plain {
                     self.local_sems.insert(id, sem);
                 }
                 if let Some(p) = pointee {
                     self.local_btf.insert(id, p);
+                    if self.user_struct_pointer(init) {
+                        self.local_user.insert(id);
+                    }
                 }
                 push(StmtKind::SetLocal(id, value));
             }
@@ -702,12 +673,12 @@ impl<'a> Lowerer<'a> {
             }
             RStmt::FnCall(call, pos) => {
                 let k = self.call_stmt(call.name.as_str(), &call.args, *pos)?;
-                push(k);
+                push_call(&mut push, k);
             }
             RStmt::Expr(e) => match e.as_ref() {
                 RExpr::FnCall(call, pos) => {
                     let k = self.call_stmt(call.name.as_str(), &call.args, *pos)?;
-                    push(k);
+                    push_call(&mut push, k);
                 }
                 RExpr::Dot(x, _, pos) => {
                     let k = self.method_stmt(&x.lhs, &x.rhs, *pos)?;
@@ -782,6 +753,8 @@ impl<'a> Lowerer<'a> {
     fn key(&mut self, e: &RExpr) -> Result<Vec<Expr>> {
         match e {
             RExpr::Array(parts, _) => parts.iter().map(|p| self.expr(p)).collect(),
+            // `m[()]`: the one value of a keyless map.
+            RExpr::Unit(_) => Ok(Vec::new()),
             other => Ok(vec![self.expr(other)?]),
         }
     }
@@ -883,6 +856,12 @@ impl<'a> Lowerer<'a> {
         let (want, got) = (self.locals[id as usize], self.ty(&value));
         if matches!(want, Ty::Int) != matches!(got, Ty::Int) {
             return err(pos, format!("`{name}` holds a {} but is assigned a {}", ty_name(want), ty_name(got)));
+        }
+        if let (Ty::Bytes(w), Ty::Bytes(g), Some(decl)) = (want, got, self.local_decl.get(&id)) {
+            if g > w {
+                let need = self.wanted_widths.entry(*decl).or_insert(0);
+                *need = (*need).max(g);
+            }
         }
         Ok(vec![StmtKind::SetLocal(id, value)])
     }
@@ -1217,12 +1196,25 @@ impl<'a> Lowerer<'a> {
         }
     }
 
+    /// `e.args.X` (a `__user` pointer field) or a local holding one.
+    fn user_struct_pointer(&self, e: &RExpr) -> bool {
+        if let RExpr::Variable(v, _, _) = e {
+            return self.lookup_local(v.1.as_str()).is_some_and(|id| self.local_user.contains(&id));
+        }
+        let RExpr::Dot(x, _, _) = e else { return false };
+        let (chain, rest) = property_chain(&x.rhs);
+        !rest && chain.len() == 2 && chain[0].0 == "args" && self.user_field(&chain[1].0)
+    }
+
     /// `e.args.X` where X is a `__user` pointer field.
     fn is_user_pointer(&self, e: &RExpr) -> bool {
         if self.target.event.user_memory() {
             return true;
         }
         let (Some(format), RExpr::Dot(x, _, _)) = (self.target.event.format(), e) else { return false };
+        if let Some((field, _, _)) = index::indexed_arg(&x.rhs) {
+            return self.user_field(field);
+        }
         if let RExpr::Dot(inner, _, _) = &x.rhs {
             if let (RExpr::Property(a, _), RExpr::Property(f, _)) = (&inner.lhs, &inner.rhs) {
                 if a.2.as_str() == "args" {
@@ -1251,7 +1243,8 @@ impl<'a> Lowerer<'a> {
             let Some(btf) = crate::kernel::btf::kernel() else { return Some(err(pos, "this kernel has no BTF")) };
             let names: Vec<String> = chain.iter().map(|c| c.0.clone()).collect();
             let base = fields::Base { value: Expr::Local(id), ty: to, pointee: true, name: name.to_string() };
-            return Some(fields::walk(btf, base, &names).map_err(|(i, msg)| {
+            let user = self.local_user.contains(&id);
+            return Some(fields::walk(btf, base, &names).map(|a| user_access(a, user)).map_err(|(i, msg)| {
                 let at = chain.get(i).or(chain.last()).map(|c| c.1).unwrap_or(pos);
                 LowerError { pos: at, message: msg, userspace: false }
             }));
@@ -1287,6 +1280,9 @@ impl<'a> Lowerer<'a> {
             }
         }
         let is_event = matches!(lhs, RExpr::Variable(v, _, _) if Some(v.1.as_str()) == self.event.as_deref() && self.lookup_local(v.1.as_str()).is_none());
+        if let (true, Some((field, fpos, ix))) = (is_event, index::indexed_arg(rhs)) {
+            return self.arg_element(field, fpos, ix).map(|(e, _)| e);
+        }
         if !is_event {
             if let RExpr::MethodCall(call, _) = rhs {
                 return Err(userspace_only(&format!("`.{}()`", call.name), pos));
@@ -1412,6 +1408,7 @@ impl<'a> Lowerer<'a> {
         let ev = self.event.clone().unwrap_or_else(|| "e".into());
         let no_btf =
             |pos| err(pos, "this kernel has no BTF (/sys/kernel/btf/vmlinux), so struct members can't be read");
+        let mut user = false;
         let (base, rest) = match chain[0].0.as_str() {
             "curtask" => {
                 let Some(btf) = crate::kernel::btf::kernel() else { return no_btf(chain[0].1) };
@@ -1453,9 +1450,15 @@ impl<'a> Lowerer<'a> {
                         .and_then(|f| f.field(field))
                         .map(|f| f.c_type.clone())
                         .unwrap_or_default();
-                    // A tracepoint field that points to a struct (`struct mm_struct *mm`).
+                    // A tracepoint field that points to a struct (`struct mm_struct *mm`,
+                    // `const struct __kernel_timespec *rqtp`); a system call's
+                    // pointers lead to user memory.
+                    user = self.user_field(field);
+                    let unqualified: Vec<&str> =
+                        c_type.split_whitespace().filter(|w| !matches!(*w, "const" | "volatile" | "__user")).collect();
+                    let unqualified = unqualified.join(" ");
                     let struct_name =
-                        c_type.trim().strip_prefix("struct ").and_then(|t| t.strip_suffix('*')).map(str::trim);
+                        unqualified.strip_prefix("struct ").and_then(|t| t.strip_suffix('*')).map(str::trim);
                     let pointee = struct_name.and_then(|n| crate::kernel::btf::kernel()?.struct_named(n));
                     if chain.len() == 2 {
                         return Ok(fields::Access { expr: value, char_pointer: false, pointee });
@@ -1472,10 +1475,18 @@ impl<'a> Lowerer<'a> {
         };
         let Some(btf) = crate::kernel::btf::kernel() else { return no_btf(chain[0].1) };
         let names: Vec<String> = rest.iter().map(|c| c.0.clone()).collect();
-        fields::walk(btf, base, &names).map_err(|(i, msg)| {
+        fields::walk(btf, base, &names).map(|a| user_access(a, user)).map_err(|(i, msg)| {
             let pos = rest.get(i).or(rest.last()).map(|c| c.1).unwrap_or(chain[0].1);
             LowerError { pos, message: msg, userspace: false }
         })
+    }
+
+    /// Tracepoint field `field` is a `__user` pointer.
+    fn user_field(&self, field: &str) -> bool {
+        matches!(
+            self.target.event.format().and_then(|f| f.field(field)).map(|f| &f.kind),
+            Some(FieldKind::Pointer { user: true, .. })
+        )
     }
 
     fn tracepoint_arg(&mut self, field: &str, pos: Position) -> Result<Expr> {
@@ -1515,6 +1526,14 @@ impl<'a> Lowerer<'a> {
             _ => return err(pos, format!("field `{field}` has type `{}`, which probes can't read yet", f.c_type)),
         })
     }
+}
+
+/// A member chain's reads, from user memory when `user`.
+fn user_access(mut a: fields::Access, user: bool) -> fields::Access {
+    if user {
+        a.expr = fields::in_user_memory(a.expr);
+    }
+    a
 }
 
 /// The property names of a dot chain (`args.prev.pid` → args, prev, pid)
@@ -1557,6 +1576,10 @@ fn event_path(rhs: &RExpr) -> Option<Vec<String>> {
             Some(path)
         }
         RExpr::Dot(..) => {
+            // `e.args.F[i]` ships F; userspace takes the element.
+            if let Some((field, _, _)) = index::indexed_arg(rhs) {
+                return Some(vec!["args".to_string(), field.to_string()]);
+            }
             let (chain, _) = property_chain(rhs);
             (!chain.is_empty()).then(|| chain.into_iter().map(|c| c.0).collect())
         }
@@ -1580,6 +1603,16 @@ fn ty_name(t: Ty) -> &'static str {
     match t {
         Ty::Int => "number",
         Ty::Bytes(_) => "string",
+    }
+}
+
+/// A statement-level call; `exit()` also ends the probe at once (as in
+/// bpftrace), so none of its later statements run.
+fn push_call(push: &mut impl FnMut(StmtKind), k: StmtKind) {
+    let exit = matches!(k, StmtKind::Control { kind: CONTROL_EXIT, .. });
+    push(k);
+    if exit {
+        push(StmtKind::Return);
     }
 }
 

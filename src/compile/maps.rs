@@ -6,19 +6,7 @@ use std::collections::BTreeMap;
 
 use probes_ebpf::ir::{AggKind, AggOp, MapId, MapLayout, Ty, ValueKind};
 
-/// What an integer value means beyond its bits, for printing.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Sem {
-    Plain,
-    /// A stack id in stack map `map` (user stacks carry the pid too).
-    Stack {
-        map: MapId,
-        user: bool,
-        mode: crate::symbols::stacks::StackMode,
-    },
-    /// A kernel address shown as its function name.
-    Ksym,
-}
+use crate::plan::site::{MapShape, Sem};
 
 /// How one statement uses a map.
 #[derive(Clone, Debug)]
@@ -40,27 +28,6 @@ pub enum UseKind {
     Update,
     Read,
     Delete,
-}
-
-/// A map's final shape.
-#[derive(Clone, Debug, PartialEq)]
-pub struct MapShape {
-    pub layout: MapLayout,
-    /// How each key part prints.
-    pub key_sems: Vec<Sem>,
-    /// The aggregation stored, if any (decides how values print).
-    pub agg: Option<AggOp>,
-}
-
-impl MapShape {
-    /// The shape of a map no probe touches.
-    pub fn unused() -> MapShape {
-        MapShape {
-            layout: MapLayout { key: vec![Ty::Int], value: ValueKind::Value(Ty::Int) },
-            key_sems: vec![Sem::Plain],
-            agg: None,
-        }
-    }
 }
 
 pub fn agg_kind(op: AggOp) -> AggKind {
@@ -189,15 +156,24 @@ pub fn unify(uses: &[MapUse], names: &dyn Fn(MapId) -> String) -> Result<BTreeMa
                     format!("map '{name}' is assigned plain values here but is an aggregation at {a}; use two maps"),
                 ))
             }
-            (Some((op, _)), None) => {
-                MapShape { layout: MapLayout { key, value: ValueKind::Agg(agg_kind(op)) }, key_sems, agg: Some(op) }
-            }
-            (None, Some((ty, _))) => {
-                MapShape { layout: MapLayout { key, value: ValueKind::Value(ty) }, key_sems, agg: None }
-            }
-            (None, None) => {
-                MapShape { layout: MapLayout { key, value: ValueKind::Value(Ty::Int) }, key_sems, agg: None }
-            }
+            (Some((op, _)), None) => MapShape {
+                layout: MapLayout { key, value: ValueKind::Agg(agg_kind(op)) },
+                key_sems,
+                agg: Some(op),
+                prealloc: false,
+            },
+            (None, Some((ty, _))) => MapShape {
+                layout: MapLayout { key, value: ValueKind::Value(ty) },
+                key_sems,
+                agg: None,
+                prealloc: false,
+            },
+            (None, None) => MapShape {
+                layout: MapLayout { key, value: ValueKind::Value(Ty::Int) },
+                key_sems,
+                agg: None,
+                prealloc: false,
+            },
         };
         shapes.insert(id, shape);
     }

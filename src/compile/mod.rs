@@ -2,61 +2,28 @@
 //! points, lower each closure to IR (`lower`), unify map layouts (`maps`),
 //! and generate BPF (`probes_ebpf`).
 
+pub mod closures;
 mod dispatch;
 pub mod explain;
 pub mod fields;
 pub mod lower;
 pub mod maps;
+pub mod userspace_uses;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use anyhow::{anyhow, Result};
 use probes_ebpf::ir::{self, MapId, MapLayout, ValueKind};
-use probes_ebpf::Generated;
 
 use crate::config::{Config, Trace};
 use crate::diag::{Diagnostic, Pos};
-use crate::kernel::link::LoadAttrs;
 use crate::kernel::Kernel;
+use crate::plan::site::{MapShape, Site};
+pub use crate::plan::{CompiledProgram, Plan, SitePlan};
 use crate::probes::spec::{self, ProbeKind};
 use crate::probes::{self, AttachPoint, ProbeType, ProgramSpec};
 use crate::script::{ProbeDef, Session};
-use maps::MapShape;
-
-/// A run of userspace statements of one probe, ready for the runtime.
-pub struct SitePlan {
-    pub site: lower::Site,
-    /// Index into `Plan::probes`.
-    pub probe: usize,
-    /// The AST holding the script's functions.
-    pub ast: std::sync::Arc<rhai::AST>,
-    /// Captured top-level values by name (shared values stay shared).
-    pub captured: Vec<(String, rhai::Dynamic)>,
-    /// The closure's event parameter name.
-    pub event: Option<String>,
-    /// The probe's `.on_event` callback (for `emit()` sites).
-    pub on_event: Option<rhai::FnPtr>,
-}
-
-/// One BPF program and where it attaches.
-pub struct CompiledProgram {
-    pub name: String,
-    /// Attaches the program to its points.
-    pub probe_type: &'static dyn ProbeType,
-    /// Program type and load attributes, from the probe type's `ProgramSpec`.
-    pub prog_type: u32,
-    pub load: Result<LoadAttrs, String>,
-    pub code: Generated,
-    pub points: Vec<AttachPoint>,
-    /// Index into `Plan::probes`.
-    pub probe: usize,
-    /// Ids of the userspace sites this program emits records for.
-    pub site_ids: Vec<u32>,
-    /// rtrace's own program (following `-c`'s children), not a script probe.
-    pub internal: bool,
-    /// Syscalls this `raw_syscalls` program dispatches to (`dispatch.rs`); 0: none.
-    pub dispatch: usize,
-}
 
 /// A lowered program group waiting for the map layouts.
 struct Pending {
@@ -67,42 +34,6 @@ struct Pending {
     points: Vec<AttachPoint>,
     probe: usize,
     dispatch: usize,
-}
-
-/// Everything to load and run.
-pub struct Plan {
-    /// Userspace probes (BEGIN/END) in registration order.
-    pub begin: Vec<ProbeDef>,
-    pub end: Vec<ProbeDef>,
-    pub programs: Vec<CompiledProgram>,
-    /// Shape of every script map, by id; the control ring is the last id.
-    pub shapes: Vec<MapShape>,
-    pub control_ring: MapId,
-    pub data_ring: MapId,
-    pub lost_map: MapId,
-    /// Per-CPU counts of failed stack captures (slot 0 collisions, 1 map full).
-    pub stack_lost: MapId,
-    /// One slot the reader raises before it sleeps: the next record wakes it.
-    pub wake_map: MapId,
-    /// Userspace statement runs, indexed by site id.
-    pub sites: Vec<SitePlan>,
-    /// Stack maps: (map id, depth, user).
-    pub stack_maps: Vec<(MapId, u32, bool)>,
-    /// Kernel probes' spec text, indexed by probe number (as in control messages).
-    pub probes: Vec<String>,
-    /// `-c`: the map of followed pids (the command and its descendants).
-    pub follow_map: Option<MapId>,
-    /// A one-slot array every program checks first: non-zero = stopped.
-    pub stop_map: MapId,
-}
-
-impl Plan {
-    /// Probes of the script (rtrace's own programs not counted).
-    pub fn attach_count(&self) -> usize {
-        self.programs.iter().filter(|p| !p.internal).map(|p| p.dispatch.max(p.points.len())).sum::<usize>()
-            + self.begin.len()
-            + self.end.len()
-    }
 }
 
 pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<Plan> {
@@ -134,6 +65,9 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
     let mut total_points = 0usize;
     let here = |def: &ProbeDef, msg: String| anyhow::Error::from(Diagnostic::at(file, def.pos, msg));
 
+    // One index per AST (the script's, each probe source string's): finding
+    // every probe's closure stays linear in the number of probe() calls.
+    let mut closures: std::collections::HashMap<*const rhai::AST, closures::ClosureIndex> = Default::default();
     for def in &reg.probes {
         let specs = spec::parse(&def.spec).map_err(|e| here(def, e.to_string()))?;
         if specs.iter().any(|s| s.kind.is_userspace()) {
@@ -146,7 +80,9 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
             }
             continue;
         }
-        let body = lower::find_closure(&def.ast, def.closure.fn_name())
+        let index = closures.entry(Arc::as_ptr(&def.ast)).or_insert_with(|| closures::ClosureIndex::new(&def.ast));
+        let body = index
+            .get(def.closure.fn_name())
             .ok_or_else(|| here(def, "the second argument of probe() must be a closure, e.g. |e| { ... }".into()))?;
         let probe_index = plan.probes.len();
         plan.probes.push(def.spec.clone());
@@ -198,7 +134,7 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
                     body.params.iter().cloned().zip(def.closure.curry().iter().cloned()).collect();
                 let event =
                     (body.params.len() > def.closure.curry().len()).then(|| body.params.last().cloned()).flatten();
-                let mut sites: Vec<&lower::Site> = lowered.sites.iter().collect();
+                let mut sites: Vec<&Site> = lowered.sites.iter().collect();
                 sites.sort_by_key(|s| s.id);
                 if sites.iter().any(|s| s.emit) && def.on_event.is_none() {
                     return Err(here(
@@ -236,10 +172,20 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
     }
 
     // One layout per map, from every use in every probe.
-    let uses: Vec<maps::MapUse> = pending.iter().flat_map(|p| p.lowered.uses.iter().cloned()).collect();
+    let mut uses: Vec<maps::MapUse> = pending.iter().flat_map(|p| p.lowered.uses.iter().cloned()).collect();
+    uses.extend(userspace_uses::uses(&session.ast, &session.scope, opts.str_max));
     let names = |id: MapId| reg.maps.get(id as usize).map(|m| m.name()).unwrap_or_default();
-    let unified: BTreeMap<MapId, MapShape> =
+    let mut unified: BTreeMap<MapId, MapShape> =
         maps::unify(&uses, &names).map_err(|(at, msg)| Diagnostic::at_text(file, &at, msg))?;
+    for p in &pending {
+        if p.program.irqs_off {
+            for u in &p.lowered.uses {
+                if let Some(shape) = unified.get_mut(&u.map) {
+                    shape.prealloc = true;
+                }
+            }
+        }
+    }
     plan.shapes = (0..map_count).map(|id| unified.get(&id).cloned().unwrap_or_else(MapShape::unused)).collect();
     let mut layouts: Vec<MapLayout> = plan.shapes.iter().map(|s| s.layout.clone()).collect();
     layouts.push(MapLayout { key: vec![], value: ValueKind::RingBuf });
@@ -283,6 +229,7 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
             locals: lowered.locals,
             maps: layouts.clone(),
             body,
+            possible_cpus: possible_cpus(),
         };
         let code =
             probes_ebpf::generate(&program).map_err(|e| Diagnostic::new(file, Pos::of_span(e.span), e.message))?;
@@ -306,6 +253,11 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
         );
     }
     Ok(plan)
+}
+
+/// CPUs per-CPU maps have slots for (kernel reads of aggregations combine them).
+fn possible_cpus() -> u32 {
+    libbpf_rs::num_possible_cpus().map_or(1, |n| n as u32)
 }
 
 /// `if cond { return }`, first thing in a program.
@@ -363,8 +315,14 @@ fn follow_programs(
         let spec = spec::ProbeSpec { kind: ProbeKind::Tracepoint, target: target.into() };
         let points = ptype.expand(&spec, &Trace::default(), kernel)?;
         let spec = ptype.program(&points[0], false, kernel)?;
-        let program =
-            ir::Program { name: name.into(), context: spec.context, locals: vec![], maps: maps.clone(), body };
+        let program = ir::Program {
+            name: name.into(),
+            context: spec.context,
+            locals: vec![],
+            maps: maps.clone(),
+            body,
+            possible_cpus: possible_cpus(),
+        };
         let code = probes_ebpf::generate(&program).map_err(|e| anyhow!("{}", e.message))?;
         out.push(CompiledProgram {
             name: name.into(),

@@ -46,7 +46,9 @@ impl FakeKernel {
                     category.file_name().to_string_lossy().into_owned(),
                     event.file_name().to_string_lossy().into_owned(),
                 );
-                formats.insert(key, std::fs::read_to_string(event.path()).unwrap_or_default());
+                let path = event.path();
+                let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                formats.insert(key, text);
             }
         }
         let mut raw = lines(&dir.join("raw_tracepoints"));

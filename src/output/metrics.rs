@@ -233,6 +233,10 @@ pub fn map_family(name: &str, help: &str, dump: &MapDump, counter: bool, labels:
         Some(MapValue::Hist(_) | MapValue::Lhist { .. }) => Type::Histogram,
     };
     let mut family = Family::new(name, kind, help);
+    if dump.keyless && counter && entries.is_empty() {
+        // A keyless counter nothing has counted yet is 0, not absent.
+        family.push(Vec::new(), Number::Int(0));
+    }
     let hist_top = entries
         .iter()
         .filter_map(|(_, v)| match v {
@@ -420,6 +424,13 @@ mod tests {
             "# HELP rtrace_opens opens by comm\n# TYPE rtrace_opens counter\n\
              rtrace_opens_total{comm=\"bash\",pid=\"12\"} 5\nrtrace_opens_total{comm=\"sh\",pid=\"7\"} 3\n# EOF\n"
         );
+    }
+
+    #[test]
+    fn an_empty_keyless_counter_is_zero() {
+        let f = map_family("c", "h", &dump(true, vec![]), true, &[]).unwrap();
+        assert_eq!(f.samples, vec![Sample { suffix: "_total", labels: vec![], value: Number::Int(0) }]);
+        assert!(map_family("g", "h", &dump(true, vec![]), false, &[]).unwrap().samples.is_empty());
     }
 
     #[test]

@@ -18,6 +18,23 @@ struct Sink {
 }
 
 static SINK: Mutex<Option<Sink>> = Mutex::new(None);
+/// Where output goes, for the error message: `stdout` or `-o FILE`.
+static TARGET: Mutex<Option<String>> = Mutex::new(None);
+/// The first write error (a full disk, `/dev/full`, a closed pipe): the
+/// runtime ends the run with it.
+static WRITE_ERROR: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+fn note(r: std::io::Result<()>) {
+    if let Err(e) = r {
+        let target = TARGET.lock().map(|t| t.clone()).ok().flatten().unwrap_or_else(|| "stdout".into());
+        WRITE_ERROR.get_or_init(|| format!("cannot write the output to {target}: {e}"));
+    }
+}
+
+/// The first output write error, as a message.
+pub fn write_error() -> Option<String> {
+    WRITE_ERROR.get().cloned()
+}
 
 /// Send output to `path` (or stdout) in `format`.
 pub fn init(format: Format, path: Option<&str>) -> std::io::Result<()> {
@@ -26,6 +43,7 @@ pub fn init(format: Format, path: Option<&str>) -> std::io::Result<()> {
         None => Box::new(std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout())),
     };
     *SINK.lock().unwrap() = Some(Sink { format, out });
+    *TARGET.lock().unwrap() = path.map(|p| format!("-o {p}"));
     Ok(())
 }
 
@@ -51,7 +69,7 @@ fn with<F: FnOnce(&mut Sink)>(f: F) {
 /// callback, so nothing waits long.
 pub fn flush() {
     if let Some(s) = SINK.lock().unwrap().as_mut() {
-        let _ = s.out.flush();
+        note(s.out.flush());
     }
 }
 
@@ -59,26 +77,26 @@ pub fn flush() {
 /// unless the script wrote one.
 pub fn script_text(text: &str) {
     with(|s| {
-        let _ = match s.format {
+        note(match s.format {
             Format::Text => s.out.write_all(text.as_bytes()),
             Format::Json => s.out.write_all(format_printf_json(text).as_bytes()),
-        };
+        });
     });
 }
 
 /// A map, in the sink's format.
 pub fn map(dump: &MapDump) {
     with(|s| {
-        let _ = match s.format {
+        note(match s.format {
             Format::Text => s.out.write_all(format_map_text(dump).as_bytes()),
             Format::Json => s.out.write_all(format_map_json(dump).as_bytes()),
-        };
+        });
     });
 }
 
 /// A line already formatted for the current format (e.g. a JSON record).
 pub fn raw(text: &str) {
     with(|s| {
-        let _ = s.out.write_all(text.as_bytes());
+        note(s.out.write_all(text.as_bytes()));
     });
 }

@@ -94,11 +94,15 @@ pub struct ProgramSpec {
     /// the program is loaded, at the probe's position.
     pub load: Result<LoadAttrs, String>,
     pub event: Box<dyn EventContext>,
+    /// The program runs with interrupts off (perf events, irq and timer
+    /// tracepoints): the maps it writes are preallocated.
+    pub irqs_off: bool,
 }
 
 impl ProgramSpec {
     pub fn new(prog_type: u32, context: ContextKind, event: impl EventContext + 'static) -> ProgramSpec {
-        ProgramSpec { prog_type, context, load: Ok(LoadAttrs::default()), event: Box::new(event) }
+        let irqs_off = context == ContextKind::PerfEvent;
+        ProgramSpec { prog_type, context, load: Ok(LoadAttrs::default()), event: Box::new(event), irqs_off }
     }
 }
 

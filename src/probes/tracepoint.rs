@@ -37,7 +37,10 @@ impl ProbeType for Tracepoint {
             AttachTarget::Tracepoint { category, event } if per_point => Some(k.tracepoint_format(category, event)?),
             _ => None,
         };
-        Ok(ProgramSpec::new(BPF_PROG_TYPE_TRACEPOINT, ContextKind::Tracepoint, TracepointEvent { format }))
+        const IRQ_CATEGORIES: &[&str] = &["irq", "irq_vectors", "timer", "ipi", "nmi", "irq_matrix"];
+        let mut spec = ProgramSpec::new(BPF_PROG_TYPE_TRACEPOINT, ContextKind::Tracepoint, TracepointEvent { format });
+        spec.irqs_off = matches!(&point.target, AttachTarget::Tracepoint { category, .. } if IRQ_CATEGORIES.contains(&category.as_str()));
+        Ok(spec)
     }
     fn expand(&self, spec: &ProbeSpec, _trace: &Trace, k: &dyn Kernel) -> Result<Vec<AttachPoint>> {
         if !spec.target.contains(':') {

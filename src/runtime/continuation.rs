@@ -5,9 +5,9 @@
 use probes_ebpf::ir::Ty;
 use rhai::{Dynamic, Scope, AST};
 
-use crate::compile::lower::Capture;
-use crate::compile::maps::Sem;
-use crate::compile::Plan;
+use crate::plan::site::Capture;
+use crate::plan::site::Sem;
+use crate::plan::Plan;
 use crate::runtime::stacks;
 use crate::script::Session;
 
@@ -125,7 +125,7 @@ impl Continuations {
                     value = Dynamic::from(stacks::render(*map, v, *user, *mode));
                 }
                 Some(Sem::Ksym) => {
-                    value = Dynamic::from(crate::runtime::kmaps::ksym_name(value.as_int().unwrap_or(0) as u64))
+                    value = Dynamic::from(crate::symbols::stacks::ksym_name(value.as_int().unwrap_or(0) as u64))
                 }
                 _ => {}
             }

@@ -10,8 +10,8 @@ use libbpf_rs::{MapCore, MapFlags, MapType};
 use probes_ebpf::ir::{AggKind, AggOp, Ty, ValueKind};
 use rhai::Dynamic;
 
-use crate::compile::maps::{MapShape, Sem};
 use crate::output::{self, KeyPart, MapDump, MapValue};
+use crate::plan::site::{MapShape, Sem};
 use crate::runtime::stacks;
 use crate::script::api::MapBackend;
 use crate::script::MapHandle;
@@ -50,8 +50,9 @@ pub fn create(handle: &MapHandle, shape: &MapShape) -> Result<Arc<KernelMap>> {
     };
     // Hash maps allocate entries on demand (as bpftrace's do): preallocating
     // thousands of per-CPU slots costs milliseconds at start-up. LRU maps
-    // must be preallocated.
-    let no_prealloc = matches!(map_type, MapType::Hash | MapType::PercpuHash);
+    // must be preallocated, and so are maps written where interrupts are off
+    // (see `MapShape::prealloc`).
+    let no_prealloc = matches!(map_type, MapType::Hash | MapType::PercpuHash) && !shape.prealloc;
     let flags = if no_prealloc { BPF_F_NO_PREALLOC } else { 0 };
     let map =
         create_map(map_type, &kernel_name(&handle.name()), layout.key_size(), layout.value_size(), max_entries, flags)
@@ -88,7 +89,7 @@ impl KernelMap {
                 (Ty::Int, Sem::Stack { map, user, mode }) => {
                     KeyPart::Str(stacks::render(map, i64_at(slot, 0), user, mode))
                 }
-                (Ty::Int, Sem::Ksym) => KeyPart::Str(ksym_name(i64_at(slot, 0) as u64)),
+                (Ty::Int, Sem::Ksym) => KeyPart::Str(crate::symbols::stacks::ksym_name(i64_at(slot, 0) as u64)),
                 (Ty::Int, Sem::Plain) => KeyPart::Int(i64_at(slot, 0)),
                 (Ty::Bytes(_), _) => KeyPart::Str(str_at(slot)),
             });
@@ -123,7 +124,7 @@ impl KernelMap {
                             .extend(frames.iter().rev().map(|f| crate::symbols::stacks::frame_function(f).to_string())),
                         Err(why) => names.push(format!("[{why}]")),
                     },
-                    (Ty::Int, Sem::Ksym) => names.push(ksym_name(i64_at(slot, 0) as u64)),
+                    (Ty::Int, Sem::Ksym) => names.push(crate::symbols::stacks::ksym_name(i64_at(slot, 0) as u64)),
                     (Ty::Int, Sem::Plain) => names.push(i64_at(slot, 0).to_string()),
                 }
             }
@@ -509,15 +510,6 @@ pub fn set_stop_flag(map: &libbpf_rs::MapHandle) -> Result<()> {
 pub fn create_stack_map(depth: u32, entries: u32) -> Result<libbpf_rs::MapHandle> {
     create_map(MapType::StackTrace, "rtrace_stacks", 4, depth * 8, entries, 0)
         .map_err(|e| anyhow!("cannot create a stack map: {e}"))
-}
-
-/// A kernel address as its function name (bpftrace's `ksym()`), hex if unknown.
-pub fn ksym_name(addr: u64) -> String {
-    let frames = crate::symbols::stacks::kernel_frames(&[addr]);
-    frames
-        .first()
-        .map(|f| crate::symbols::stacks::frame_function(f).to_string())
-        .unwrap_or_else(|| format!("0x{addr:x}"))
 }
 
 /// A decoded key as Rhai sees it: one value, or an array for tuple keys.

@@ -4,7 +4,9 @@
 //! report lost events.
 
 pub mod continuation;
+pub mod exporter;
 pub mod kmaps;
+pub mod limits;
 pub mod probe_stats;
 pub mod reader;
 pub mod serve;
@@ -20,15 +22,15 @@ use anyhow::{anyhow, Result};
 use libbpf_rs::{MapCore, MapFlags};
 use probes_ebpf::insn::Insn;
 
-use crate::compile::lower::{CONTROL_CLEAR, CONTROL_EXIT, CONTROL_PRINT, CONTROL_ZERO};
-use crate::compile::{CompiledProgram, Plan};
 use crate::config::Config;
 use crate::diag::{Diagnostic, Pos};
 use crate::kernel::link::{self, Attachment};
 use crate::kernel::{sys, verifier};
 use crate::output::{self, sink};
+use crate::plan::{CompiledProgram, Plan};
 use crate::script::api::MapBackend;
 use crate::script::{position_text, Session};
+use probes_ebpf::record::{CONTROL_CLEAR, CONTROL_EXIT, CONTROL_PRINT, CONTROL_ZERO};
 
 /// Programs loaded into the kernel, with the maps they use.
 pub struct Loaded {
@@ -172,7 +174,7 @@ pub fn run(session: &Session, plan: &Plan, opts: &Config, traced: Option<&mut ta
         return Ok(0);
     }
     let stats = (opts.verbose || opts.serve.is_some()).then(probe_stats::enable);
-    let _endpoint = match &opts.serve {
+    let _serving = match &opts.serve {
         Some(addr) => {
             Some(serve::start(addr, &opts.metrics_prefix, matches!(stats, Some(Ok(_))), session, plan, &loaded)?)
         }
@@ -230,6 +232,7 @@ pub fn run(session: &Session, plan: &Plan, opts: &Config, traced: Option<&mut ta
     if let Some(t) = traced.as_deref_mut() {
         t.stop();
     }
+    signals::shutting_down();
 
     // Stop every probe first so nothing changes while END runs and maps
     // print. Programs check the stop flag first; detaching (slow in the
@@ -246,7 +249,8 @@ pub fn run(session: &Session, plan: &Plan, opts: &Config, traced: Option<&mut ta
     if skipped > 0 {
         eprintln!("rtrace: {skipped} queued event(s) were not processed because tracing stopped");
     }
-    if result.is_ok() {
+    let reloading = opts.exporter && exporter::reload_requested();
+    if result.is_ok() && !reloading {
         for p in &plan.end {
             if let Err(e) = session.call(&p.ast, &p.closure) {
                 result = Err(e);
@@ -254,8 +258,11 @@ pub fn run(session: &Session, plan: &Plan, opts: &Config, traced: Option<&mut ta
             }
         }
     }
-    print_remaining_maps(session, &loaded);
+    if !opts.exporter {
+        print_remaining_maps(session, &loaded);
+    }
     report_lost(plan, &loaded);
+    limits::report_lost_controls(&reader);
     sink::flush();
     if let (true, Some(stats)) = (opts.verbose, &stats) {
         probe_stats::report(plan, &loaded.programs, stats);
@@ -264,16 +271,17 @@ pub fn run(session: &Session, plan: &Plan, opts: &Config, traced: Option<&mut ta
     if conts.errors > 0 && conts.keep_going {
         eprintln!("rtrace: {} userspace error(s) in probe statements (the first is shown above)", conts.errors);
     }
-    crate::script::userlib::finish_system_commands();
+    crate::script::system::finish();
     sink::flush();
     link::detach_all(attachments);
     result?;
+    limits::check_output()?;
     let reg = session.registry.lock().unwrap();
     if let Some(msg) = &reg.failure {
         eprintln!("rtrace: fail: {msg}");
     }
     // The script's own decision wins; with -c, the command's status otherwise.
-    let command_status = traced.filter(|t| t.is_command()).and_then(|t| t.status);
+    let command_status = traced.and_then(|t| t.command_status());
     let errors = (conts.errors > 0).then_some(1);
     Ok(reg.exit_code.or(errors).or(command_status).unwrap_or(0))
 }
@@ -287,7 +295,7 @@ fn user_stack_offsets(plan: &Plan) -> Vec<Vec<usize>> {
             let mut off = 8usize;
             let mut out = Vec::new();
             for (i, (_, ty)) in sp.site.fields.iter().enumerate() {
-                if matches!(sp.site.sems.get(i), Some(crate::compile::maps::Sem::Stack { user: true, .. })) {
+                if matches!(sp.site.sems.get(i), Some(crate::plan::site::Sem::Stack { user: true, .. })) {
                     out.push(off);
                 }
                 off += ty.slot_size() as usize;
@@ -325,7 +333,9 @@ fn event_loop(
     let timers = session.registry.lock().unwrap().timers.clone();
     let mut next_due: Vec<Option<Instant>> = timers.iter().map(|t| Some(start + t.period)).collect();
     loop {
-        if exit_requested(session) || signals::interrupted() {
+        limits::note_kernel_exit(session, reader);
+        limits::check_output()?;
+        if exit_requested(session) || signals::interrupted() || exporter::reload_requested() {
             return Ok(());
         }
         if traced.as_deref_mut().is_some_and(|t| t.ended()) {
@@ -355,7 +365,7 @@ fn event_loop(
             }
             default(wait) => {}
         }
-        while let Ok(msg) = reader.control.try_recv() {
+        for msg in reader.control.try_iter().take(limits::CONTROL_PER_TURN) {
             control(session, loaded, msg);
         }
         sink::flush();
@@ -381,7 +391,9 @@ fn drain(
     result: &mut Result<()>,
 ) -> u64 {
     let mut skipped = 0u64;
+    limits::note_kernel_exit(session, reader);
     for batch in reader.data.iter() {
+        limits::note_kernel_exit(session, reader);
         while let Ok(msg) = reader.control.try_recv() {
             control(session, loaded, msg);
         }
@@ -399,6 +411,7 @@ fn drain(
     while let Ok(msg) = reader.control.try_recv() {
         control(session, loaded, msg);
     }
+    limits::note_kernel_exit(session, reader);
     skipped
 }
 
@@ -433,7 +446,7 @@ fn control(session: &Session, loaded: &Loaded, (kind, _probe, arg): reader::Cont
         CONTROL_EXIT => {
             let mut reg = session.registry.lock().unwrap();
             if reg.exit_code.is_none() {
-                reg.exit_code = Some(arg as i32);
+                reg.exit_code = Some(crate::script::api::exit_status(arg));
                 reg.exit_from_kernel = true;
             }
         }

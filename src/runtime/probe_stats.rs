@@ -7,9 +7,9 @@
 
 use std::os::fd::{AsFd, OwnedFd};
 
-use crate::compile::Plan;
 use crate::kernel::sys;
 use crate::output::overhead::ProbeStat;
+use crate::plan::Plan;
 
 /// Statistics on while this lives.
 pub struct Enabled {

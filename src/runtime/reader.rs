@@ -1,13 +1,18 @@
 //! The ring-buffer reader thread: polls the data and control rings and hands
 //! records to the Rhai thread in batches over crossbeam channels. Control
-//! messages travel on their own ring and their own unbounded channel, so a
-//! flood of data records can never push them out. Before handing anything
+//! messages travel on their own ring and their own channel, so a flood of
+//! data records can never push them out. That channel is bounded
+//! ([`CONTROL_QUEUE`]): the reader never waits on it (so it keeps draining
+//! the control ring), and what doesn't fit is counted ([`Reader::lost_controls`])
+//! and reported. `exit()` doesn't travel on the channel at all: the first one
+//! is kept aside ([`Reader::exit_code`]), so it can't be lost behind others. Before handing anything
 //! on, it applies the processes' mapping changes (`procmaps::Tracker`) and
 //! reads the mappings of processes first seen in a user stack, so their
 //! stacks resolve even after they exit.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::sync::Mutex;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -26,6 +31,18 @@ pub struct Reader {
     pub control: Receiver<Control>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
+    shared: Arc<Shared>,
+}
+
+/// Control messages waiting for the Rhai thread; more are counted as lost.
+pub const CONTROL_QUEUE: usize = 4096;
+
+/// What the reader thread tells the Rhai thread outside the channels.
+#[derive(Default)]
+struct Shared {
+    /// The first `exit()` from a probe: (probe index, code).
+    exit: Mutex<Option<(u32, i64)>>,
+    lost_controls: AtomicU64,
 }
 
 /// How long the reader sleeps when no wake-up comes. A lone event does not
@@ -53,13 +70,26 @@ impl Reader {
         // A few batches of backlog at most: beyond that the reader waits, the
         // ring fills, and the kernel counts what it cannot deliver.
         let (data_tx, data_rx) = crossbeam_channel::bounded::<Batch>(16);
-        let (control_tx, control_rx) = crossbeam_channel::unbounded::<Control>();
+        let (control_tx, control_rx) = crossbeam_channel::bounded::<Control>(CONTROL_QUEUE);
         let stop = Arc::new(AtomicBool::new(false));
         let stop_flag = stop.clone();
+        let shared = Arc::new(Shared::default());
+        let sh = shared.clone();
         let thread = std::thread::Builder::new().name("rtrace-reader".into()).spawn(move || {
-            read_loop(data_ring, control_ring, wake, data_tx, control_tx, stop_flag, tracker, ustacks)
+            let controls = ControlOut { tx: control_tx, shared: sh };
+            read_loop(data_ring, control_ring, wake, data_tx, controls, stop_flag, tracker, ustacks)
         })?;
-        Ok(Reader { data: data_rx, control: control_rx, stop, thread: Some(thread) })
+        Ok(Reader { data: data_rx, control: control_rx, stop, thread: Some(thread), shared })
+    }
+
+    /// The first `exit()` a probe sent: (probe index, code).
+    pub fn exit_code(&self) -> Option<(u32, i64)> {
+        *self.shared.exit.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Control messages dropped because the Rhai thread fell behind.
+    pub fn lost_controls(&self) -> u64 {
+        self.shared.lost_controls.load(Ordering::SeqCst)
     }
 
     /// Ask the thread to stop after one last drain of both rings; the data
@@ -76,12 +106,28 @@ impl Reader {
     }
 }
 
+/// The reader's side of the control path.
+struct ControlOut {
+    tx: Sender<Control>,
+    shared: Arc<Shared>,
+}
+
+impl ControlOut {
+    fn send(&self, c: Control) {
+        if c.0 == probes_ebpf::record::CONTROL_EXIT {
+            self.shared.exit.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert((c.1, c.2));
+        } else if self.tx.try_send(c).is_err() {
+            self.shared.lost_controls.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
 fn read_loop(
     data_ring: libbpf_rs::MapHandle,
     control_ring: libbpf_rs::MapHandle,
     wake: libbpf_rs::MapHandle,
     data_tx: Sender<Batch>,
-    control_tx: Sender<Control>,
+    control_tx: ControlOut,
     stop: Arc<AtomicBool>,
     mut tracker: Option<procmaps::Tracker>,
     ustacks: Vec<Vec<usize>>,
@@ -135,7 +181,7 @@ fn read_loop(
             });
         }
         for c in controls.borrow_mut().drain(..) {
-            let _ = control_tx.send(c);
+            control_tx.send(c);
         }
         if !full.is_empty() {
             let _ = data_tx.send(full);
@@ -199,6 +245,21 @@ fn for_each_user_stack_pid(batch: &[u8], ustacks: &[Vec<usize>], mut f: impl FnM
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_overflow_is_counted_and_exit_is_never_lost() {
+        let (tx, rx) = crossbeam_channel::bounded::<Control>(CONTROL_QUEUE);
+        let shared = Arc::new(Shared::default());
+        let out = ControlOut { tx, shared: shared.clone() };
+        for _ in 0..CONTROL_QUEUE + 5 {
+            out.send((probes_ebpf::record::CONTROL_PRINT, 0, 0));
+        }
+        out.send((probes_ebpf::record::CONTROL_EXIT, 2, 7));
+        out.send((probes_ebpf::record::CONTROL_EXIT, 3, 9));
+        assert_eq!(shared.lost_controls.load(Ordering::SeqCst), 5);
+        assert_eq!(*shared.exit.lock().unwrap(), Some((2, 7)), "the first exit() wins, past a full queue");
+        assert_eq!(rx.try_iter().count(), CONTROL_QUEUE);
+    }
 
     #[test]
     fn user_stack_pids_are_found_at_their_sites_offsets() {

@@ -6,22 +6,23 @@
 //! event loop. One scrape reads every map once, then renders: all the
 //! samples of a family come from one read (a histogram's buckets and count
 //! agree). Requests are answered one at a time, so two scrapes never
-//! interleave their resets. Formatting lives in `output::metrics`.
+//! interleave their resets. The listening socket outlives a run, so the
+//! exporter's reload swaps the maps behind it without dropping the port.
+//! Formatting lives in `output::metrics`.
 
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
-use std::thread::JoinHandle;
+use std::sync::{Arc, Mutex};
 
 use anyhow::{anyhow, bail, Result};
 use libbpf_rs::{MapCore, MapFlags};
 
 use super::kmaps::KernelMap;
 use super::{probe_stats, Loaded};
-use crate::compile::maps::Sem;
-use crate::compile::Plan;
 use crate::output::metrics::{self, Family, Format, Number, Type};
 use crate::output::{KeyPart, MapDump, MapValue};
+use crate::plan::site::Sem;
+use crate::plan::Plan;
 use crate::script::{position_text, Session};
 
 /// Records handed to userspace statements so far (updated by the event loop).
@@ -56,23 +57,30 @@ struct Sources {
     stats: bool,
 }
 
-/// The running endpoint; dropping it stops the server and its thread.
-pub struct Endpoint {
-    server: Arc<tiny_http::Server>,
-    thread: Option<JoinHandle<()>>,
+/// The listening endpoint: it lives as long as rtrace does, so that an
+/// exporter's reload (a new script, new maps) keeps the port.
+struct Endpoint {
+    addr: String,
+    sources: Arc<Mutex<Option<Sources>>>,
 }
 
-impl Drop for Endpoint {
+static ENDPOINT: Mutex<Option<Endpoint>> = Mutex::new(None);
+
+/// While this lives, the endpoint serves one run's maps; dropping it
+/// leaves only an empty exposition until the next run.
+pub struct Serving(());
+
+impl Drop for Serving {
     fn drop(&mut self) {
-        self.server.unblock();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
+        if let Some(ep) = ENDPOINT.lock().unwrap().as_ref() {
+            *ep.sources.lock().unwrap() = None;
         }
     }
 }
 
-/// Check the maps' metric options, listen on `addr` and serve until dropped.
-/// Called before anything is attached: an error here leaves nothing behind.
+/// Check the maps' metric options, listen on `addr` (once per process) and
+/// serve this run's maps. Called before anything is attached: an error
+/// here leaves nothing behind.
 pub fn start(
     addr: &str,
     prefix: &str,
@@ -80,16 +88,26 @@ pub fn start(
     session: &Session,
     plan: &Plan,
     loaded: &Loaded,
-) -> Result<Endpoint> {
-    let sources = sources(prefix, stats, session, plan, loaded)?;
-    let server = tiny_http::Server::http(addr).map_err(|e| anyhow!("--serve {addr}: cannot listen there: {e}"))?;
-    let server = Arc::new(server);
-    let s = server.clone();
-    let thread = std::thread::Builder::new()
-        .name("rtrace-serve".into())
-        .spawn(move || serve(&s, &sources))
-        .map_err(|e| anyhow!("--serve: cannot start the server thread: {e}"))?;
-    Ok(Endpoint { server, thread: Some(thread) })
+) -> Result<Serving> {
+    let new = sources(prefix, stats, session, plan, loaded)?;
+    let mut ep = ENDPOINT.lock().unwrap();
+    if ep.as_ref().is_some_and(|e| e.addr != addr) {
+        bail!("--serve {addr}: already serving on another address");
+    }
+    if ep.is_none() {
+        let server = tiny_http::Server::http(addr).map_err(|e| anyhow!("--serve {addr}: cannot listen there: {e}"))?;
+        let sources: Arc<Mutex<Option<Sources>>> = Arc::new(Mutex::new(None));
+        let s = sources.clone();
+        std::thread::Builder::new()
+            .name("rtrace-serve".into())
+            .spawn(move || serve(&server, &s))
+            .map_err(|e| anyhow!("--serve: cannot start the server thread: {e}"))?;
+        *ep = Some(Endpoint { addr: addr.to_string(), sources });
+    }
+    if let Some(e) = ep.as_ref() {
+        *e.sources.lock().unwrap() = Some(new);
+    }
+    Ok(Serving(()))
 }
 
 /// Built-in family names; a map must not be exported under one of them.
@@ -173,7 +191,7 @@ fn probe_labels(probes: &[String]) -> Vec<String> {
     out
 }
 
-fn serve(server: &tiny_http::Server, sources: &Sources) {
+fn serve(server: &tiny_http::Server, sources: &Mutex<Option<Sources>>) {
     for request in server.incoming_requests() {
         let path = request.url().split('?').next().unwrap_or("").to_string();
         let get = matches!(request.method(), tiny_http::Method::Get | tiny_http::Method::Head);
@@ -182,7 +200,9 @@ fn serve(server: &tiny_http::Server, sources: &Sources) {
             (false, _) => (405, "text/plain; charset=utf-8", "only GET and HEAD are served\n".to_string()),
             (true, "/metrics") => {
                 let format = Format::negotiate(accept.as_deref());
-                (200, format.content_type(), metrics::render(&scrape(sources), format))
+                // Held while one scrape reads; only a reload waits for it.
+                let families = sources.lock().unwrap().as_ref().map(scrape).unwrap_or_default();
+                (200, format.content_type(), metrics::render(&families, format))
             }
             (true, "/") => (200, "text/plain; charset=utf-8", "rtrace: metrics are on /metrics\n".to_string()),
             (true, _) => (404, "text/plain; charset=utf-8", "not found: metrics are on /metrics\n".to_string()),

@@ -1,12 +1,31 @@
 //! Ctrl-C / SIGTERM end tracing the way bpftrace does: the loop notices, then
-//! detaches, runs END and prints maps.
+//! detaches, runs END and prints maps. Userspace code notices too (the Rhai
+//! progress hook asks [`user_code_should_stop`]), so a loop in BEGIN, a timer
+//! or a probe's userspace statement can't keep the run alive. Once the run
+//! is shutting down, a signal stops END's code, and a second signal in all
+//! ends the process at once (the kernel detaches whatever is still attached
+//! when its file descriptors close).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+/// Signals received so far.
+static COUNT: AtomicU32 = AtomicU32::new(0);
+/// Signals already accounted for when shutdown began.
+static GRACE: AtomicU32 = AtomicU32::new(0);
+static SHUTDOWN: AtomicBool = AtomicBool::new(false);
 
-extern "C" fn on_signal(_: libc::c_int) {
+extern "C" fn on_signal(sig: libc::c_int) {
+    let n = COUNT.fetch_add(1, Ordering::SeqCst) + 1;
     INTERRUPTED.store(true, Ordering::SeqCst);
+    if n >= 2 && SHUTDOWN.load(Ordering::SeqCst) {
+        // Async-signal-safe: a write and _exit.
+        let msg = b"rtrace: interrupted again: exiting now\n";
+        unsafe {
+            libc::write(2, msg.as_ptr() as *const _, msg.len());
+            libc::_exit(128 + sig);
+        }
+    }
 }
 
 pub fn install() {
@@ -22,4 +41,23 @@ pub fn install() {
 
 pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
+}
+
+/// Whether running userspace code should stop now: a signal came that the
+/// current phase has not already acted on.
+pub fn user_code_should_stop() -> bool {
+    COUNT.load(Ordering::SeqCst) > GRACE.load(Ordering::SeqCst)
+}
+
+/// The event loop has ended: END runs and maps print unless another signal
+/// comes (the first signal only ends tracing; one more stops END's code,
+/// and a second signal in all exits at once, also if it came already).
+pub fn shutting_down() {
+    let n = COUNT.load(Ordering::SeqCst);
+    GRACE.store(n.min(1), Ordering::SeqCst);
+    SHUTDOWN.store(true, Ordering::SeqCst);
+    if n >= 2 {
+        eprintln!("rtrace: interrupted again: exiting now");
+        std::process::exit(130);
+    }
 }

@@ -1,6 +1,13 @@
 //! The traced process of `-p PID` or `-c CMD`. A `-c` command is started
 //! before anything is attached but held (blocked on a pipe before `exec`)
 //! until every probe is in place, so none of its early events are missed.
+//!
+//! The held command never runs unless rtrace releases it: the child execs
+//! only after reading the go-ahead byte, so when rtrace fails (a compile
+//! error, a privilege refusal, a verifier or attach error, a panic) the
+//! pipe closes without it and the child exits instead; dropping a held
+//! process kills it without releasing it; and the child has
+//! `PR_SET_PDEATHSIG` so it dies with rtrace.
 
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -15,6 +22,9 @@ pub struct TracedProcess {
     release: Option<OwnedFd>,
     /// Exit status of the command, once it ended.
     pub status: Option<i32>,
+    /// rtrace ended the command itself (end of tracing), so its status is
+    /// not the command's own.
+    stopped: bool,
 }
 
 impl TracedProcess {
@@ -25,7 +35,7 @@ impl TracedProcess {
         {
             bail!("-p {pid}: no such process");
         }
-        Ok(TracedProcess { pid, child: None, release: None, status: None })
+        Ok(TracedProcess { pid, child: None, release: None, status: None, stopped: false })
     }
 
     /// `-c CMD`: start CMD, held before exec until [`release`](Self::release).
@@ -49,16 +59,31 @@ impl TracedProcess {
         if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
             bail!("-c: cannot create a pipe: {}", std::io::Error::last_os_error());
         }
+        let parent = unsafe { libc::getpid() };
         let pid = unsafe { libc::fork() };
         if pid < 0 {
             bail!("-c: cannot fork: {}", std::io::Error::last_os_error());
         }
         if pid == 0 {
-            // Child: wait for the go-ahead, then become CMD.
+            // Child: die with rtrace; wait for the go-ahead, then become
+            // CMD. No go-ahead (rtrace failed or died): exit, never exec.
             unsafe {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0);
+                if libc::getppid() != parent {
+                    libc::_exit(127);
+                }
                 libc::close(fds[1]);
                 let mut byte = 0u8;
-                libc::read(fds[0], &mut byte as *mut u8 as *mut _, 1);
+                let n = loop {
+                    let n = libc::read(fds[0], &mut byte as *mut u8 as *mut _, 1);
+                    if n < 0 && *libc::__errno_location() == libc::EINTR {
+                        continue;
+                    }
+                    break n;
+                };
+                if n != 1 || byte != b'g' {
+                    libc::_exit(127);
+                }
                 libc::execvp(argv[0], argv.as_ptr());
                 let msg = b"rtrace: -c: cannot run the command\n";
                 libc::write(2, msg.as_ptr() as *const _, msg.len());
@@ -67,7 +92,7 @@ impl TracedProcess {
         }
         unsafe { libc::close(fds[0]) };
         let release = unsafe { OwnedFd::from_raw_fd(fds[1]) };
-        Ok(TracedProcess { pid, child: Some(pid), release: Some(release), status: None })
+        Ok(TracedProcess { pid, child: Some(pid), release: Some(release), status: None, stopped: false })
     }
 
     /// Let a held `-c` command run.
@@ -106,26 +131,36 @@ impl TracedProcess {
         }
     }
 
-    /// End a `-c` command that is still running when tracing stops.
+    /// End a `-c` command that is still running when tracing stops. One
+    /// still held is killed without ever being released.
     pub fn stop(&mut self) {
-        if self.child.is_some() && self.status.is_none() {
-            self.release();
+        let Some(pid) = self.child else { return };
+        if self.status.is_some() || self.ended() {
+            return;
         }
-        if let Some(pid) = self.child {
-            if self.status.is_none() {
-                let mut st = 0i32;
-                unsafe {
-                    libc::kill(pid, libc::SIGTERM);
-                    if libc::waitpid(pid, &mut st, 0) == pid {
-                        self.status = Some(exit_code(st));
-                    }
-                }
+        let sig = if self.release.is_some() { libc::SIGKILL } else { libc::SIGTERM };
+        self.release = None;
+        self.stopped = true;
+        let mut st = 0i32;
+        unsafe {
+            libc::kill(pid, sig);
+            if libc::waitpid(pid, &mut st, 0) == pid {
+                self.status = Some(exit_code(st));
             }
         }
     }
 
-    pub fn is_command(&self) -> bool {
-        self.child.is_some()
+    /// The command's own exit status: `None` while running, for `-p`, and
+    /// when rtrace ended it (`-d`, Ctrl-C, `exit()`).
+    pub fn command_status(&self) -> Option<i32> {
+        self.child.and(self.status).filter(|_| !self.stopped)
+    }
+}
+
+impl Drop for TracedProcess {
+    /// Every error path drops the process: a held command is killed, never released.
+    fn drop(&mut self) {
+        self.stop();
     }
 }
 

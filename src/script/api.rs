@@ -128,7 +128,7 @@ fn duration_arg(d: &Dynamic, pos: Position) -> RhaiResult<Duration> {
             .map_or_else(|| fail_at(format!("'{s}' is not a duration; write e.g. \"1s\", \"500ms\""), pos), Ok);
     }
     if let Ok(secs) = d.as_int() {
-        if secs > 0 {
+        if secs > 0 && secs as f64 <= super::MAX_DURATION_SECS {
             return Ok(Duration::from_secs(secs as u64));
         }
     }
@@ -236,8 +236,12 @@ pub fn register(engine: &mut Engine, registry: &SharedRegistry) {
     });
     let r = registry.clone();
     engine.register_fn("exit", move |code: i64| -> RhaiResult<()> {
-        r.lock().unwrap().exit_code.get_or_insert(code as i32);
+        r.lock().unwrap().exit_code.get_or_insert(exit_status(code));
         Err(Box::new(EvalAltResult::ErrorTerminated(Dynamic::UNIT, Position::NONE)))
+    });
+    // Anything but an integer (Rhai's own `exit(value)` would end silently).
+    engine.register_fn("exit", |ctx: NativeCallContext, code: Dynamic| -> RhaiResult<()> {
+        fail_at(format!("exit() takes an integer status, not {}", code.type_name()), ctx.call_position())
     });
     let r = registry.clone();
     engine.register_fn("fail", move |msg: &str| -> RhaiResult<()> {
@@ -329,6 +333,16 @@ pub fn register(engine: &mut Engine, registry: &SharedRegistry) {
         engine.register_fn(agg, move |ctx: NativeCallContext, _: Dynamic| -> RhaiResult<()> {
             fail_at(m2.clone(), ctx.call_position())
         });
+    }
+}
+
+/// The process exit status for `exit(code)`: 0 stays 0, any other code
+/// stays non-zero (clamped to 1..=255, so 256 doesn't wrap to success).
+pub fn exit_status(code: i64) -> i32 {
+    if code == 0 {
+        0
+    } else {
+        code.clamp(1, 255) as i32
     }
 }
 

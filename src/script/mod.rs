@@ -4,6 +4,7 @@
 
 pub mod api;
 pub mod modules;
+pub mod system;
 pub mod userlib;
 
 use std::sync::{Arc, Mutex};
@@ -171,6 +172,9 @@ pub fn position_text(pos: Position) -> String {
     }
 }
 
+/// The longest duration accepted (-d, every(), after()): about 31 years.
+pub const MAX_DURATION_SECS: f64 = 1e9;
+
 /// Parse a duration like `5s`, `100ms`, `2m`, `1h`, `250us` (a bare number is seconds).
 pub fn parse_duration(text: &str) -> Option<Duration> {
     let t = text.trim();
@@ -186,5 +190,9 @@ pub fn parse_duration(text: &str) -> Option<Duration> {
         "h" => v * 3600.0,
         _ => return None,
     };
-    (secs >= 0.0).then(|| Duration::from_secs_f64(secs))
+    // Bounded: a huge value is not a duration (and must not panic).
+    if !secs.is_finite() || !(0.0..=MAX_DURATION_SECS).contains(&secs) {
+        return None;
+    }
+    Duration::try_from_secs_f64(secs).ok()
 }

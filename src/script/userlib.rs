@@ -1,8 +1,5 @@
 //! The userspace library for probe continuations, BEGIN/END and timers:
-//! `printf`, `time`, `join`, `str`, `system` (only with `--unsafe`), `assert`.
-
-use std::sync::mpsc;
-use std::sync::{Mutex, OnceLock};
+//! `printf`, `time`, `join`, `str`, `system` (see system.rs), `assert`.
 
 use rhai::{Dynamic, Engine, EvalAltResult, NativeCallContext, Position};
 
@@ -35,47 +32,6 @@ pub fn local_time(fmt: &str) -> String {
         let mut buf = vec![0u8; 256];
         let n = libc::strftime(buf.as_mut_ptr() as *mut libc::c_char, buf.len(), cfmt.as_ptr(), &tm);
         String::from_utf8_lossy(&buf[..n]).into_owned()
-    }
-}
-
-struct SystemWorker {
-    commands: Option<mpsc::Sender<String>>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-/// Commands from `system()` run one at a time on a worker thread, in the
-/// order the script asked, so event processing never waits for them.
-static WORKER: OnceLock<Mutex<SystemWorker>> = OnceLock::new();
-
-fn system_worker() -> &'static Mutex<SystemWorker> {
-    WORKER.get_or_init(|| {
-        let (tx, rx) = mpsc::channel::<String>();
-        let thread = std::thread::spawn(move || {
-            for cmd in rx {
-                match std::process::Command::new("/bin/sh").arg("-c").arg(&cmd).output() {
-                    Ok(out) => {
-                        sink::script_text(&String::from_utf8_lossy(&out.stdout));
-                        sink::flush();
-                        if !out.stderr.is_empty() {
-                            eprint!("{}", String::from_utf8_lossy(&out.stderr));
-                        }
-                    }
-                    Err(e) => eprintln!("rtrace: system({cmd}): {e}"),
-                }
-            }
-        });
-        Mutex::new(SystemWorker { commands: Some(tx), thread: Some(thread) })
-    })
-}
-
-/// Wait for every `system()` command already requested (at exit).
-pub fn finish_system_commands() {
-    // Nothing to wait for (and no worker to start) if system() never ran.
-    let Some(worker) = WORKER.get() else { return };
-    let mut w = worker.lock().unwrap();
-    w.commands = None;
-    if let Some(t) = w.thread.take() {
-        let _ = t.join();
     }
 }
 
@@ -116,15 +72,9 @@ pub fn register(engine: &mut Engine, registry: &SharedRegistry) {
     engine.register_fn("str", |ctx: NativeCallContext, _p: i64| -> RhaiResult<String> {
         fail_at("str(address) reads kernel or user memory, so it must run in a probe", ctx.call_position())
     });
-    engine.register_fn("system", |cmd: &str| {
-        if let Ok(w) = system_worker().lock() {
-            if let Some(tx) = &w.commands {
-                let _ = tx.send(cmd.to_string());
-            }
-        }
-    });
+    super::system::register(engine);
     // Symbols: kernel addresses, user addresses of a process.
-    engine.register_fn("ksym", |addr: i64| crate::runtime::kmaps::ksym_name(addr as u64));
+    engine.register_fn("ksym", |addr: i64| crate::symbols::stacks::ksym_name(addr as u64));
     engine.register_fn("usym", |addr: i64, pid: i64| {
         let frames = crate::symbols::stacks::user_frames(pid as u32, &[addr as u64]);
         frames.first().map(|f| crate::symbols::stacks::frame_function(f).to_string()).unwrap_or_default()
@@ -156,20 +106,6 @@ pub fn register(engine: &mut Engine, registry: &SharedRegistry) {
 
 fn join(a: &rhai::Array, sep: &str) -> String {
     a.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(sep)
-}
-
-/// Where the script calls `system()`, if anywhere (it needs `--unsafe`).
-pub fn find_system_call(ast: &rhai::AST) -> Option<Position> {
-    let mut found = None;
-    ast.walk(&mut |path: &[rhai::ASTNode]| {
-        if let Some(rhai::ASTNode::Expr(rhai::Expr::FnCall(call, pos))) = path.last() {
-            if call.name == "system" && found.is_none() {
-                found = Some(*pos);
-            }
-        }
-        true
-    });
-    found
 }
 
 /// The stack the kernel captured for `e.kstack(...)`: stored in `e` under

@@ -231,3 +231,9 @@ pub fn format_stack(frames: &[Frame], mode: StackMode) -> String {
 pub fn frame_function(f: &Frame) -> &str {
     f.text.rsplit_once('+').map(|(name, _)| name).unwrap_or(&f.text)
 }
+
+/// A kernel address as its function name (bpftrace's `ksym()`), hex if unknown.
+pub fn ksym_name(addr: u64) -> String {
+    let frames = kernel_frames(&[addr]);
+    frames.first().map(|f| frame_function(f).to_string()).unwrap_or_else(|| format!("0x{addr:x}"))
+}

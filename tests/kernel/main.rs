@@ -17,6 +17,8 @@ mod maps;
 mod output;
 mod perf;
 mod probes;
+mod safety;
+mod semantics;
 mod serve;
 mod split;
 mod stacks;

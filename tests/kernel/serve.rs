@@ -336,3 +336,95 @@ fn prometheus_scrapes_rtrace_and_answers_a_query() {
     let out = t.interrupt_and_finish();
     assert_eq!(out.code, Some(0), "{out}");
 }
+
+/// Make one getppid call at a time until the served `series` satisfies
+/// `pred`; returns its value.
+fn poll_getppid(port: u16, series: &str, pred: impl Fn(u64) -> bool) -> u64 {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        getppid_n(1);
+        // Before rtrace listens, the connection is refused.
+        let body = if TcpStream::connect(("127.0.0.1", port)).is_ok() { metrics(port) } else { String::new() };
+        if let Some(v) = value(&body, series).and_then(|v| v.parse::<u64>().ok()).filter(|v| pred(*v)) {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "{series} never got the expected value\n{body}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn exporter_reloads_the_script_on_sighup_and_keeps_the_port() {
+    let Some(_g) = setup() else { return };
+    let me = tid();
+    let dir = TempDir::new();
+    let script = |name: &str| {
+        format!("let {name} = map();\nprobe(\"tracepoint:syscalls:sys_enter_getppid\", |e| {{ if e.tid == {me} {{ {name} = count(); }} }});\n")
+    };
+    let path = dir.write("exporter.rhai", &script("first"));
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let t = Tracer::start(&["--exporter", "--serve", &addr, path.to_str().unwrap()]);
+    // Attached once the counter moves; then it counts exactly.
+    let v = poll_getppid(port, "rtrace_first_total", |_| true);
+    getppid_n(3);
+    assert_eq!(value(&metrics(port), "rtrace_first_total"), Some((v + 3).to_string()));
+
+    // SIGHUP: the new script's maps behind the same port, the old ones gone.
+    dir.write("exporter.rhai", &script("second"));
+    assert_eq!(unsafe { libc::kill(t.pid(), libc::SIGHUP) }, 0);
+    let v = poll_getppid(port, "rtrace_second_total", |_| true);
+    getppid_n(3);
+    let body = metrics(port);
+    assert_eq!(value(&body, "rtrace_second_total"), Some((v + 3).to_string()), "{body}");
+    assert!(!body.contains("rtrace_first"), "{body}");
+
+    // A script that doesn't compile: reported, and the last good one runs again
+    // (with fresh maps, so its count starts over).
+    dir.write("exporter.rhai", "probe(\"nosuch:x\", |e| { });\n");
+    assert_eq!(unsafe { libc::kill(t.pid(), libc::SIGHUP) }, 0);
+    poll_getppid(port, "rtrace_second_total", |v| v <= 2);
+
+    let out = t.interrupt_and_finish();
+    assert_eq!(out.code, Some(0), "{out}");
+    assert_eq!(out.stdout, "", "an exporter writes nothing unless the script prints\n{out}");
+    let file = path.display().to_string();
+    assert!(out.stderr.contains(&format!("rtrace: reloaded {file}\n")), "{out}");
+    assert!(
+        out.stderr.contains(&format!(
+            "rtrace: reload failed, running the previous script again: {file}:1:1: error: unknown probe type 'nosuch'"
+        )),
+        "{out}"
+    );
+}
+
+#[test]
+fn stack_maps_only_when_asked_and_per_map_opt_out() {
+    let Some(_g) = setup() else { return };
+    let me = tid();
+    let src = format!(
+        r#"let folded = map("folded", #{{ folded_stacks: true }});
+let plain = map("plain");
+let hidden = map("hidden", #{{ metrics: false }});
+probe("tracepoint:syscalls:sys_enter_getppid", |e| {{
+    if e.tid == {me} {{ folded[e.kstack] = count(); plain[e.kstack] = count(); hidden = count(); }}
+}});"#
+    );
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut t = Tracer::start(&["--serve", &addr, "--metrics-prefix", "host_", "-e", &src]);
+    t.wait_attached();
+    getppid_n(3);
+    let body = metrics(port);
+    let rows = lines_of(&body, "host_folded_total{");
+    assert_eq!(rows.len(), 1, "{body}");
+    let (series, count) = rows[0].rsplit_once(' ').unwrap();
+    assert_eq!(count, "3", "{body}");
+    let stack = series.strip_prefix("host_folded_total{stack=\"").and_then(|s| s.strip_suffix("\"}")).unwrap();
+    let frames: Vec<&str> = stack.split(';').collect();
+    assert!(frames.contains(&"do_syscall_64"), "not a folded kernel stack: {stack}");
+    assert!(!body.contains("host_plain") && !body.contains("host_hidden"), "{body}");
+    let out = t.interrupt_and_finish();
+    assert_eq!(out.code, Some(0), "{out}");
+    assert_eq!(out.map_lines("hidden"), vec!["@hidden: 3"], "{out}");
+}

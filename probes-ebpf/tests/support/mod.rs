@@ -119,7 +119,7 @@ pub fn ringbuf_map() -> MapLayout {
 
 /// A tracepoint program.
 pub fn program(locals: Vec<Ty>, maps: Vec<MapLayout>, body: Vec<Stmt>) -> Program {
-    Program { name: "test".into(), context: ContextKind::Tracepoint, locals, maps, body }
+    Program { name: "test".into(), context: ContextKind::Tracepoint, locals, maps, body, possible_cpus: 2 }
 }
 
 // ---------------------------------------------------------------------------
@@ -174,6 +174,7 @@ fn helper_args(id: u32) -> u8 {
     match id {
         h::MAP_LOOKUP_ELEM | h::MAP_DELETE_ELEM | h::GET_CURRENT_COMM | h::RINGBUF_SUBMIT | h::RINGBUF_QUERY => 2,
         h::MAP_UPDATE_ELEM | h::RINGBUF_OUTPUT => 4,
+        h::MAP_LOOKUP_PERCPU_ELEM => 3,
         h::PROBE_READ
         | h::PROBE_READ_STR
         | h::PROBE_READ_KERNEL
@@ -389,6 +390,8 @@ struct StubMap {
     value_size: usize,
     /// Key bytes and the arena offset of the value, in insertion order.
     entries: Vec<(Vec<u8>, usize)>,
+    /// Per-CPU maps: the values of a second CPU (CPU 1; `entries` is CPU 0).
+    cpu1: Vec<(Vec<u8>, usize)>,
     lookups: u64,
 }
 
@@ -453,6 +456,31 @@ fn stub_lookup(map: u64, key: u64, _: u64, _: u64, _: u64) -> u64 {
         m.lookups += 1;
         let key = unsafe { read_bytes(key, m.key_size) };
         match m.entries.iter().find(|(kb, _)| *kb == key) {
+            Some(&(_, off)) => base + off as u64,
+            None => 0,
+        }
+    })
+}
+
+/// `map_lookup_percpu_elem`: CPU 0 is the map's own entries, CPU 1 the
+/// values put with [`Harness::put_cpu1`]; the stub kernel has two CPUs.
+fn stub_lookup_percpu(map: u64, key: u64, cpu: u64, _: u64, _: u64) -> u64 {
+    with_kernel(|k| {
+        let Some(m) = map_of(k, map, "map_lookup_percpu_elem") else { return 0 };
+        let base = k.arena as u64;
+        let m = &mut k.maps[m];
+        if !m.layout.is_percpu() {
+            k.errors.push("map_lookup_percpu_elem on a map that is not per-CPU".into());
+            return 0;
+        }
+        m.lookups += 1;
+        let key = unsafe { read_bytes(key, m.key_size) };
+        let slots = match cpu {
+            0 => &m.entries,
+            1 => &m.cpu1,
+            _ => return 0,
+        };
+        match slots.iter().find(|(kb, _)| *kb == key) {
             Some(&(_, off)) => base + off as u64,
             None => 0,
         }
@@ -720,6 +748,7 @@ impl Harness {
                 key_size: layout.key_size() as usize,
                 value_size: layout.value_size() as usize,
                 entries: Vec::new(),
+                cpu1: Vec::new(),
                 lookups: 0,
             };
             if layout.is_array() {
@@ -756,8 +785,9 @@ impl Harness {
         assert!(!ctx.is_empty(), "rbpf passes r1 = 0 for an empty context");
         let mut vm = rbpf::EbpfVmRaw::new(Some(&self.bytes))
             .unwrap_or_else(|e| panic!("rbpf rejected the program: {e}\n{}", listing(&self.gen)));
-        let helpers: [(u32, fn(u64, u64, u64, u64, u64) -> u64); 19] = [
+        let helpers: [(u32, fn(u64, u64, u64, u64, u64) -> u64); 20] = [
             (h::MAP_LOOKUP_ELEM, stub_lookup),
+            (h::MAP_LOOKUP_PERCPU_ELEM, stub_lookup_percpu),
             (h::MAP_UPDATE_ELEM, stub_update),
             (h::MAP_DELETE_ELEM, stub_delete),
             (h::KTIME_GET_NS, stub_ktime),
@@ -829,6 +859,18 @@ impl Harness {
 
     pub fn records(&self) -> Vec<Record> {
         with_kernel(|k| k.records.clone())
+    }
+
+    /// Set the value a per-CPU map holds for `key` on the second CPU.
+    pub fn put_cpu1(&self, map: MapId, key: &[u8], value: &[u8]) {
+        with_kernel(|k| {
+            let vs = k.maps[map as usize].value_size;
+            assert_eq!(vs, value.len());
+            let o = k.alloc(vs);
+            k.maps[map as usize].cpu1.retain(|(e, _)| e != key);
+            k.maps[map as usize].cpu1.push((key.to_vec(), o));
+            unsafe { std::ptr::copy_nonoverlapping(value.as_ptr(), k.arena.add(o), vs) };
+        });
     }
 
     /// Insert an entry directly (as userspace would).

@@ -1,0 +1,145 @@
+//! Where each closure's body is in a script's AST. Rhai compiles closures
+//! to script functions (`anon$…`) whose bodies are only reachable through a
+//! walk of the whole AST; [`ClosureIndex`] walks once and gives every
+//! function its own top-level statements (not those of closures nested in
+//! it), so compile time stays linear in the number of `probe()` calls.
+
+use std::cmp::Reverse;
+use std::collections::HashMap;
+
+use rhai::{ASTNode, Position, Stmt, AST};
+
+use super::lower::ClosureBody;
+
+/// Every script function's parameters and body, by name.
+pub struct ClosureIndex(HashMap<String, ClosureBody>);
+
+fn key(p: Position) -> (usize, usize) {
+    (p.line().unwrap_or(0), p.position().unwrap_or(0))
+}
+
+impl ClosureIndex {
+    pub fn new(ast: &AST) -> ClosureIndex {
+        struct Def {
+            name: String,
+            params: Vec<String>,
+            start: (usize, usize),
+            end: (usize, usize),
+        }
+        let defs: Vec<Def> = ast
+            .iter_fn_def()
+            .map(|f| Def {
+                name: f.name.to_string(),
+                params: f.params.iter().map(|p| p.to_string()).collect(),
+                start: key(f.body.start_position()),
+                end: key(f.body.end_position()),
+            })
+            .collect();
+        // The top-level statements of function bodies, in walk order.
+        let main_count = ast.statements().len();
+        let mut seen = 0usize;
+        let mut stmts: Vec<((usize, usize), Stmt)> = Vec::new();
+        ast.walk(&mut |path: &[ASTNode]| {
+            if path.len() == 1 {
+                seen += 1;
+                if seen > main_count {
+                    if let ASTNode::Stmt(s) = path[0] {
+                        stmts.push((key(s.position()), s.clone()));
+                    }
+                }
+            }
+            true
+        });
+        // Each statement belongs to the innermost function span holding it:
+        // one sweep over spans (outer first at equal starts) and statements,
+        // both sorted by position, with a stack of the open spans.
+        let mut spans: Vec<usize> = (0..defs.len()).collect();
+        spans.sort_by_key(|&i| (defs[i].start, Reverse(defs[i].end)));
+        let mut by_pos: Vec<usize> = (0..stmts.len()).collect();
+        by_pos.sort_by_key(|&i| (stmts[i].0, i));
+        let mut owner: Vec<Option<usize>> = vec![None; stmts.len()];
+        let mut open: Vec<usize> = Vec::new();
+        let mut next = 0usize;
+        for &si in &by_pos {
+            let p = stmts[si].0;
+            while next < spans.len() && defs[spans[next]].start <= p {
+                let d = spans[next];
+                while open.last().is_some_and(|&top| defs[top].end < defs[d].start) {
+                    open.pop();
+                }
+                open.push(d);
+                next += 1;
+            }
+            while open.last().is_some_and(|&top| defs[top].end < p) {
+                open.pop();
+            }
+            owner[si] = open.last().copied();
+        }
+        let mut bodies: Vec<Vec<Stmt>> = vec![Vec::new(); defs.len()];
+        for (si, (_, s)) in stmts.into_iter().enumerate() {
+            if let Some(d) = owner[si] {
+                bodies[d].push(s);
+            }
+        }
+        let mut index = HashMap::new();
+        for (d, body) in defs.into_iter().zip(bodies) {
+            index.entry(d.name).or_insert(ClosureBody { params: d.params, body });
+        }
+        ClosureIndex(index)
+    }
+
+    /// The body of function `name` (the first one defined, for overloads).
+    pub fn get(&self, name: &str) -> Option<ClosureBody> {
+        self.0.get(name).cloned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn engine() -> rhai::Engine {
+        let mut e = rhai::Engine::new();
+        e.set_optimization_level(rhai::OptimizationLevel::None);
+        e
+    }
+
+    #[test]
+    fn nested_closures_keep_their_own_statements() {
+        let src = r#"
+fn helper(x) { let y = x; y + 1 }
+let outer = |e| {
+    let a = 1;
+    let inner = |z| { let q = z; q };
+    a + 2
+};
+"#;
+        let ast = engine().compile(src).unwrap();
+        let index = ClosureIndex::new(&ast);
+        assert_eq!(index.get("helper").unwrap().body.len(), 2);
+        let names: Vec<String> = ast.iter_fn_def().map(|f| f.name.to_string()).collect();
+        let mut lens: Vec<(usize, Vec<String>)> = names
+            .iter()
+            .filter(|n| n.starts_with("anon$"))
+            .map(|n| {
+                let b = index.get(n).unwrap();
+                (b.body.len(), b.params)
+            })
+            .collect();
+        lens.sort();
+        assert_eq!(lens, vec![(2, vec!["z".to_string()]), (3, vec!["e".to_string()])]);
+    }
+
+    #[test]
+    fn many_closures_each_get_their_body() {
+        let mut src = String::new();
+        for i in 0..3000 {
+            src.push_str(&format!("let p{i} = |e| {{ let a = {i}; a + 1 }};\n"));
+        }
+        let ast = engine().compile(&src).unwrap();
+        let index = ClosureIndex::new(&ast);
+        for f in ast.iter_fn_def() {
+            assert_eq!(index.get(&f.name).unwrap().body.len(), 2);
+        }
+    }
+}

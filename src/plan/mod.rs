@@ -1,0 +1,85 @@
+//! The compile → runtime contract: the `Plan` compile hands over (programs
+//! with their code and attach points, userspace sites, map shapes and the
+//! ids of rtrace's own maps), in a module both sides import, so neither
+//! imports the other. The record wire format is in `probes_ebpf::record`.
+
+pub mod site;
+
+use probes_ebpf::ir::MapId;
+use probes_ebpf::Generated;
+
+use crate::kernel::link::LoadAttrs;
+use crate::probes::{AttachPoint, ProbeType};
+use crate::script::ProbeDef;
+use site::{MapShape, Site};
+
+/// A run of userspace statements of one probe, ready for the runtime.
+pub struct SitePlan {
+    pub site: Site,
+    /// Index into `Plan::probes`.
+    pub probe: usize,
+    /// The AST holding the script's functions.
+    pub ast: std::sync::Arc<rhai::AST>,
+    /// Captured top-level values by name (shared values stay shared).
+    pub captured: Vec<(String, rhai::Dynamic)>,
+    /// The closure's event parameter name.
+    pub event: Option<String>,
+    /// The probe's `.on_event` callback (for `emit()` sites).
+    pub on_event: Option<rhai::FnPtr>,
+}
+
+/// One BPF program and where it attaches.
+pub struct CompiledProgram {
+    pub name: String,
+    /// Attaches the program to its points.
+    pub probe_type: &'static dyn ProbeType,
+    /// Program type and load attributes, from the probe type's `ProgramSpec`.
+    pub prog_type: u32,
+    pub load: Result<LoadAttrs, String>,
+    pub code: Generated,
+    pub points: Vec<AttachPoint>,
+    /// Index into `Plan::probes`.
+    pub probe: usize,
+    /// Ids of the userspace sites this program emits records for.
+    pub site_ids: Vec<u32>,
+    /// rtrace's own program (following `-c`'s children), not a script probe.
+    pub internal: bool,
+    /// Syscalls this `raw_syscalls` program dispatches to (compile/dispatch.rs); 0: none.
+    pub dispatch: usize,
+}
+
+/// Everything to load and run.
+pub struct Plan {
+    /// Userspace probes (BEGIN/END) in registration order.
+    pub begin: Vec<ProbeDef>,
+    pub end: Vec<ProbeDef>,
+    pub programs: Vec<CompiledProgram>,
+    /// Shape of every script map, by id; the control ring is the last id.
+    pub shapes: Vec<MapShape>,
+    pub control_ring: MapId,
+    pub data_ring: MapId,
+    pub lost_map: MapId,
+    /// Per-CPU counts of failed stack captures (slot 0 collisions, 1 map full).
+    pub stack_lost: MapId,
+    /// One slot the reader raises before it sleeps: the next record wakes it.
+    pub wake_map: MapId,
+    /// Userspace statement runs, indexed by site id.
+    pub sites: Vec<SitePlan>,
+    /// Stack maps: (map id, depth, user).
+    pub stack_maps: Vec<(MapId, u32, bool)>,
+    /// Kernel probes' spec text, indexed by probe number (as in control messages).
+    pub probes: Vec<String>,
+    /// `-c`: the map of followed pids (the command and its descendants).
+    pub follow_map: Option<MapId>,
+    /// A one-slot array every program checks first: non-zero = stopped.
+    pub stop_map: MapId,
+}
+
+impl Plan {
+    /// Probes of the script (rtrace's own programs not counted).
+    pub fn attach_count(&self) -> usize {
+        self.programs.iter().filter(|p| !p.internal).map(|p| p.dispatch.max(p.points.len())).sum::<usize>()
+            + self.begin.len()
+            + self.end.len()
+    }
+}

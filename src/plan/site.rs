@@ -1,0 +1,83 @@
+//! What compile tells the runtime about values: the userspace sites (runs
+//! of statements that run in userspace, with the record fields the kernel
+//! ships for them), what a value means when printed (`Sem`), and each map's
+//! final shape.
+
+use probes_ebpf::ir::{AggOp, MapId, MapLayout, Ty, ValueKind};
+use rhai::Stmt as RStmt;
+
+/// What one field of a userspace record holds.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Capture {
+    /// `e.pid` (`["pid"]`), `e.args.filename` (`["args", "filename"]`).
+    Event(Vec<String>),
+    /// A kernel `let` value: its name and its position in `Site::scope`.
+    Local { name: String, slot: usize },
+    /// One value given to `emit()`.
+    Emitted,
+    /// Element `index` of a `char **` field (`e.args.argv`), shipped as strings.
+    EventItem { path: Vec<String>, index: usize },
+}
+
+/// A run of consecutive userspace statements, and the values the kernel
+/// ships for them in the record.
+#[derive(Clone, Debug)]
+pub struct Site {
+    pub id: u32,
+    pub stmts: Vec<RStmt>,
+    pub fields: Vec<(Capture, Ty)>,
+    /// How each field prints, parallel to `fields`.
+    pub sems: Vec<Sem>,
+    /// Names of the closure's local variables visible at the site, in the
+    /// order Rhai's scope holds them (after the parameters); compiled Rhai
+    /// code finds variables by position, so the runtime rebuilds this order.
+    pub scope: Vec<String>,
+    /// `line:col` of the first statement.
+    pub at: String,
+    /// An `emit()`: the fields go to the probe's `.on_event` callback instead
+    /// of running `stmts`.
+    pub emit: bool,
+    /// `emit([a, b])`: the callback gets an array.
+    pub emit_array: bool,
+}
+
+/// What an integer value means beyond its bits, for printing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sem {
+    Plain,
+    /// A stack id in stack map `map` (user stacks carry the pid too).
+    Stack {
+        map: MapId,
+        user: bool,
+        mode: crate::symbols::stacks::StackMode,
+    },
+    /// A kernel address shown as its function name.
+    Ksym,
+}
+
+/// A map's final shape.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MapShape {
+    pub layout: MapLayout,
+    /// How each key part prints.
+    pub key_sems: Vec<Sem>,
+    /// The aggregation stored, if any (decides how values print).
+    pub agg: Option<AggOp>,
+    /// A probe that runs with interrupts off (perf events, irq and timer
+    /// tracepoints) writes it: its entries are allocated when the map is
+    /// created, since on-demand allocation there keeps only one spare entry
+    /// per CPU and later inserts of the same firing would fail.
+    pub prealloc: bool,
+}
+
+impl MapShape {
+    /// The shape of a map no probe touches.
+    pub fn unused() -> MapShape {
+        MapShape {
+            layout: MapLayout { key: vec![Ty::Int], value: ValueKind::Value(Ty::Int) },
+            key_sems: vec![Sem::Plain],
+            agg: None,
+            prealloc: false,
+        }
+    }
+}

@@ -1,0 +1,297 @@
+//! `system(fmt, args...)`: run a shell command from userspace code.
+//!
+//! The capability itself decides whether a command may run, not a scan of
+//! the script: every route to the function (a direct call, the method form
+//! `"cmd".system()`, `Fn("system")`, names built at run time, curried
+//! pointers, `eval`, probe source strings, imported modules, timers) ends in
+//! [`request`], which refuses with an error unless the run was given
+//! `--unsafe`. Under `--explain` and `--dry-run` it never runs anything.
+//!
+//! Commands run off the event path, one at a time, on a worker thread fed by
+//! a bounded queue ([`QUEUE`] commands): when the queue is full the command is
+//! dropped and counted, and the count is reported at exit. A command that
+//! fails (non-zero status, killed, cannot start) is reported on stderr. At
+//! exit rtrace waits at most [`EXIT_WAIT`] for queued commands, then kills the
+//! one running (its whole process group) and reports how many never ran.
+
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Sender, TrySendError};
+use rhai::{Dynamic, Engine, EvalAltResult, NativeCallContext, Position};
+
+use crate::output::{printf, sink};
+
+type RhaiResult<T> = Result<T, Box<EvalAltResult>>;
+
+/// Commands waiting to run; more are dropped (and counted).
+pub const QUEUE: usize = 256;
+/// How long rtrace waits at exit for queued commands.
+pub const EXIT_WAIT: Duration = Duration::from_secs(2);
+
+/// What `system()` does in this run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// No `--unsafe`: every call is an error.
+    Refuse,
+    /// `--explain` / `--dry-run` with `--unsafe`: calls do nothing.
+    Skip,
+    /// `--unsafe`: commands run.
+    Run,
+}
+
+static MODE: AtomicU8 = AtomicU8::new(0);
+static DROPPED: AtomicU64 = AtomicU64::new(0);
+static NOT_RUN: AtomicU64 = AtomicU64::new(0);
+static ABANDON: AtomicBool = AtomicBool::new(false);
+static SKIP_NOTED: AtomicBool = AtomicBool::new(false);
+/// Process group of the command running now (0: none).
+static RUNNING: AtomicI32 = AtomicI32::new(0);
+
+/// Set before the script's top level runs; the default refuses.
+pub fn set_mode(mode: Mode) {
+    MODE.store(mode as u8, Ordering::SeqCst);
+}
+
+fn mode() -> Mode {
+    match MODE.load(Ordering::SeqCst) {
+        2 => Mode::Run,
+        1 => Mode::Skip,
+        _ => Mode::Refuse,
+    }
+}
+
+struct Worker {
+    commands: Option<Sender<String>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+static WORKER: OnceLock<Mutex<Worker>> = OnceLock::new();
+
+fn worker() -> &'static Mutex<Worker> {
+    WORKER.get_or_init(|| {
+        let (tx, rx) = crossbeam_channel::bounded::<String>(QUEUE);
+        let thread = std::thread::Builder::new().name("rtrace-system".into()).spawn(move || {
+            for cmd in rx {
+                if ABANDON.load(Ordering::SeqCst) {
+                    NOT_RUN.fetch_add(1, Ordering::SeqCst);
+                    continue;
+                }
+                run_one(&cmd);
+            }
+        });
+        Mutex::new(Worker { commands: Some(tx), thread: thread.ok() })
+    })
+}
+
+fn run_one(cmd: &str) {
+    use std::os::unix::process::CommandExt;
+    let child =
+        Command::new("/bin/sh").arg("-c").arg(cmd).stdin(Stdio::null()).stdout(Stdio::piped()).process_group(0).spawn();
+    let child = match child {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("rtrace: system({cmd:?}): cannot start /bin/sh: {e}");
+            return;
+        }
+    };
+    RUNNING.store(child.id() as i32, Ordering::SeqCst);
+    let out = child.wait_with_output();
+    RUNNING.store(0, Ordering::SeqCst);
+    match out {
+        Ok(out) => {
+            if !out.stdout.is_empty() {
+                sink::script_text(&String::from_utf8_lossy(&out.stdout));
+                sink::flush();
+            }
+            if !out.status.success() && !ABANDON.load(Ordering::SeqCst) {
+                eprintln!("rtrace: system({cmd:?}): {}", describe(out.status));
+            }
+        }
+        Err(e) => eprintln!("rtrace: system({cmd:?}): {e}"),
+    }
+}
+
+fn describe(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => format!("the command failed with exit status {c}"),
+        (None, Some(s)) => format!("the command was killed by signal {s}"),
+        _ => "the command failed".to_string(),
+    }
+}
+
+/// The text of the command: `fmt` as-is without arguments (so `date +%s`
+/// works), else printf-formatted like bpftrace's `system()`.
+pub fn command_text(fmt: &str, args: &[Dynamic]) -> Result<String, String> {
+    if args.is_empty() {
+        return Ok(fmt.to_string());
+    }
+    printf::format(fmt, args).map_err(|e| e.replacen("printf", "system", 1))
+}
+
+/// Every call of `system()`, whatever route reached it.
+fn request(ctx: &NativeCallContext, fmt: &str, args: &[Dynamic]) -> RhaiResult<()> {
+    let pos = ctx.call_position();
+    match mode() {
+        Mode::Refuse => fail_at("system() runs commands and needs --unsafe", pos),
+        Mode::Skip => {
+            if !SKIP_NOTED.swap(true, Ordering::SeqCst) {
+                eprintln!("rtrace: note: system() does not run commands under --explain or --dry-run");
+            }
+            Ok(())
+        }
+        Mode::Run => {
+            let cmd = command_text(fmt, args).or_else(|e| fail_at(e, pos))?;
+            let Ok(w) = worker().lock() else { return Ok(()) };
+            if let Some(tx) = &w.commands {
+                match tx.try_send(cmd) {
+                    Ok(()) => {}
+                    Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
+                        DROPPED.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+fn fail_at<T>(msg: impl Into<String>, pos: Position) -> RhaiResult<T> {
+    Err(Box::new(EvalAltResult::ErrorRuntime(Dynamic::from(msg.into()), pos)))
+}
+
+/// Register `system(fmt)` .. `system(fmt, a1..a6)`.
+pub fn register(engine: &mut Engine) {
+    engine.register_fn("system", |ctx: NativeCallContext, f: &str| request(&ctx, f, &[]));
+    engine.register_fn("system", |ctx: NativeCallContext, f: &str, a: Dynamic| request(&ctx, f, &[a]));
+    engine.register_fn("system", |ctx: NativeCallContext, f: &str, a: Dynamic, b: Dynamic| request(&ctx, f, &[a, b]));
+    engine.register_fn("system", |ctx: NativeCallContext, f: &str, a: Dynamic, b: Dynamic, c: Dynamic| {
+        request(&ctx, f, &[a, b, c])
+    });
+    engine.register_fn("system", |ctx: NativeCallContext, f: &str, a: Dynamic, b: Dynamic, c: Dynamic, d: Dynamic| {
+        request(&ctx, f, &[a, b, c, d])
+    });
+    engine.register_fn(
+        "system",
+        |ctx: NativeCallContext, f: &str, a: Dynamic, b: Dynamic, c: Dynamic, d: Dynamic, e: Dynamic| {
+            request(&ctx, f, &[a, b, c, d, e])
+        },
+    );
+    engine.register_fn(
+        "system",
+        |ctx: NativeCallContext, f: &str, a: Dynamic, b: Dynamic, c: Dynamic, d: Dynamic, e: Dynamic, g: Dynamic| {
+            request(&ctx, f, &[a, b, c, d, e, g])
+        },
+    );
+}
+
+/// At exit: wait up to [`EXIT_WAIT`] for the queued commands, then stop
+/// waiting (killing the one running); report drops and commands not run.
+pub fn finish() {
+    if let Some(worker) = WORKER.get() {
+        let thread = {
+            let mut w = worker.lock().unwrap_or_else(|e| e.into_inner());
+            w.commands = None;
+            w.thread.take()
+        };
+        if let Some(t) = thread {
+            let deadline = Instant::now() + EXIT_WAIT;
+            while !t.is_finished() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            if !t.is_finished() {
+                ABANDON.store(true, Ordering::SeqCst);
+                let pgid = RUNNING.load(Ordering::SeqCst);
+                if pgid > 0 {
+                    unsafe { libc::kill(-pgid, libc::SIGKILL) };
+                    NOT_RUN.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+            let _ = t.join();
+        }
+    }
+    let dropped = DROPPED.load(Ordering::SeqCst);
+    if dropped > 0 {
+        eprintln!("rtrace: {dropped} system() command(s) dropped: more than {QUEUE} were waiting to run");
+    }
+    let not_run = NOT_RUN.load(Ordering::SeqCst);
+    if not_run > 0 {
+        eprintln!(
+            "rtrace: {not_run} system() command(s) did not finish: rtrace waits at most {}s for them at exit",
+            EXIT_WAIT.as_secs()
+        );
+    }
+}
+
+/// Where the script calls `system()` by name, if anywhere (the early,
+/// static refusal without `--unsafe`; the run-time refusal covers the rest).
+pub fn find_system_call(ast: &rhai::AST) -> Option<Position> {
+    let mut found = None;
+    ast.walk(&mut |path: &[rhai::ASTNode]| {
+        match path.last() {
+            Some(rhai::ASTNode::Expr(rhai::Expr::FnCall(call, pos))) if call.name == "system" => {
+                found.get_or_insert(*pos);
+            }
+            Some(rhai::ASTNode::Expr(rhai::Expr::MethodCall(call, pos))) if call.name == "system" => {
+                found.get_or_insert(*pos);
+            }
+            Some(rhai::ASTNode::Stmt(rhai::Stmt::FnCall(call, pos))) if call.name == "system" => {
+                found.get_or_insert(*pos);
+            }
+            _ => {}
+        }
+        true
+    });
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn engine() -> Engine {
+        let mut e = Engine::new();
+        register(&mut e);
+        e
+    }
+
+    #[test]
+    fn every_route_refuses_without_unsafe() {
+        set_mode(Mode::Refuse);
+        let e = engine();
+        for src in [
+            r#"system("true")"#,
+            r#""true".system()"#,
+            r#"Fn("system").call("true")"#,
+            r#"Fn("sys" + "tem").call("true")"#,
+            r#"let f = Fn("system").curry("true"); f.call()"#,
+            r#"eval("system(\"true\")")"#,
+            r#"fn run_it(c) { system(c) } run_it("true")"#,
+            r#"system("echo %d", 1)"#,
+        ] {
+            let err = e.run(src).expect_err(src).to_string();
+            assert!(err.contains("needs --unsafe"), "{src}: {err}");
+        }
+    }
+
+    #[test]
+    fn formatting_follows_printf_only_with_arguments() {
+        assert_eq!(command_text("date +%s", &[]).unwrap(), "date +%s");
+        assert_eq!(command_text("kill -%d %d", &[Dynamic::from(9_i64), Dynamic::from(42_i64)]).unwrap(), "kill -9 42");
+        assert!(command_text("echo %d %d", &[Dynamic::from(1_i64)]).unwrap_err().contains("system"));
+    }
+
+    #[test]
+    fn the_static_check_sees_direct_and_method_calls() {
+        let e = Engine::new();
+        for src in [r#"system("x");"#, r#"let a = "x".system();"#, r#"fn f() { system("y") }"#] {
+            let ast = e.compile(src).unwrap();
+            assert!(find_system_call(&ast).is_some(), "{src}");
+        }
+        let ast = e.compile(r#"let s = "system";"#).unwrap();
+        assert!(find_system_call(&ast).is_none());
+    }
+}
