@@ -291,7 +291,7 @@ impl<'a> Gen<'a> {
                 self.release(rv);
             }
             StmtKind::Emit { ring, lost, wake, site, probe, fields, wake_bytes } => {
-                self.emit_record(*ring, *lost, *wake, *site, *probe, fields, *wake_bytes)?;
+                self.emit_record((*ring, *lost, *wake), *site, *probe, fields, *wake_bytes)?;
             }
             StmtKind::Return => {
                 self.emit(Insn::mov_imm(R0, 0));
@@ -307,9 +307,7 @@ impl<'a> Gen<'a> {
     /// Assemble a record on the stack and `ringbuf_output` it.
     fn emit_record(
         &mut self,
-        ring: MapId,
-        lost: MapId,
-        wake: Option<MapId>,
+        (ring, lost, wake): (MapId, MapId, Option<MapId>),
         site: u32,
         probe: u32,
         fields: &[Expr],

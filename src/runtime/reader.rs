@@ -77,7 +77,7 @@ impl Reader {
         let sh = shared.clone();
         let thread = std::thread::Builder::new().name("rtrace-reader".into()).spawn(move || {
             let controls = ControlOut { tx: control_tx, shared: sh };
-            read_loop(data_ring, control_ring, wake, data_tx, controls, stop_flag, tracker, ustacks)
+            read_loop([data_ring, control_ring, wake], data_tx, controls, stop_flag, tracker, ustacks)
         })?;
         Ok(Reader { data: data_rx, control: control_rx, stop, thread: Some(thread), shared })
     }
@@ -122,10 +122,9 @@ impl ControlOut {
     }
 }
 
+/// `maps`: the data ring, the control ring and the wake flag.
 fn read_loop(
-    data_ring: libbpf_rs::MapHandle,
-    control_ring: libbpf_rs::MapHandle,
-    wake: libbpf_rs::MapHandle,
+    [data_ring, control_ring, wake]: [libbpf_rs::MapHandle; 3],
     data_tx: Sender<Batch>,
     control_tx: ControlOut,
     stop: Arc<AtomicBool>,
