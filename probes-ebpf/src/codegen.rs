@@ -290,8 +290,8 @@ impl<'a> Gen<'a> {
                 self.patch_here(skip);
                 self.release(rv);
             }
-            StmtKind::Emit { ring, lost, site, probe, fields, wake_bytes } => {
-                self.emit_record(*ring, *lost, *site, *probe, fields, *wake_bytes)?;
+            StmtKind::Emit { ring, lost, wake, site, probe, fields, wake_bytes } => {
+                self.emit_record((*ring, *lost, *wake), *site, *probe, fields, *wake_bytes)?;
             }
             StmtKind::Return => {
                 self.emit(Insn::mov_imm(R0, 0));
@@ -307,8 +307,7 @@ impl<'a> Gen<'a> {
     /// Assemble a record on the stack and `ringbuf_output` it.
     fn emit_record(
         &mut self,
-        ring: MapId,
-        lost: MapId,
+        (ring, lost, wake): (MapId, MapId, Option<MapId>),
         site: u32,
         probe: u32,
         fields: &[Expr],
@@ -330,16 +329,37 @@ impl<'a> Gen<'a> {
             }
             off += self.ty(f).slot_size() as i16;
         }
-        // Batched wake-ups: wake the reader only when enough data is pending.
+        // Batched wake-ups: wake the reader only when enough data is pending,
+        // or when it said it is about to sleep (the first record after that
+        // lowers the flag and wakes it).
         const BPF_RB_AVAIL_DATA: i32 = 0;
         const BPF_RB_NO_WAKEUP: i32 = 1;
         const BPF_RB_FORCE_WAKEUP: i32 = 2;
+        let flags = self.alloc(8)?;
+        let mut woken = None;
+        if let Some(wake) = wake {
+            let key = self.alloc(8)?;
+            self.emit(Insn::store_imm(8, FP, key, 0));
+            let missing = self.lookup(wake, key);
+            self.emit(Insn::load(8, R1, R0, 0));
+            let awake = self.emit(Insn::jmp_imm(Cond::Eq, R1, 0, 0));
+            self.emit(Insn::store_imm(8, R0, 0, 0));
+            self.emit(Insn::store_imm(8, FP, flags, BPF_RB_FORCE_WAKEUP));
+            woken = Some(self.emit(Insn::ja(0)));
+            self.patch_all_here(missing);
+            self.patch_here(awake);
+        }
         self.load_map(R1, ring);
         self.emit(Insn::mov_imm(R2, BPF_RB_AVAIL_DATA));
         self.emit(Insn::call(h::RINGBUF_QUERY));
         self.emit(Insn::mov_imm(R4, BPF_RB_NO_WAKEUP));
         self.emit(Insn::jmp_imm(Cond::Lt, R0, wake_bytes as i32, 1));
         self.emit(Insn::mov_imm(R4, BPF_RB_FORCE_WAKEUP));
+        self.emit(Insn::store(8, FP, flags, R4));
+        if let Some(at) = woken {
+            self.patch_here(at);
+        }
+        self.emit(Insn::load(8, R4, FP, flags));
         self.load_map(R1, ring);
         self.emit(Insn::mov_reg(R2, FP));
         self.emit(Insn::alu_imm(Alu::Add, R2, buf as i32));

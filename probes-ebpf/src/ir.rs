@@ -268,10 +268,14 @@ pub enum StmtKind {
     /// Send the record `{u32 site, u32 0, fields...}` (each field in its
     /// 8-aligned slot) to the `ring` buffer for userspace. Wake-ups are batched:
     /// the reader is only woken once `wake_bytes` are pending (it also polls on
-    /// a timer). A failed send adds 1 to slot `probe` of the `lost` array.
+    /// a timer), or at once when slot 0 of the one-slot array `wake` is
+    /// non-zero: the reader raised it before going to sleep, and the first
+    /// record after that lowers it and wakes the reader (one wake-up per
+    /// sleep). A failed send adds 1 to slot `probe` of the `lost` array.
     Emit {
         ring: MapId,
         lost: MapId,
+        wake: Option<MapId>,
         site: u32,
         probe: u32,
         fields: Vec<Expr>,

@@ -1068,8 +1068,8 @@ fn emit_records() {
         Expr::CtxCharArray { offset: 8, len: 12 },
     ];
     let body = vec![
-        st(StmtKind::Emit { ring, lost, site: 9, probe: 3, fields, wake_bytes: 4096 }),
-        st(StmtKind::Emit { ring, lost, site: 0xffff_fff0, probe: 0, fields: vec![], wake_bytes: 1 }),
+        st(StmtKind::Emit { ring, lost, wake: None, site: 9, probe: 3, fields, wake_bytes: 4096 }),
+        st(StmtKind::Emit { ring, lost, wake: None, site: 0xffff_fff0, probe: 0, fields: vec![], wake_bytes: 1 }),
     ];
     let maps = vec![out_map(), ringbuf_map(), agg_map(vec![], AggKind::Sum)];
     let h = Harness::new(&program(vec![], maps, body));
@@ -1106,6 +1106,30 @@ fn emit_records() {
     assert_eq!(h.int(lost, &3u32.to_le_bytes()), 2);
     assert_eq!(h.int(lost, &0u32.to_le_bytes()), 2);
     assert_eq!(h.int(lost, &1u32.to_le_bytes()), 0);
+}
+
+#[test]
+fn emit_wakes_a_sleeping_reader_once() {
+    // The reader raised the wake flag before sleeping: the first record
+    // lowers it and forces a wake-up; the next ones are batched again (no
+    // wake-up below wake_bytes) until the flag is raised anew.
+    let (ring, lost, wake) = (1, 2, 3);
+    let body =
+        vec![st(StmtKind::Emit { ring, lost, wake: Some(wake), site: 5, probe: 0, fields: vec![], wake_bytes: 4096 })];
+    let maps = vec![out_map(), ringbuf_map(), agg_map(vec![], AggKind::Sum), value_map(vec![], Ty::Int)];
+    let h = Harness::new(&program(vec![], maps, body));
+    h.put(lost, &0u32.to_le_bytes(), &ik(0));
+    h.set_ring(100, false);
+    h.run0();
+    h.put(wake, &0u32.to_le_bytes(), &ik(1));
+    h.run0();
+    assert_eq!(h.int(wake, &0u32.to_le_bytes()), 0);
+    h.run0();
+    h.set_ring(4096, false);
+    h.run0();
+    assert_eq!(h.int(wake, &0u32.to_le_bytes()), 0);
+    let flags: Vec<u64> = h.records().iter().map(|r| r.flags).collect();
+    assert_eq!(flags, vec![1, 2, 1, 2]);
 }
 
 // ---------------------------------------------------------------------------

@@ -67,6 +67,14 @@ pub fn render(session: &Session, plan: &Plan, source: &str) -> String {
             prog.code.insns.len(),
             prog.code.stack_size
         );
+        if prog.dispatch > 0 {
+            let _ = writeln!(
+                out,
+                "  one program on {} for {} syscalls: it branches on the syscall number (e.probe and e.args per syscall)",
+                prog.points.first().map(|p| p.name.as_str()).unwrap_or("?"),
+                prog.dispatch
+            );
+        }
         for sp in &sites {
             let site = &sp.site;
             let layout: Vec<String> = site

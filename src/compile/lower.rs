@@ -41,6 +41,8 @@ pub struct Target<'a> {
     /// The data ring buffer and the per-probe lost-records array.
     pub data_ring: MapId,
     pub lost_map: MapId,
+    /// The reader's "about to sleep" flag (see `ir::StmtKind::Emit`).
+    pub wake_map: MapId,
     /// Id of this probe's first userspace site (ids are global).
     pub first_site: u32,
     /// Pending bytes in the data ring that trigger a wake-up of the reader.
@@ -564,6 +566,7 @@ impl<'a> Lowerer<'a> {
         StmtKind::Emit {
             ring: self.target.data_ring,
             lost: self.target.lost_map,
+            wake: Some(self.target.wake_map),
             site: id,
             probe: self.target.probe_index,
             fields,

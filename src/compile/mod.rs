@@ -3,6 +3,7 @@
 //! and generate BPF (`probes_ebpf`).
 
 pub mod closures;
+mod dispatch;
 pub mod exit_flag;
 pub mod explain;
 pub mod fields;
@@ -33,6 +34,7 @@ struct Pending {
     program: ProgramSpec,
     points: Vec<AttachPoint>,
     probe: usize,
+    dispatch: usize,
 }
 
 pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<Plan> {
@@ -51,6 +53,7 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
         data_ring,
         lost_map,
         stack_lost: lost_map + 1,
+        wake_map: lost_map + 2,
         sites: vec![],
         stack_maps: vec![],
         probes: vec![],
@@ -58,7 +61,7 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
         stop_map: 0,
     };
     let stack_maps = std::cell::RefCell::new(Vec::new());
-    let stack_base = lost_map + 2;
+    let stack_base = lost_map + 3;
     let mut pending: Vec<Pending> = Vec::new();
     let mut total_points = 0usize;
     let here = |def: &ProbeDef, msg: String| anyhow::Error::from(Diagnostic::at(file, def.pos, msg));
@@ -105,6 +108,9 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
                     ),
                 ));
             }
+            // Many syscall tracepoints: one program on raw_syscalls, lowered per syscall first.
+            let raw = if spec.kind == ProbeKind::Tracepoint { dispatch::target(&points, kernel) } else { None };
+            let first_pending = pending.len();
             let per_point = per_point || ptype.per_point(&points, kernel);
             let groups: Vec<Vec<AttachPoint>> =
                 if per_point { points.into_iter().map(|p| vec![p]).collect() } else { vec![points] };
@@ -121,6 +127,7 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
                     probe_index: probe_index as u32,
                     data_ring,
                     lost_map,
+                    wake_map: lost_map + 2,
                     first_site: plan.sites.len() as u32,
                     wake_bytes: opts.wake_bytes(),
                     join_max: opts.join_max,
@@ -155,7 +162,19 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
                         on_event: def.on_event.clone(),
                     });
                 }
-                pending.push(Pending { lowered, name: probe_name, ptype, program, points: group, probe: probe_index });
+                pending.push(Pending {
+                    lowered,
+                    name: probe_name,
+                    ptype,
+                    program,
+                    points: group,
+                    probe: probe_index,
+                    dispatch: 0,
+                });
+            }
+            if let Some(raw) = raw {
+                let program = ptype.program(&raw, false, kernel).map_err(|e| here(def, e.to_string()))?;
+                dispatch::merge(&mut pending, first_pending, raw, spec.full_name(), program);
             }
         }
     }
@@ -181,6 +200,7 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
     layouts.push(MapLayout { key: vec![], value: ValueKind::RingBuf });
     layouts.push(MapLayout { key: vec![], value: ValueKind::Agg(ir::AggKind::Sum) });
     layouts.push(MapLayout { key: vec![], value: ValueKind::Agg(ir::AggKind::Sum) });
+    layouts.push(MapLayout { key: vec![], value: ValueKind::Value(ir::Ty::Int) });
     for (i, (depth, user, _)) in stack_maps.borrow().iter().enumerate() {
         layouts.push(MapLayout { key: vec![], value: ValueKind::StackTrace { depth: *depth } });
         plan.stack_maps.push((stack_base + i as MapId, *depth, *user));
@@ -193,7 +213,7 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
     plan.stop_map = layouts.len() as MapId;
     layouts.push(MapLayout { key: vec![], value: ValueKind::Value(ir::Ty::Int) });
     let pid = ir::Expr::Builtin(ir::Builtin::Pid);
-    for Pending { lowered, name, ptype, program: spec, points, probe } in pending {
+    for Pending { lowered, name, ptype, program: spec, points, probe, dispatch } in pending {
         let site_ids = lowered.sites.iter().map(|s| s.id).collect();
         let mut body = lowered.body;
         // -p: every probe only sees the traced process; -c: the command and
@@ -236,6 +256,7 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
             probe,
             site_ids,
             internal: false,
+            dispatch,
         });
     }
     if let Some(map) = plan.follow_map {
@@ -326,6 +347,7 @@ fn follow_programs(
             probe: 0,
             site_ids: vec![],
             internal: true,
+            dispatch: 0,
         });
     }
     Ok(out)

@@ -11,6 +11,7 @@ pub mod fake;
 pub mod kallsyms;
 pub mod link;
 pub mod sys;
+pub mod syscalls;
 pub mod tracefs;
 pub mod tracepoint_format;
 pub mod verifier;

@@ -44,6 +44,8 @@ pub struct CompiledProgram {
     pub site_ids: Vec<u32>,
     /// rtrace's own program (following `-c`'s children), not a script probe.
     pub internal: bool,
+    /// Syscalls this `raw_syscalls` program dispatches to (compile/dispatch.rs); 0: none.
+    pub dispatch: usize,
 }
 
 /// Everything to load and run.
@@ -59,6 +61,8 @@ pub struct Plan {
     pub lost_map: MapId,
     /// Per-CPU counts of failed stack captures (slot 0 collisions, 1 map full).
     pub stack_lost: MapId,
+    /// One slot the reader raises before it sleeps: the next record wakes it.
+    pub wake_map: MapId,
     /// Userspace statement runs, indexed by site id.
     pub sites: Vec<SitePlan>,
     /// Stack maps: (map id, depth, user).
@@ -74,7 +78,7 @@ pub struct Plan {
 impl Plan {
     /// Probes of the script (rtrace's own programs not counted).
     pub fn attach_count(&self) -> usize {
-        self.programs.iter().filter(|p| !p.internal).map(|p| p.points.len()).sum::<usize>()
+        self.programs.iter().filter(|p| !p.internal).map(|p| p.dispatch.max(p.points.len())).sum::<usize>()
             + self.begin.len()
             + self.end.len()
     }

@@ -477,6 +477,12 @@ pub fn create_stop_flag() -> Result<libbpf_rs::MapHandle> {
     create_map(MapType::Array, "rtrace_stop", 4, 8, 1, 0).map_err(|e| anyhow!("cannot create the stop flag: {e}"))
 }
 
+/// The reader's "about to sleep" flag: one slot, raised by the reader
+/// before it sleeps and lowered by the first record after that, which wakes it.
+pub fn create_wake_flag() -> Result<libbpf_rs::MapHandle> {
+    create_map(MapType::Array, "rtrace_wake", 4, 8, 1, 0).map_err(|e| anyhow!("cannot create the wake-up flag: {e}"))
+}
+
 /// Raise the stop flag: from now on every program returns at once.
 pub fn set_stop_flag(map: &libbpf_rs::MapHandle) -> Result<()> {
     map.update(&0u32.to_ne_bytes(), &1u64.to_ne_bytes(), libbpf_rs::MapFlags::ANY)

@@ -43,6 +43,8 @@ pub struct Loaded {
     _follow: Option<libbpf_rs::MapHandle>,
     /// Every program's stop flag.
     pub stop: libbpf_rs::MapHandle,
+    /// The reader's "about to sleep" flag.
+    pub wake: libbpf_rs::MapHandle,
 }
 
 /// Create the maps and load every program through the verifier.
@@ -67,6 +69,8 @@ pub fn load_all(session: &Session, plan: &Plan, opts: &Config) -> Result<Loaded>
     fds[plan.control_ring as usize] = control.as_fd().as_raw_fd();
     fds[plan.data_ring as usize] = data.as_fd().as_raw_fd();
     fds[plan.lost_map as usize] = lost.as_fd().as_raw_fd();
+    let wake = kmaps::create_wake_flag()?;
+    fds[plan.wake_map as usize] = wake.as_fd().as_raw_fd();
     if !plan.stack_maps.is_empty() {
         let m = kmaps::create_stack_lost_counters()?;
         fds[plan.stack_lost as usize] = m.as_fd().as_raw_fd();
@@ -100,7 +104,7 @@ pub fn load_all(session: &Session, plan: &Plan, opts: &Config) -> Result<Loaded>
             Err(e) => return Err(verifier_error(session, plan, prog, &e, opts.verifier_log)),
         }
     }
-    Ok(Loaded { maps, control, data, lost, programs, stop, _follow: follow })
+    Ok(Loaded { maps, control, data, lost, programs, stop, wake, _follow: follow })
 }
 
 fn patch_maps(prog: &CompiledProgram, fds: &[i32]) -> Vec<Insn> {
@@ -211,8 +215,13 @@ pub fn run(session: &Session, plan: &Plan, opts: &Config, traced: Option<&mut ta
         }
     }
     let dup = |m: &libbpf_rs::MapHandle| libbpf_rs::MapHandle::try_from(m).map_err(|e| anyhow!("ring buffer: {e}"));
-    let mut reader =
-        reader::Reader::start(dup(&loaded.data)?, dup(&loaded.control)?, tracker, user_stack_offsets(plan))?;
+    let mut reader = reader::Reader::start(
+        dup(&loaded.data)?,
+        dup(&loaded.control)?,
+        dup(&loaded.wake)?,
+        tracker,
+        user_stack_offsets(plan),
+    )?;
     if !opts.quiet {
         match sink::format() {
             sink::Format::Text => sink::raw(&output::format_attached_text(plan.attach_count())),

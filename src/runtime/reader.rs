@@ -45,9 +45,17 @@ struct Shared {
     lost_controls: AtomicU64,
 }
 
-/// How long the reader sleeps when no wake-up comes: the bound on a lone
-/// event's delivery delay.
+/// How long the reader sleeps when no wake-up comes. A lone event does not
+/// wait for it: before this sleep the reader raises the wake flag, and the
+/// first record after that wakes it.
 pub const POLL_INTERVAL: Duration = Duration::from_millis(5);
+
+/// While records keep coming, the reader collects them this long before it
+/// looks again (no wake-up flag raised: the programs send without waking it,
+/// unless a large backlog is pending), so a busy ring is read in large
+/// batches with few wake-ups. A read that finds nothing means the ring has
+/// been quiet this long: then it raises the flag and sleeps.
+pub const BATCH_INTERVAL: Duration = Duration::from_millis(1);
 
 impl Reader {
     /// `ustacks[site]`: offsets of the user-stack values in that site's
@@ -55,6 +63,7 @@ impl Reader {
     pub fn start(
         data_ring: libbpf_rs::MapHandle,
         control_ring: libbpf_rs::MapHandle,
+        wake: libbpf_rs::MapHandle,
         tracker: Option<procmaps::Tracker>,
         ustacks: Vec<Vec<usize>>,
     ) -> anyhow::Result<Reader> {
@@ -68,7 +77,7 @@ impl Reader {
         let sh = shared.clone();
         let thread = std::thread::Builder::new().name("rtrace-reader".into()).spawn(move || {
             let controls = ControlOut { tx: control_tx, shared: sh };
-            read_loop(data_ring, control_ring, data_tx, controls, stop_flag, tracker, ustacks)
+            read_loop([data_ring, control_ring, wake], data_tx, controls, stop_flag, tracker, ustacks)
         })?;
         Ok(Reader { data: data_rx, control: control_rx, stop, thread: Some(thread), shared })
     }
@@ -113,9 +122,9 @@ impl ControlOut {
     }
 }
 
+/// `maps`: the data ring, the control ring and the wake flag.
 fn read_loop(
-    data_ring: libbpf_rs::MapHandle,
-    control_ring: libbpf_rs::MapHandle,
+    [data_ring, control_ring, wake]: [libbpf_rs::MapHandle; 3],
     data_tx: Sender<Batch>,
     control_tx: ControlOut,
     stop: Arc<AtomicBool>,
@@ -177,17 +186,38 @@ fn read_loop(
             let _ = data_tx.send(full);
         }
     };
+    let mut busy = false;
     loop {
         let stopping = stop.load(Ordering::SeqCst);
-        // Wake-ups are batched in the kernel: poll, then also drain whatever
-        // arrived without one.
-        let _ = ring.poll(POLL_INTERVAL);
-        let _ = ring.consume();
-        send();
         if stopping {
+            let _ = ring.consume_raw();
+            send();
             break;
         }
+        if busy {
+            // Busy: let records gather (a large backlog still wakes us).
+            let _ = ring.poll_raw(BATCH_INTERVAL);
+        } else {
+            // Quiet: say so, look once more (a record sent before its
+            // program saw the flag brings no wake-up), then sleep until the
+            // next record wakes us.
+            raise_wake_flag(&wake);
+            if ring.consume_raw() <= 0 {
+                let _ = ring.poll_raw(POLL_INTERVAL);
+            }
+        }
+        let _ = ring.consume_raw();
+        busy = !batch.borrow().is_empty() || !controls.borrow().is_empty();
+        send();
     }
+}
+
+/// Tell the programs the reader is about to sleep: the next record lowers
+/// the flag and wakes it.
+fn raise_wake_flag(wake: &libbpf_rs::MapHandle) {
+    use libbpf_rs::MapCore;
+    let _ = wake.update(&0u32.to_ne_bytes(), &1u64.to_ne_bytes(), libbpf_rs::MapFlags::ANY);
+    std::sync::atomic::fence(Ordering::SeqCst);
 }
 
 /// The pid of every user-stack value in a batch of records.

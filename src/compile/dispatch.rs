@@ -1,0 +1,165 @@
+//! Syscall wildcards on one program. A spec covering many syscall
+//! tracepoints of one direction (`tracepoint:syscalls:sys_enter_*`,
+//! `sys_exit_*`, a list) is lowered as usual (once per syscall when the
+//! body reads `e.probe` or `e.args`, with that syscall's name and format
+//! fields), and the result becomes one program on
+//! `tracepoint:raw_syscalls:sys_enter` (or `sys_exit`) that branches on the
+//! syscall number (a binary search, about log2(N) comparisons). Attaching
+//! and detaching cost one tracepoint instead of N. The records line up: a
+//! `sys_enter_NAME` record is `{common header, int __syscall_nr, unsigned
+//! long args...}` at offsets 8, 16, ... and the `raw_syscalls:sys_enter`
+//! record `{common header, long id, unsigned long args[6]}`, so each body
+//! reads its fields at the same offsets; likewise `ret` at 16 on exit.
+
+use probes_ebpf::ir::{BinOp, Expr, Stmt, StmtKind};
+
+use super::Pending;
+use crate::kernel::syscalls;
+use crate::kernel::Kernel;
+use crate::probes::{AttachPoint, AttachTarget, ProgramSpec};
+
+/// Fewer syscalls than this keep a tracepoint each: a `raw_syscalls`
+/// program runs on every syscall of every process, a syscall tracepoint's
+/// only on its own syscall.
+pub const MIN_SYSCALLS: usize = 8;
+
+/// The `raw_syscalls` point the spec's points dispatch from, when they are
+/// at least [`MIN_SYSCALLS`] syscall tracepoints of one direction with known
+/// numbers.
+pub fn target(points: &[AttachPoint], k: &dyn Kernel) -> Option<AttachPoint> {
+    if points.len() < MIN_SYSCALLS {
+        return None;
+    }
+    let dir = |p: &AttachPoint| match &p.target {
+        AttachTarget::Tracepoint { category, event } if category == "syscalls" => {
+            let (dir, name) = event.split_once('_').and_then(|(_, rest)| rest.split_once('_'))?;
+            syscalls::number(name)?;
+            Some(dir.to_string())
+        }
+        _ => None,
+    };
+    let first = dir(&points[0])?;
+    if !matches!(first.as_str(), "enter" | "exit") || !points.iter().all(|p| dir(p).as_ref() == Some(&first)) {
+        return None;
+    }
+    let event = format!("sys_{first}");
+    if !k.tracepoint_exists("raw_syscalls", &event).unwrap_or(false) {
+        return None;
+    }
+    Some(AttachPoint {
+        name: format!("tracepoint:raw_syscalls:{event}"),
+        target: AttachTarget::Tracepoint { category: "raw_syscalls".into(), event },
+    })
+}
+
+/// The syscall number of a `syscalls:sys_{enter,exit}_NAME` point.
+fn number(p: &AttachPoint) -> Option<i64> {
+    match &p.target {
+        AttachTarget::Tracepoint { event, .. } => {
+            let name = event.strip_prefix("sys_enter_").or_else(|| event.strip_prefix("sys_exit_"))?;
+            syscalls::number(name)
+        }
+        _ => None,
+    }
+}
+
+/// Join the programs `pending[first..]` into one on `raw` (loaded as
+/// `program`): per-syscall programs (the body reads `e.probe` or `e.args`)
+/// become the arms of a branch on the syscall number; a single program for
+/// every point (the same body for all) gets a test that the number is one
+/// of its syscalls. Per-syscall programs stay apart when their locals
+/// differ in type (an `e.args` field a string for one syscall, a number for
+/// another).
+pub fn merge(pending: &mut Vec<Pending>, first: usize, raw: AttachPoint, name: String, program: ProgramSpec) {
+    let group = &pending[first..];
+    if group.is_empty() || group.iter().any(|p| p.lowered.locals != group[0].lowered.locals) {
+        return;
+    }
+    let mut group: Vec<Pending> = pending.drain(first..).collect();
+    let syscalls = group.iter().map(|p| p.points.len()).sum();
+    let body = if group.len() == 1 {
+        let mut nrs: Vec<i64> = group[0].points.iter().filter_map(number).collect();
+        nrs.sort_unstable();
+        nrs.dedup();
+        let mut body = member(&nrs);
+        body.append(&mut group[0].lowered.body);
+        body
+    } else {
+        let mut arms: Vec<(i64, Vec<Stmt>)> = Vec::with_capacity(group.len());
+        for p in &mut group {
+            let nr = p.points.first().and_then(number).unwrap_or(-1);
+            arms.push((nr, std::mem::take(&mut p.lowered.body)));
+        }
+        arms.sort_by_key(|a| a.0);
+        tree(&arms)
+    };
+    let mut uses = Vec::new();
+    let mut sites = Vec::new();
+    for p in &mut group {
+        uses.append(&mut p.lowered.uses);
+        sites.append(&mut p.lowered.sites);
+    }
+    let head = group.swap_remove(0);
+    let mut lowered = head.lowered;
+    lowered.body = body;
+    lowered.uses = uses;
+    lowered.sites = sites;
+    pending.push(Pending {
+        lowered,
+        name,
+        ptype: head.ptype,
+        program,
+        points: vec![raw],
+        probe: head.probe,
+        dispatch: syscalls,
+    });
+}
+
+/// The syscall number: `long id` at offset 8 of both raw_syscalls records.
+fn id() -> Box<Expr> {
+    Box::new(Expr::CtxInt { offset: 8, size: 8, signed: true })
+}
+
+fn stmt(kind: StmtKind) -> Stmt {
+    Stmt { kind, span: Default::default() }
+}
+
+/// Leave unless the syscall number is one of `nrs` (sorted): a binary search.
+fn member(nrs: &[i64]) -> Vec<Stmt> {
+    match nrs {
+        [] => vec![stmt(StmtKind::Return)],
+        [nr] => vec![stmt(StmtKind::If {
+            cond: Expr::Binary(BinOp::Ne, id(), Box::new(Expr::Int(*nr))),
+            then: vec![stmt(StmtKind::Return)],
+            otherwise: vec![],
+        })],
+        _ => {
+            let mid = nrs.len() / 2;
+            vec![stmt(StmtKind::If {
+                cond: Expr::Binary(BinOp::Lt, id(), Box::new(Expr::Int(nrs[mid]))),
+                then: member(&nrs[..mid]),
+                otherwise: member(&nrs[mid..]),
+            })]
+        }
+    }
+}
+
+/// `if id < pivot { left } else { right }` down to `if id == nr { body }`.
+fn tree(arms: &[(i64, Vec<Stmt>)]) -> Vec<Stmt> {
+    match arms {
+        [] => vec![],
+        [(nr, body)] => vec![stmt(StmtKind::If {
+            cond: Expr::Binary(BinOp::Eq, id(), Box::new(Expr::Int(*nr))),
+            then: body.clone(),
+            otherwise: vec![],
+        })],
+        _ => {
+            let mid = arms.len() / 2;
+            vec![stmt(StmtKind::If {
+                cond: Expr::Binary(BinOp::Lt, id(), Box::new(Expr::Int(arms[mid].0))),
+                then: tree(&arms[..mid]),
+                otherwise: tree(&arms[mid..]),
+            })]
+        }
+    }
+}
