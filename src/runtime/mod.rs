@@ -403,10 +403,12 @@ fn drain(
         while let Ok(msg) = reader.control.try_recv() {
             control(session, loaded, msg);
         }
-        // After exit() from a probe, records queued before it still run
-        // (e.g. a print just before the exit); other stops skip them.
+        // Records queued when tracing stopped (Ctrl-C, -d, the -c command
+        // ending, exit() from a probe) were made before the stop, so they
+        // still run; after exit() from userspace or an error they are
+        // counted and skipped.
         let stopped = exit_requested(session) && !session.registry.lock().unwrap().exit_from_kernel;
-        if result.is_err() || stopped || signals::interrupted() {
+        if result.is_err() || stopped {
             skipped += count_records(&batch);
             continue;
         }

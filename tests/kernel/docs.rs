@@ -51,6 +51,14 @@ const PAGES: &[&str] = &[
     "zh/tutorial.md",
 ];
 
+/// Pages whose examples are not run yet, with the reason: they are checked
+/// by hand for now, and `every_page_is_checked` keeps the list honest.
+const NOT_RUN: &[(&str, &str)] = &[
+    ("ci.md", "its examples need the runnable-example markers (a run that serves or waits must be bounded)"),
+    ("fleet.md", "its examples start long-running services (--serve, --exporter) with no bound"),
+    ("tools.md", "its examples need the runnable-example markers"),
+];
+
 /// A command that has not ended after this long is killed and fails.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -643,7 +651,8 @@ fn every_page_is_checked() {
             }
         }
     }
-    let listed: BTreeSet<String> = PAGES.iter().map(|s| s.to_string()).collect();
+    let listed: BTreeSet<String> =
+        PAGES.iter().map(|s| s.to_string()).chain(NOT_RUN.iter().map(|(p, _)| p.to_string())).collect();
     assert_eq!(found, listed, "docs pages and the PAGES list in tests/kernel/docs.rs differ");
 }
 

@@ -445,8 +445,21 @@ fn block_tools_see_direct_writes() {
             .unwrap();
         assert!(st.success());
     };
-    let t = start_tool(&["biosnoop"]);
+    let mut t = start_tool(&["biosnoop"]);
     write();
+    // dd's writes have completed when it exits; wait until their lines are
+    // out (or give up after a while, for machines without a disk) before
+    // ending the run.
+    let comm = name[..name.len().min(14)].to_string();
+    let seen = std::cell::Cell::new(0);
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        t.wait_line("the 8th write", Duration::from_secs(10), |l| {
+            if l.contains(&format!(" {comm} ")) {
+                seen.set(seen.get() + 1);
+            }
+            seen.get() >= 8
+        })
+    }));
     let out = t.interrupt_and_finish();
     let hits = lines_with(&out, &[&format!(" {} ", &name[..name.len().min(14)])]);
     if hits.is_empty() && !out.stdout.lines().any(|l| l.contains(" W")) {
