@@ -13,7 +13,7 @@ use std::fmt::Write;
 
 use probes_ebpf::quantile;
 
-use super::maps::{lhist_inner_buckets, MapValue};
+use super::value::MapValue;
 
 /// One map's distribution (or one key's), as a script reads it.
 #[derive(Clone, Debug)]
@@ -300,6 +300,11 @@ pub fn readable(v: i64, unit_ns: u32) -> String {
         0
     };
     format!("{scaled:.digits$}{unit}")
+}
+
+/// Buckets between the below-min and from-max ones: `(max - min) / step`.
+pub fn lhist_inner_buckets(min: i64, max: i64, step: i64) -> i64 {
+    (max.wrapping_sub(min) / step.max(1)).max(0)
 }
 
 #[cfg(test)]

@@ -5,49 +5,15 @@ use std::cmp::Ordering;
 use std::fmt::Write;
 use std::ops::RangeInclusive;
 
+pub use super::dist::lhist_inner_buckets;
+pub use super::value::{KeyPart, MapDump, MapValue};
+
 /// Buckets in a log2 histogram: index 0 holds negative values, 1 holds 0,
 /// 2 holds 1, and index k >= 3 holds `[2^(k-2), 2^(k-1))`, up to k = 64.
 pub const HIST_LEN: usize = 65;
 
 /// Width of the `|@@@...|` bar column.
 const BAR_WIDTH: usize = 52;
-
-/// One part of a map key as userspace decoded it.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum KeyPart {
-    Int(i64),
-    Str(String),
-}
-
-/// A map value as userspace decoded it (per-CPU values already summed / combined).
-#[derive(Clone, Debug, PartialEq)]
-pub enum MapValue {
-    /// count(), sum(), min(), max(), plain `m[k] = v`.
-    Int(i64),
-    /// A string stored as a value.
-    Str(String),
-    /// avg(): printed as `total / count`, truncated toward zero.
-    Avg { count: u64, total: i64 },
-    /// stats(): printed as `count N, average A, total T`.
-    Stats { count: u64, total: i64 },
-    /// Log2 histogram counts indexed by [`hist_bucket`]; at most [`HIST_LEN`] are used.
-    Hist(Vec<u64>),
-    /// Linear histogram counts indexed by [`lhist_bucket`].
-    Lhist { min: i64, max: i64, step: i64, counts: Vec<u64> },
-    /// quantiles(): counts indexed by `probes_ebpf::quantile::bucket`;
-    /// `unit_ns` > 0 when the values are durations in units of that many ns.
-    Quantiles { unit_ns: u32, counts: Vec<u64> },
-}
-
-/// The decoded contents of one map.
-#[derive(Clone, Debug, PartialEq)]
-pub struct MapDump {
-    /// Map name without the leading `@`.
-    pub name: String,
-    /// `@total: 5` rather than `@calls[bash]: 12`.
-    pub keyless: bool,
-    pub entries: Vec<(Vec<KeyPart>, MapValue)>,
-}
 
 /// How a map is sorted and laid out; follows from the kind of its values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -298,11 +264,6 @@ fn non_empty_range(counts: &[u64], range: RangeInclusive<usize>) -> Option<Range
     let first = non_empty.next()?;
     let last = non_empty.next_back().unwrap_or(first);
     Some(first..=last)
-}
-
-/// Buckets between the below-min and from-max ones: `(max - min) / step`.
-pub(super) fn lhist_inner_buckets(min: i64, max: i64, step: i64) -> i64 {
-    (max.wrapping_sub(min) / step.max(1)).max(0)
 }
 
 /// `[low, high)` of inner linear histogram bucket `index` (1-based).

@@ -13,6 +13,7 @@ pub mod metrics;
 pub mod overhead;
 pub mod printf;
 pub mod sink;
+mod value;
 
 pub use json::{format_attached_json, format_lost_events_json, format_map_json, format_printf_json};
 pub use maps::{format_attached_text, format_map_text, lhist_len, KeyPart, MapDump, MapValue, HIST_LEN};

@@ -306,7 +306,6 @@ pub fn register(engine: &mut Engine, registry: &SharedRegistry) {
         all.truncate(n.max(0) as usize);
         Ok(all)
     });
-    super::dist::register(engine);
     engine.register_fn("folded", |ctx: NativeCallContext, m: &mut MapHandle| -> RhaiResult<String> {
         m.with_backend(ctx.call_position(), |b| b.folded()).map(|lines| lines.join("\n"))
     });

@@ -80,6 +80,7 @@ impl Session {
         engine.set_optimization_level(OptimizationLevel::None);
         engine.set_max_expr_depths(256, 256);
         api::register(&mut engine, &registry);
+        dist::register(&mut engine);
         userlib::register(&mut engine, &registry);
         checks::register(&mut engine, &registry);
         positional::register(&mut engine);
