@@ -852,15 +852,13 @@ pub fn suggest<'a>(wanted: &str, candidates: impl IntoIterator<Item = &'a str>) 
     }
     let candidates: Vec<&'a str> = candidates.into_iter().collect();
     let max_distance = ((wanted_len + 2) / 4).max(1);
-    let mut distance_rows = (Vec::new(), Vec::new(), Vec::new());
     // (tier, rank within tier, candidate); tier 0 = edit distance, 1 = containment
     let mut scored: Vec<(u8, usize, &'a str)> = Vec::new();
     for &candidate in &candidates {
         let lower = candidate.to_ascii_lowercase();
         let length_gap = lower.len().abs_diff(wanted_len);
         if length_gap <= max_distance {
-            let distance = edit_distance(wanted.as_bytes(), lower.as_bytes(), &mut distance_rows);
-            if distance <= max_distance {
+            if let Some(distance) = close_name(&wanted, &lower, max_distance) {
                 scored.push((0, distance, candidate));
                 continue;
             }
@@ -872,12 +870,14 @@ pub fn suggest<'a>(wanted: &str, candidates: impl IntoIterator<Item = &'a str>) 
     }
     if scored.is_empty() {
         // A weaker signal: a long shared substring (tier 2, longest first).
-        let min_common = (wanted_len * 7 / 10).max(5);
+        // Compared where the names differ: a long shared prefix alone
+        // (`syscalls:sys_enter_`) is not a common part.
         let mut common_rows = (Vec::new(), Vec::new());
         for &candidate in &candidates {
             let lower = candidate.to_ascii_lowercase();
-            let common = longest_common_substring(wanted.as_bytes(), lower.as_bytes(), &mut common_rows);
-            if common >= min_common {
+            let (w, c) = differing_parts(wanted.as_bytes(), lower.as_bytes());
+            let common = longest_common_substring(w, c, &mut common_rows);
+            if common >= (w.len() * 7 / 10).max(5) {
                 scored.push((2, usize::MAX - common, candidate));
             }
         }
@@ -934,31 +934,26 @@ fn unknown_tracepoint_message(category: &str, name: &str) -> String {
     }
 }
 
-/// Optimal string alignment distance (Levenshtein plus adjacent transposition).
-/// `rows` are scratch buffers reused across calls.
-fn edit_distance(a: &[u8], b: &[u8], rows: &mut (Vec<usize>, Vec<usize>, Vec<usize>)) -> usize {
-    let width = b.len() + 1;
-    let (before_previous, previous, current) = rows;
-    before_previous.clear();
-    before_previous.resize(width, 0);
-    previous.clear();
-    previous.extend(0..width);
-    current.clear();
-    current.resize(width, 0);
-    for i in 1..=a.len() {
-        current[0] = i;
-        for j in 1..=b.len() {
-            let cost = usize::from(a[i - 1] != b[j - 1]);
-            let mut best = (previous[j] + 1).min(current[j - 1] + 1).min(previous[j - 1] + cost);
-            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                best = best.min(before_previous[j - 2] + 1);
-            }
-            current[j] = best;
-        }
-        std::mem::swap(before_previous, previous);
-        std::mem::swap(previous, current);
+/// `a` and `b` without the prefix and suffix they share.
+fn differing_parts<'a, 'b>(a: &'a [u8], b: &'b [u8]) -> (&'a [u8], &'b [u8]) {
+    let prefix = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let room = a.len().min(b.len()) - prefix;
+    let suffix = a.iter().rev().zip(b.iter().rev()).take(room).take_while(|(x, y)| x == y).count();
+    (&a[prefix..a.len() - suffix], &b[prefix..b.len() - suffix])
+}
+
+/// The edit distance (optimal string alignment: an adjacent swap is one
+/// edit) between `wanted` and `candidate` when they are close: at most
+/// `max_distance` edits, and few for the part where they differ (a shared
+/// `sys_enter_` prefix does not make `nosuch` close to `mount`).
+fn close_name(wanted: &str, candidate: &str, max_distance: usize) -> Option<usize> {
+    let distance = strsim::osa_distance(wanted, candidate);
+    if distance > max_distance {
+        return None;
     }
-    previous[b.len()]
+    let (w, c) = differing_parts(wanted.as_bytes(), candidate.as_bytes());
+    let differing = w.len().max(c.len());
+    (distance <= (differing / 2).max(1)).then_some(distance)
 }
 
 /// Length of the longest common substring; `rows` are reused scratch buffers.
@@ -1089,10 +1084,13 @@ print fmt: \"dfd: 0x%08lx, filename: 0x%08lx\", ((unsigned long)(REC->dfd)), ((u
         assert!(by_substring.contains(&"sys_enter_openat".to_string()), "{by_substring:?}");
         assert_eq!(suggest("sched_swtich", names), vec!["sched_switch"]);
         assert!(suggest("zzzzzzzz", names).is_empty());
-        let mut rows = (Vec::new(), Vec::new(), Vec::new());
-        assert_eq!(edit_distance(b"abc", b"acb", &mut rows), 1);
-        assert_eq!(edit_distance(b"kitten", b"sitting", &mut rows), 3);
-        assert_eq!(edit_distance(b"", b"abc", &mut rows), 3);
+        // Only close names: a shared prefix alone is not close.
+        let syscalls = ["sys_enter_mount", "sys_enter_dup", "sys_enter_acct", "sys_enter_openat"];
+        assert!(suggest("sys_enter_nosuch", syscalls).is_empty(), "{:?}", suggest("sys_enter_nosuch", syscalls));
+        assert_eq!(suggest("sys_enter_opnet", syscalls), vec!["sys_enter_openat"]);
+        assert_eq!(suggest("sys_enter_mout", syscalls), vec!["sys_enter_mount"]);
+        let full = ["syscalls:sys_enter_newstat", "syscalls:sys_enter_newfstat", "syscalls:sys_enter_newlstat"];
+        assert!(suggest("syscalls:sys_enter_nosuch", full).is_empty());
         assert_eq!(longest_common_substring(b"openat_enter", b"sys_enter_openat", &mut (Vec::new(), Vec::new())), 6);
         assert_eq!(suggest("sched_swtch", ["sched_switch", "sched_swap_numa"]), vec!["sched_switch"]);
         assert_eq!(suggest("enter_openat_sys", ["sys_enter_openat", "sched_switch"]), vec!["sys_enter_openat"]);

@@ -2,12 +2,17 @@
 //! dry-run or run it. Errors come back as one line; the exit status follows
 //! design.md §1.
 
+mod args;
 pub mod explain;
+mod info;
 pub mod list;
+mod source;
+mod usage;
 
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Result};
+use usage::usage;
 use clap::Parser;
 
 use crate::compile::{self, Options};
@@ -16,71 +21,18 @@ use crate::runtime::target::TracedProcess;
 use crate::runtime::{self, RunOptions};
 use crate::script::{parse_duration, Session};
 
-#[derive(Parser, Debug)]
-#[command(
-    name = "rtrace",
-    version,
-    about = "A Linux tracer: Rhai scripts whose probes compile straight to eBPF",
-    override_usage = "rtrace [OPTIONS] SCRIPT.rhai [ARGS...]\n       rtrace [OPTIONS] -e 'SOURCE' [ARGS...]\n       rtrace -l [PATTERN]"
-)]
-pub struct Cli {
-    /// Program source to run instead of a script file.
-    #[arg(short = 'e', value_name = "SOURCE")]
-    pub source: Option<String>,
-    /// Stop after this long (e.g. 5s, 100ms).
-    #[arg(short = 'd', value_name = "DURATION")]
-    pub duration: Option<String>,
-    /// Output format: text or json (NDJSON).
-    #[arg(short = 'f', value_name = "FORMAT", default_value = "text")]
-    pub format: String,
-    /// Write output to FILE.
-    #[arg(short = 'o', value_name = "FILE")]
-    pub output: Option<String>,
-    /// Quiet: no "Attaching N probes..." line.
-    #[arg(short = 'q')]
-    pub quiet: bool,
-    /// Verbose: print compile and load details to stderr.
-    #[arg(short = 'v')]
-    pub verbose: bool,
-    /// Allow system() and other actions with side effects.
-    #[arg(long = "unsafe")]
-    pub allow_unsafe: bool,
-    /// Show maps, record layouts and BPF disassembly per probe; attach nothing.
-    #[arg(long)]
-    pub explain: bool,
-    /// Compile and load through the verifier; attach nothing.
-    #[arg(long = "dry-run")]
-    pub dry_run: bool,
-    /// Keep going after an error in a probe's userspace statements (count them).
-    #[arg(long = "keep-going")]
-    pub keep_going: bool,
-    /// Size of the event ring buffer, e.g. 4M (env RTRACE_RING_SIZE; default 1M).
-    #[arg(long = "ring-size", value_name = "BYTES")]
-    pub ring_size: Option<String>,
-    /// Trace only this process.
-    #[arg(short = 'p', value_name = "PID")]
-    pub pid: Option<i32>,
-    /// Run CMD (held until probes are attached), trace it, stop when it exits.
-    #[arg(short = 'c', value_name = "CMD")]
-    pub command: Option<String>,
-    /// List probes matching PATTERN.
-    #[arg(short = 'l')]
-    pub list: bool,
-    /// SCRIPT.rhai followed by its ARGS (or only ARGS with -e; the PATTERN with -l).
-    /// Options may come anywhere; ARGS that start with '-' go after `--`.
-    pub rest: Vec<String>,
-}
+pub use args::Cli;
 
 /// Run the command line; returns the process exit status.
 pub fn main() -> i32 {
     let cli = Cli::parse();
     let result = run(cli);
-    crate::output::sink::flush();
+    crate::output::sink::flush_all();
     match result {
         Ok(code) => code,
         Err(e) => {
             eprintln!("{}", one_line(&e));
-            1
+            usage::exit_status(&e)
         }
     }
 }
@@ -116,6 +68,10 @@ fn without_errno_numbers(line: &str) -> String {
 }
 
 fn run(cli: Cli) -> Result<i32> {
+    sink::set_no_warnings(cli.no_warnings);
+    if cli.info {
+        return info::run();
+    }
     if cli.list {
         return list::run(cli.rest.first().map(String::as_str), cli.verbose);
     }
@@ -123,20 +79,30 @@ fn run(cli: Cli) -> Result<i32> {
         Some(src) => ("-e".to_string(), src.clone(), cli.rest.clone()),
         None => {
             let Some(path) = cli.rest.first() else {
-                bail!("no script given: run `rtrace SCRIPT.rhai` or `rtrace -e 'SOURCE'` (see --help)");
+                return Err(usage(
+                    "rtrace: error: no script given: run `rtrace SCRIPT.rhai`, `rtrace -e 'SOURCE'` or `rtrace -` (see --help)",
+                ));
             };
-            let text = std::fs::read_to_string(path).map_err(|e| anyhow!("cannot read {path}: {e}"))?;
-            (path.clone(), text, cli.rest[1..].to_vec())
+            let (name, text) = source::read(path)?;
+            (name, text, cli.rest[1..].to_vec())
         }
     };
     let format = match cli.format.as_str() {
         "text" => sink::Format::Text,
         "json" => sink::Format::Json,
-        other => bail!("unknown output format '{other}' (use text or json)"),
+        other => return Err(usage(format!("rtrace: error: unknown output format '{other}' (use text or json)"))),
     };
+    sink::set_buffering(match cli.buffering.as_deref() {
+        Some("none") => sink::Buffering::None,
+        Some("line") => sink::Buffering::Line,
+        Some("full") => sink::Buffering::Full,
+        _ => sink::Buffering::Batch,
+    });
     sink::init(format, cli.output.as_deref()).map_err(|e| anyhow!("cannot open output: {e}"))?;
     let duration: Option<Duration> = match &cli.duration {
-        Some(d) => Some(parse_duration(d).ok_or_else(|| anyhow!("-d {d}: not a duration; write e.g. 5s or 100ms"))?),
+        Some(d) => Some(parse_duration(d).ok_or_else(|| {
+            usage(format!("rtrace: error: -d {d}: not a duration; write e.g. 5s or 100ms"))
+        })?),
         None => None,
     };
 
@@ -156,7 +122,7 @@ fn run(cli: Cli) -> Result<i32> {
     }
     let ring_size = ring_size(cli.ring_size.as_deref())?;
     if cli.pid.is_some() && cli.command.is_some() {
-        bail!("-p and -c can't be used together");
+        return Err(usage("rtrace: error: -p and -c can't be used together"));
     }
     let mut traced = match (&cli.pid, &cli.command) {
         (Some(pid), _) => Some(TracedProcess::existing(*pid)?),
@@ -177,8 +143,14 @@ fn run(cli: Cli) -> Result<i32> {
         return Ok(0);
     }
     check_privileges()?;
-    let run_opts =
-        RunOptions { duration, quiet: cli.quiet, dry_run: cli.dry_run, keep_going: cli.keep_going, ring_size };
+    let run_opts = RunOptions {
+        duration,
+        quiet: cli.quiet,
+        dry_run: cli.dry_run,
+        keep_going: cli.keep_going,
+        ring_size,
+        verbose: cli.verbose,
+    };
     let result = runtime::run(&session, &plan, &run_opts, traced.as_mut());
     if let Some(t) = traced.as_mut() {
         t.stop();
@@ -206,7 +178,7 @@ fn ring_size(flag: Option<&str>) -> Result<u32> {
     let bytes = num.parse::<u64>().ok().map(|n| n * mult).filter(|&n| (4096..=(1u64 << 30)).contains(&n));
     match bytes {
         Some(b) => Ok(b.next_power_of_two() as u32),
-        None => bail!("ring size '{text}': give a size from 4K to 1G, e.g. 4M"),
+        None => Err(usage(format!("rtrace: error: ring size '{text}': give a size from 4K to 1G, e.g. 4M"))),
     }
 }
 
@@ -240,7 +212,7 @@ fn monotonic_ns() -> i64 {
 }
 
 /// Root, or CAP_BPF + CAP_PERFMON (or CAP_SYS_ADMIN).
-fn check_privileges() -> Result<()> {
+pub(crate) fn check_privileges() -> Result<()> {
     if unsafe { libc::geteuid() } == 0 {
         return Ok(());
     }

@@ -128,7 +128,7 @@ fn push_lhist_json(out: &mut String, counts: &[u64], min: i64, max: i64, step: i
 
 /// bpftrace's JSON string escaping: `"`, `\`, `\n`, `\r`, `\t` by name,
 /// other control characters as `\u00XX`, everything else as is.
-fn escape_json(s: &str) -> String {
+pub(super) fn escape_json(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

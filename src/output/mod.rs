@@ -8,6 +8,7 @@
 mod json;
 mod maps;
 pub mod printf;
+pub mod records;
 pub mod sink;
 
 pub use json::{format_attached_json, format_lost_events_json, format_map_json, format_printf_json};

@@ -4,11 +4,13 @@
 //! report lost events.
 
 pub mod continuation;
+pub mod dump;
 pub mod kmaps;
 pub mod reader;
 pub mod signals;
 pub mod stacks;
 pub mod target;
+pub mod verbose;
 
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::Arc;
@@ -34,6 +36,8 @@ pub struct RunOptions {
     pub keep_going: bool,
     /// Data ring size in bytes.
     pub ring_size: u32,
+    /// `-v`: report programs, maps and attach points on stderr.
+    pub verbose: bool,
 }
 
 /// Programs loaded into the kernel, with the maps they use.
@@ -204,6 +208,9 @@ pub fn run(
             }
         }
     }
+    if opts.verbose {
+        verbose::print(plan, &loaded);
+    }
     let dup = |m: &libbpf_rs::MapHandle| libbpf_rs::MapHandle::try_from(m).map_err(|e| anyhow!("ring buffer: {e}"));
     let mut reader =
         reader::Reader::start(dup(&loaded.data)?, dup(&loaded.control)?, tracker, user_stack_offsets(plan))?;
@@ -237,7 +244,7 @@ pub fn run(
     let skipped = drain(session, plan, &loaded, &reader, &mut conts, &mut result);
     reader.join();
     if skipped > 0 {
-        eprintln!("rtrace: {skipped} queued event(s) were not processed because tracing stopped");
+        sink::warn(&format!("rtrace: {skipped} queued event(s) were not processed because tracing stopped"));
     }
     if result.is_ok() {
         for p in &plan.end {
@@ -247,8 +254,8 @@ pub fn run(
             }
         }
     }
-    print_remaining_maps(session, &loaded);
-    report_lost(plan, &loaded);
+    dump::print_all_maps(session, &loaded, dump::Occasion::Exit);
+    dump::report_new_losses(plan, &loaded);
     sink::flush();
     stacks::report();
     if conts.errors > 0 && conts.keep_going {
@@ -305,6 +312,7 @@ fn event_loop(
     mut traced: Option<&mut target::TracedProcess>,
 ) -> Result<()> {
     let start = Instant::now();
+    let mut lost_checked = start;
     let deadline = opts.duration.map(|d| start + d);
     for p in &plan.begin {
         session.call(&p.ast, &p.closure)?;
@@ -350,6 +358,13 @@ fn event_loop(
         }
         sink::flush();
         let now = Instant::now();
+        if signals::take_print_request() {
+            dump::print_all_maps(session, loaded, dump::Occasion::Signal);
+        }
+        if now.duration_since(lost_checked) >= Duration::from_secs(1) {
+            lost_checked = now;
+            dump::report_new_losses(plan, loaded);
+        }
         for (i, t) in timers.iter().enumerate() {
             if next_due[i].is_some_and(|d| now >= d) {
                 next_due[i] = if t.repeat { Some(now + t.period) } else { None };
@@ -436,33 +451,11 @@ fn control(session: &Session, loaded: &Loaded, (kind, _probe, arg): reader::Cont
             if let Err(e) = r {
                 eprintln!("rtrace: map {}: {e}", m.name);
             }
-            if kind != CONTROL_ZERO {
+            if kind == CONTROL_CLEAR {
                 session.registry.lock().unwrap().maps[arg as usize].mark_handled();
             }
         }
         _ => {}
-    }
-}
-
-/// Print, by name, every non-empty map the script didn't print or clear itself.
-fn print_remaining_maps(session: &Session, loaded: &Loaded) {
-    let handles = session.registry.lock().unwrap().maps.clone();
-    let mut dumps: Vec<output::MapDump> = handles
-        .iter()
-        .zip(&loaded.maps)
-        .filter(|(h, _)| !h.handled_by_script())
-        .filter_map(|(_, m)| m.dump().ok())
-        .filter(|d| !d.entries.is_empty())
-        .collect();
-    if dumps.is_empty() {
-        return;
-    }
-    dumps.sort_by(|a, b| a.name.cmp(&b.name));
-    if sink::format() == sink::Format::Text {
-        sink::raw("\n\n");
-    }
-    for d in &dumps {
-        sink::map(d);
     }
 }
 
@@ -483,13 +476,4 @@ pub fn lost_counts(plan: &Plan, loaded: &Loaded) -> Vec<(String, u64)> {
         }
     }
     out
-}
-
-fn report_lost(plan: &Plan, loaded: &Loaded) {
-    for (probe, lost) in lost_counts(plan, loaded) {
-        match sink::format() {
-            sink::Format::Text => eprintln!("Lost {lost} events on probe {probe}"),
-            sink::Format::Json => sink::raw(&output::format_lost_events_json(&probe, lost)),
-        }
-    }
 }

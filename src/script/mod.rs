@@ -4,6 +4,7 @@
 
 pub mod api;
 pub mod modules;
+pub mod statements;
 pub mod userlib;
 
 use std::sync::{Arc, Mutex};
@@ -76,6 +77,7 @@ impl Session {
         let ast = engine
             .compile(source)
             .map_err(|e| anyhow!("{}:{}: error: syntax error: {}", file_name, position_text(e.1), e.0))?;
+        statements::collect(&ast);
         let mut scope = Scope::new();
         let argv: rhai::Array = args.iter().map(|a| Dynamic::from(a.clone())).collect();
         scope.push_constant("ARGS", argv);

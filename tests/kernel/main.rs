@@ -6,6 +6,7 @@
 mod common;
 
 mod btf;
+mod compat;
 mod emit;
 mod errors;
 mod examples;
