@@ -422,12 +422,17 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| {
         &[("ME", &tid())],
     );
     let run_flood = |extra: &[&str]| {
-        let mut args = extra.to_vec();
+        // -B line: "slow" is out before the callback sleeps.
+        let mut args = vec!["-B", "line"];
+        args.extend(extra);
         args.extend(["-e", &src]);
         let mut t = Tracer::start(&args);
         t.wait_attached();
-        getppid_n(200);
+        getppid_n(1);
         t.wait_line("the slow callback", Duration::from_secs(10), |l| l == "slow");
+        // Queued behind it, in a later batch.
+        getppid_n(200);
+        std::thread::sleep(Duration::from_millis(100));
         t.interrupt_and_finish()
     };
     let loud = run_flood(&[]);
