@@ -428,8 +428,10 @@ probe("END", || {
         lines.iter().position(|l| *l == "FOLDED_STR").unwrap_or_else(|| panic!("no FOLDED_STR marker\n{out}"));
     let as_str: Vec<&str> = lines[from_str + 1..from].iter().copied().filter(|l| !l.is_empty()).collect();
     assert_eq!(as_str, folded.iter().map(String::as_str).collect::<Vec<_>>(), "m.folded() vs print_folded(m)\n{out}");
+    // Printed by END, and again at exit (every non-empty map is).
     let total = out.map_lines("total");
-    assert_eq!(total.len(), 1, "{out}");
+    assert_eq!(total.len(), 2, "{out}");
+    assert_eq!(total[0], total[1], "{out}");
     let total =
         total[0].strip_prefix("@total: ").and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("odd {total:?}"));
     (folded, total, out)
