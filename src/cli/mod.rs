@@ -12,8 +12,8 @@ mod usage;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Result};
-use usage::usage;
 use clap::Parser;
+use usage::usage;
 
 use crate::compile::{self, Options};
 use crate::output::sink;
@@ -100,9 +100,10 @@ fn run(cli: Cli) -> Result<i32> {
     });
     sink::init(format, cli.output.as_deref()).map_err(|e| anyhow!("cannot open output: {e}"))?;
     let duration: Option<Duration> = match &cli.duration {
-        Some(d) => Some(parse_duration(d).ok_or_else(|| {
-            usage(format!("rtrace: error: -d {d}: not a duration; write e.g. 5s or 100ms"))
-        })?),
+        Some(d) => Some(
+            parse_duration(d)
+                .ok_or_else(|| usage(format!("rtrace: error: -d {d}: not a duration; write e.g. 5s or 100ms")))?,
+        ),
         None => None,
     };
 

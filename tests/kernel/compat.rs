@@ -256,10 +256,7 @@ fn aliased_kernel_functions_get_the_name_perf_shows() {
         eprintln!("skipped: __x64_sys_getppid has no __do_sys_getppid alias here ({names:?})");
         return;
     }
-    let src = format!(
-        r#"probe("BEGIN", || {{ print(ksym(0x{addr:x})); print(ksym(0x{:x})); exit(); }});"#,
-        addr + 5
-    );
+    let src = format!(r#"probe("BEGIN", || {{ print(ksym(0x{addr:x})); print(ksym(0x{:x})); exit(); }});"#, addr + 5);
     let out = run(&["-e", &src]);
     assert_eq!(out.code, Some(0), "{out}");
     assert_eq!(out.lines()[1..], ["__x64_sys_getppid", "__x64_sys_getppid"], "aliases {names:?}\n{out}");
