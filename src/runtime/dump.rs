@@ -27,7 +27,7 @@ pub fn print_all_maps(session: &Session, loaded: &Loaded, occasion: Occasion) {
         .zip(&loaded.maps)
         .filter(|(h, _)| occasion == Occasion::Signal || !h.printed_folded())
         .filter_map(|(h, m)| m.dump().ok().map(|d| (h.handled_by_script(), d)))
-        .filter(|(cleared, d)| !d.entries.is_empty() && !(*cleared && d.keyless && all_zero(d)))
+        .filter(|(cleared, d)| !(d.entries.is_empty() || *cleared && d.keyless && all_zero(d)))
         .map(|(_, d)| d)
         .collect();
     if dumps.is_empty() {
