@@ -13,6 +13,7 @@ use crate::insn::*;
 use crate::ir::*;
 
 mod aggread;
+mod strings;
 
 /// Kernel limit on a BPF program's stack.
 pub const MAX_STACK: i32 = 512;
@@ -902,6 +903,7 @@ impl<'a> Gen<'a> {
                 Ok(ra)
             }
             Expr::StrEq(a, b) => self.str_eq(a, b),
+            Expr::StrSearch(op, a, b) => self.str_search(*op, a, b),
             Expr::MapGet { map, key } => {
                 match self.prog.maps[*map as usize].value {
                     ValueKind::Agg(kind) => return self.agg_read(*map, key, kind),
@@ -933,7 +935,8 @@ impl<'a> Gen<'a> {
             | Expr::Comm
             | Expr::CtxCharArray { .. }
             | Expr::CtxDataLocStr { .. }
-            | Expr::ReadStr { .. } => Err(self.err("a string is used where a number is expected")),
+            | Expr::ReadStr { .. }
+            | Expr::ReadBuf { .. } => Err(self.err("a string is used where a number is expected")),
         }
     }
 
@@ -1080,6 +1083,7 @@ impl<'a> Gen<'a> {
                 self.emit(Insn::call(if *user { h::PROBE_READ_USER_STR } else { h::PROBE_READ_KERNEL_STR }));
                 self.release(p);
             }
+            Expr::ReadBuf { ptr, len: n, max, user } => self.read_buf(ptr, n, *max, *user, dst, slot)?,
             Expr::Local(id) => {
                 let Ty::Bytes(n) = self.local_ty(*id) else {
                     return Err(self.err("a number is used where a string is expected"));
@@ -1163,7 +1167,12 @@ fn stack_ids_in(stmts: &[Stmt], out: &mut Vec<MapId>) {
                 }
             }
             Expr::ReadMem { addr: a, .. } | Expr::ReadStr { ptr: a, .. } | Expr::Unary(_, a) => expr(a, out),
-            Expr::Binary(_, a, b) | Expr::LogicalAnd(a, b) | Expr::LogicalOr(a, b) | Expr::StrEq(a, b) => {
+            Expr::Binary(_, a, b)
+            | Expr::LogicalAnd(a, b)
+            | Expr::LogicalOr(a, b)
+            | Expr::StrEq(a, b)
+            | Expr::StrSearch(_, a, b)
+            | Expr::ReadBuf { ptr: a, len: b, .. } => {
                 expr(a, out);
                 expr(b, out);
             }
