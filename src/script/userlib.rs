@@ -35,6 +35,22 @@ pub fn local_time(fmt: &str) -> String {
     }
 }
 
+thread_local! {
+    /// The members the kernel read for `kptr(v, T).a.b` in the userspace
+    /// statements running now, by (v, T).
+    static KPTRS: std::cell::RefCell<std::collections::HashMap<(i64, String), rhai::Map>> = Default::default();
+}
+
+/// `"struct sock *"` and `"struct  sock"` name one type: `struct sock`.
+fn kptr_type(written: &str) -> String {
+    written.trim().trim_end_matches('*').split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Set what `kptr(v, T)` answers in the userspace statements about to run.
+pub fn set_kptrs(members: std::collections::HashMap<(i64, String), rhai::Map>) {
+    KPTRS.with(|k| *k.borrow_mut() = members);
+}
+
 pub fn register(engine: &mut Engine, registry: &SharedRegistry) {
     engine.register_fn("printf", |ctx: NativeCallContext, fmt: &str| do_printf(&ctx, fmt, &[]));
     engine.register_fn("printf", |ctx: NativeCallContext, fmt: &str, a: Dynamic| do_printf(&ctx, fmt, &[a]));
@@ -79,6 +95,16 @@ pub fn register(engine: &mut Engine, registry: &SharedRegistry) {
         (a[..a.len().min(n)] != b[..b.len().min(n)]) as i64
     });
     engine.register_fn("strcontains", |a: &str, b: &str| a.contains(b));
+    // `kptr(v, "struct T").member` in a userspace statement: the members the
+    // kernel read there, as an object map.
+    engine.register_fn("kptr", |ctx: NativeCallContext, v: i64, ty: &str| -> RhaiResult<rhai::Map> {
+        KPTRS.with(|k| k.borrow().get(&(v, kptr_type(ty))).cloned()).ok_or_else(|| {
+            Box::new(EvalAltResult::ErrorRuntime(
+                "kptr(v, type) is read in a probe: follow it with a member (kptr(v, \"struct T\").field) or read it in a kernel `let`".into(),
+                ctx.call_position(),
+            ))
+        })
+    });
     engine.register_fn("str", |s: &str, _len: i64| s.to_string());
     engine.register_fn("str", |ctx: NativeCallContext, _p: i64| -> RhaiResult<String> {
         fail_at("str(address) reads kernel or user memory, so it must run in a probe", ctx.call_position())
