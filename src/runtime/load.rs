@@ -149,19 +149,18 @@ fn verifier_error(
 /// attached and name the `probe()` call the refused point comes from.
 pub fn attach_all(session: &Session, plan: &Plan, loaded: &Loaded) -> Result<Vec<Attachment>> {
     let mut attachments: Vec<Attachment> = Vec::new();
-    for (prog, fd) in plan.programs.iter().zip(&loaded.programs) {
-        for point in &prog.points {
-            match prog.probe_type.attach(point, fd.as_fd()) {
-                Ok(a) => attachments.push(a),
-                Err(e) => {
-                    link::detach_all(attachments);
-                    let text = format!("{e:#}");
-                    if text.contains(": error:") {
-                        return Err(e);
-                    }
-                    let at = probe_position(session, plan, prog);
-                    return Err(anyhow!("{}:{at}: error: {text}", session.file_name));
+    for (i, point) in plan.attach_order() {
+        let (prog, fd) = (&plan.programs[i], &loaded.programs[i]);
+        match prog.probe_type.attach(point, fd.as_fd()) {
+            Ok(a) => attachments.push(a),
+            Err(e) => {
+                link::detach_all(attachments);
+                let text = format!("{e:#}");
+                if text.contains(": error:") {
+                    return Err(e);
                 }
+                let at = probe_position(session, plan, prog);
+                return Err(anyhow!("{}:{at}: error: {text}", session.file_name));
             }
         }
     }

@@ -23,7 +23,7 @@ pub enum StackMode {
     Bpftrace,
     /// `\tADDR func+off (module)`, as perf prints.
     Perf,
-    /// Addresses only.
+    /// Addresses only, one per line, not indented.
     Raw,
 }
 
@@ -245,14 +245,15 @@ pub fn format_stack(frames: &[Frame], mode: StackMode) -> String {
                 }
                 out.push_str(&perf_frame(f));
             }
-            StackMode::Raw => out.push_str(&format!("        {:x}\n", f.addr)),
+            // Raw addresses are not indented (bpftrace).
+            StackMode::Raw => out.push_str(&format!("{:x}\n", f.addr)),
         }
     }
     out
 }
 
-/// The same stack as a map key prints it: 4 spaces in (bpftrace 0.17), perf
-/// frames with a tab, each frame on its own line.
+/// The same stack as a map key prints it: 4 spaces in (bpftrace 0.17), raw
+/// addresses unindented, perf frames with a tab, each frame on its own line.
 pub fn format_stack_key(frames: &[Frame], mode: StackMode) -> String {
     let mut out = String::from("\n");
     for f in frames {
@@ -262,7 +263,8 @@ pub fn format_stack_key(frames: &[Frame], mode: StackMode) -> String {
                 out.push_str(&perf_frame(f));
                 out.push('\n');
             }
-            StackMode::Raw => out.push_str(&format!("    {:x}\n", f.addr)),
+            // Raw addresses are not indented, in keys too (bpftrace).
+            StackMode::Raw => out.push_str(&format!("{:x}\n", f.addr)),
         }
     }
     out
@@ -322,7 +324,7 @@ mod tests {
         let f = &frames()[..1];
         assert_eq!(format_stack_key(f, StackMode::Bpftrace), "\n    do_sys_openat2+26\n");
         assert_eq!(format_stack(f, StackMode::Bpftrace), "\n        do_sys_openat2+26\n");
-        assert_eq!(format_stack_key(f, StackMode::Raw), "\n    ffffffff8142d130\n");
+        assert_eq!(format_stack_key(f, StackMode::Raw), "\nffffffff8142d130\n");
         assert_eq!(
             format_stack_key(f, StackMode::Perf),
             "\n\tffffffff8142d130 do_sys_openat2+0x1a ([kernel.kallsyms])\n"
