@@ -603,7 +603,7 @@ pub fn printed_stacks(stdout: &str, marker: &str) -> Vec<Vec<String>> {
         if *l == marker {
             let frames = lines[i + 1..]
                 .iter()
-                // Frames are indented (bpftrace, perf modes) or bare hex addresses (raw).
+                // Frames are indented (bpftrace, perf modes) or bare hex (raw mode).
                 .take_while(|f| {
                     f.starts_with("        ")
                         || f.starts_with('\t')
