@@ -163,29 +163,9 @@ fn fail_at<T>(msg: impl Into<String>, pos: Position) -> RhaiResult<T> {
     Err(Box::new(EvalAltResult::ErrorRuntime(Dynamic::from(msg.into()), pos)))
 }
 
-/// Register `system(fmt)` .. `system(fmt, a1..a6)`.
+/// Register `system(fmt)` and `system(fmt, values...)`.
 pub fn register(engine: &mut Engine) {
-    engine.register_fn("system", |ctx: NativeCallContext, f: &str| request(&ctx, f, &[]));
-    engine.register_fn("system", |ctx: NativeCallContext, f: &str, a: Dynamic| request(&ctx, f, &[a]));
-    engine.register_fn("system", |ctx: NativeCallContext, f: &str, a: Dynamic, b: Dynamic| request(&ctx, f, &[a, b]));
-    engine.register_fn("system", |ctx: NativeCallContext, f: &str, a: Dynamic, b: Dynamic, c: Dynamic| {
-        request(&ctx, f, &[a, b, c])
-    });
-    engine.register_fn("system", |ctx: NativeCallContext, f: &str, a: Dynamic, b: Dynamic, c: Dynamic, d: Dynamic| {
-        request(&ctx, f, &[a, b, c, d])
-    });
-    engine.register_fn(
-        "system",
-        |ctx: NativeCallContext, f: &str, a: Dynamic, b: Dynamic, c: Dynamic, d: Dynamic, e: Dynamic| {
-            request(&ctx, f, &[a, b, c, d, e])
-        },
-    );
-    engine.register_fn(
-        "system",
-        |ctx: NativeCallContext, f: &str, a: Dynamic, b: Dynamic, c: Dynamic, d: Dynamic, e: Dynamic, g: Dynamic| {
-            request(&ctx, f, &[a, b, c, d, e, g])
-        },
-    );
+    super::formatting::register_formatting(engine, "system", request);
 }
 
 /// At exit: wait up to [`EXIT_WAIT`] for the queued commands, then stop

@@ -4,6 +4,8 @@
 
 use rhai::{Dynamic, Engine, EvalAltResult, NativeCallContext};
 
+use super::formatting::{register_formatting, spread};
+
 include!(concat!(env!("OUT_DIR"), "/tools.rs"));
 
 /// The source of the embedded tool `name`.
@@ -35,49 +37,20 @@ fn formatted(ctx: &NativeCallContext, fmt: &str, args: &[Dynamic]) -> RhaiResult
         .map_err(|e| Box::new(EvalAltResult::ErrorRuntime(Dynamic::from(e), ctx.call_position())))
 }
 
-/// `sprintf(fmt, ...)` (up to 6 values, or one array of them), `eprint(text)`
-/// and `eprintf(fmt, ...)` (to stderr).
+/// `sprintf(fmt, ...)` (any number of values, or one array of them),
+/// `eprint(text)` and `eprintf(fmt, ...)` (to stderr).
 pub fn register(engine: &mut Engine) {
-    engine.register_fn("sprintf", |ctx: NativeCallContext, fmt: &str| formatted(&ctx, fmt, &[]));
-    engine.register_fn("sprintf", |ctx: NativeCallContext, fmt: &str, a: rhai::Array| formatted(&ctx, fmt, &a));
-    engine.register_fn("sprintf", |ctx: NativeCallContext, fmt: &str, a: Dynamic| {
-        if a.is_array() {
-            return formatted(&ctx, fmt, &a.into_array().unwrap_or_default());
-        }
-        formatted(&ctx, fmt, &[a])
+    register_formatting(engine, "sprintf", |ctx: &NativeCallContext, fmt: &str, values: &[Dynamic]| {
+        formatted(ctx, fmt, &spread(values))
     });
-    engine.register_fn("sprintf", |ctx: NativeCallContext, fmt: &str, a: Dynamic, b: Dynamic| {
-        formatted(&ctx, fmt, &[a, b])
-    });
-    engine.register_fn("sprintf", |ctx: NativeCallContext, fmt: &str, a: Dynamic, b: Dynamic, c: Dynamic| {
-        formatted(&ctx, fmt, &[a, b, c])
-    });
-    engine.register_fn(
-        "sprintf",
-        |ctx: NativeCallContext, fmt: &str, a: Dynamic, b: Dynamic, c: Dynamic, d: Dynamic| {
-            formatted(&ctx, fmt, &[a, b, c, d])
-        },
-    );
-    engine.register_fn(
-        "sprintf",
-        |ctx: NativeCallContext, fmt: &str, a: Dynamic, b: Dynamic, c: Dynamic, d: Dynamic, e: Dynamic| {
-            formatted(&ctx, fmt, &[a, b, c, d, e])
-        },
-    );
-    engine.register_fn(
-        "sprintf",
-        |ctx: NativeCallContext, fmt: &str, a: Dynamic, b: Dynamic, c: Dynamic, d: Dynamic, e: Dynamic, f: Dynamic| {
-            formatted(&ctx, fmt, &[a, b, c, d, e, f])
-        },
-    );
     // rtrace's own process id, so that a tool can leave out its own events.
     engine.register_fn("rtrace_pid", || std::process::id() as i64);
     engine.register_fn("eprint", |text: &str| {
         crate::output::sink::flush();
         eprintln!("{text}");
     });
-    engine.register_fn("eprintf", |ctx: NativeCallContext, fmt: &str, a: rhai::Array| -> RhaiResult<()> {
-        let text = formatted(&ctx, fmt, &a)?;
+    register_formatting(engine, "eprintf", |ctx: &NativeCallContext, fmt: &str, values: &[Dynamic]| {
+        let text = formatted(ctx, fmt, &spread(values))?;
         crate::output::sink::flush();
         eprint!("{text}");
         Ok(())

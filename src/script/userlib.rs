@@ -36,32 +36,7 @@ pub fn local_time(fmt: &str) -> String {
 }
 
 pub fn register(engine: &mut Engine, registry: &SharedRegistry) {
-    engine.register_fn("printf", |ctx: NativeCallContext, fmt: &str| do_printf(&ctx, fmt, &[]));
-    engine.register_fn("printf", |ctx: NativeCallContext, fmt: &str, a: Dynamic| do_printf(&ctx, fmt, &[a]));
-    engine.register_fn("printf", |ctx: NativeCallContext, fmt: &str, a: Dynamic, b: Dynamic| {
-        do_printf(&ctx, fmt, &[a, b])
-    });
-    engine.register_fn("printf", |ctx: NativeCallContext, fmt: &str, a: Dynamic, b: Dynamic, c: Dynamic| {
-        do_printf(&ctx, fmt, &[a, b, c])
-    });
-    engine.register_fn(
-        "printf",
-        |ctx: NativeCallContext, fmt: &str, a: Dynamic, b: Dynamic, c: Dynamic, d: Dynamic| {
-            do_printf(&ctx, fmt, &[a, b, c, d])
-        },
-    );
-    engine.register_fn(
-        "printf",
-        |ctx: NativeCallContext, fmt: &str, a: Dynamic, b: Dynamic, c: Dynamic, d: Dynamic, e: Dynamic| {
-            do_printf(&ctx, fmt, &[a, b, c, d, e])
-        },
-    );
-    engine.register_fn(
-        "printf",
-        |ctx: NativeCallContext, fmt: &str, a: Dynamic, b: Dynamic, c: Dynamic, d: Dynamic, e: Dynamic, f: Dynamic| {
-            do_printf(&ctx, fmt, &[a, b, c, d, e, f])
-        },
-    );
+    super::formatting::register_formatting(engine, "printf", do_printf);
     engine.register_fn("time", || local_time("%H:%M:%S"));
     engine.register_fn("time", |fmt: &str| local_time(fmt));
     engine.register_fn("join", |a: rhai::Array| join(&a, " "));
