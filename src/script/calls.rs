@@ -45,6 +45,9 @@ pub const KERNEL_CALLS: &[(&str, &[usize])] = &[
     ("zero", &[1]),
 ];
 
+/// Aggregations: only the kernel forms count (not Rhai's `min(a, b)`).
+const AGGREGATIONS: &[&str] = &["count", "sum", "avg", "stats", "hist", "lhist", "quantiles"];
+
 /// Rhai's keyword functions (not in any package; any arity is left to Rhai).
 const KEYWORDS: &[&str] =
     &["print", "debug", "type_of", "eval", "Fn", "call", "curry", "is_shared", "is_def_var", "is_def_fn", "this"];
@@ -60,6 +63,8 @@ type Arities = HashMap<String, BTreeSet<usize>>;
 struct Known {
     /// Global functions: the engine's and the kernel built-ins.
     native: Arities,
+    /// Aggregation calls: only their kernel forms (the userspace ones only say "use it in a probe").
+    aggregations: Arities,
     /// The script's functions (a method call binds `this`, so `x.f(a)` calls `fn f(a)`).
     script: Arities,
     /// Module namespace → its functions.
@@ -121,6 +126,12 @@ impl Known {
         }
         for (name, arities) in KERNEL_CALLS {
             k.native.entry(name.to_string()).or_default().extend(arities.iter());
+            if AGGREGATIONS.contains(name) {
+                k.aggregations.insert(name.to_string(), arities.iter().copied().collect());
+            }
+        }
+        for name in FORMATTING {
+            k.native.entry(name.to_string()).or_default().extend(1..=MAX_VALUES + 1);
         }
         for (name, _, value) in session.scope.iter() {
             k.variables.insert(name.to_string());
@@ -235,7 +246,10 @@ fn check_call(known: &Known, call: &FnCallExpr, pos: Position, method: bool) -> 
     if (!method && known.variables.contains(name)) || (method && known.properties.contains(name)) {
         return None;
     }
-    let native = known.native.get(name);
+    let native = match method {
+        false if AGGREGATIONS.contains(&name) => known.aggregations.get(name),
+        _ => known.native.get(name),
+    };
     let script = known.script.get(name);
     let fits = if method {
         native.is_some_and(|a| a.contains(&(n + 1))) || script.is_some_and(|a| a.contains(&n) || a.contains(&(n + 1)))

@@ -65,7 +65,7 @@ fn unknown_functions_are_refused_with_close_names() {
     refused(r#"probe("t:syscalls:sys_enter_read", |e| { prnt(e.pid); });"#, &["t.rhai:1:42: error:", "unknown function `prnt`", "`print`"]);
     refused("probe(\"END\", || {\n  let x = quantile(3);\n});", &["t.rhai:2:11:", "unknown function `quantile`", "`quantiles`"]);
     refused(r#"fn helper(a) { a } probe("END", || { helpr(1); });"#, &["unknown function `helpr`", "`helper`"]);
-    refused(r#"probe("END", || { let a = "abc"; print(a.lenght()); });"#, &["unknown method `.lenght()`", "`len`"]);
+    refused(r#"probe("END", || { let a = "abc"; print(a.to_uper()); });"#, &["unknown method `.to_uper()`", "`to_upper`"]);
     refused(r#"probe("END", || { frobnicate(); });"#, &["unknown function `frobnicate`"]);
     refused(r#"probe("END", || { print(fmt::byts(1)); });"#, &["module `fmt` has no function `byts`", "`fmt::bytes`"]);
     refused(r#"import "fmt" as f; probe("END", || { print(f::nss(1)); });"#, &["module `fmt` has no function `nss`", "`fmt::ns`"]);
@@ -105,7 +105,7 @@ fn bpftrace_habits_get_the_rtrace_form() {
 fn probe_source_strings_are_checked_at_the_probe() {
     refused(
         "let x = 1;\nprobe(\"t:syscalls:sys_enter_read\", \"|e| { prnt(e.pid); }\");",
-        &["t.rhai:2:1:", "unknown function `prnt`", "in the probe source string, at 1:8"],
+        &["t.rhai:2:1:", "unknown function `prnt`", "in the probe source string, at 1:7"],
     );
 }
 

@@ -88,6 +88,7 @@ impl Session {
         checks::register(&mut engine, &registry);
         positional::register(&mut engine);
         tools::register(&mut engine);
+        formatting::register(&mut engine);
         modules::install(&mut engine);
         let ast = engine.compile(source).map_err(|e| {
             let hint = habits::syntax_hint(source, e.1).map(|h| format!(": {h}")).unwrap_or_default();

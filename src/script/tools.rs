@@ -2,9 +2,9 @@
 //! functions that tools need and every script may use: `sprintf`, `eprint`,
 //! `eprintf`, `rtrace_pid`.
 
-use rhai::{Dynamic, Engine, EvalAltResult, NativeCallContext};
+use rhai::{Dynamic, Engine, EvalAltResult, Position};
 
-use super::formatting::{register_formatting, spread};
+use super::formatting::spread;
 
 include!(concat!(env!("OUT_DIR"), "/tools.rs"));
 
@@ -32,28 +32,30 @@ pub fn description(name: &str, source: &str) -> String {
 
 type RhaiResult<T> = Result<T, Box<EvalAltResult>>;
 
-fn formatted(ctx: &NativeCallContext, fmt: &str, args: &[Dynamic]) -> RhaiResult<String> {
-    crate::output::printf::format(fmt, args)
-        .map_err(|e| Box::new(EvalAltResult::ErrorRuntime(Dynamic::from(e), ctx.call_position())))
+fn formatted(pos: Position, fmt: &str, args: &[Dynamic]) -> RhaiResult<String> {
+    crate::output::printf::format(fmt, args).map_err(|e| Box::new(EvalAltResult::ErrorRuntime(Dynamic::from(e), pos)))
 }
 
-/// `sprintf(fmt, ...)` (any number of values, or one array of them),
-/// `eprint(text)` and `eprintf(fmt, ...)` (to stderr).
+/// `sprintf(fmt, values...)` (or one array of values): the formatted text.
+pub fn sprintf(pos: Position, fmt: &str, values: &[Dynamic]) -> RhaiResult<Dynamic> {
+    formatted(pos, fmt, &spread(values)).map(Dynamic::from)
+}
+
+/// `eprintf(fmt, values...)` (or one array of values): the text on stderr.
+pub fn eprintf(pos: Position, fmt: &str, values: &[Dynamic]) -> RhaiResult<Dynamic> {
+    let text = formatted(pos, fmt, &spread(values))?;
+    crate::output::sink::flush();
+    eprint!("{text}");
+    Ok(Dynamic::UNIT)
+}
+
+/// `rtrace_pid()` and `eprint(text)` (sprintf and eprintf: formatting.rs).
 pub fn register(engine: &mut Engine) {
-    register_formatting(engine, "sprintf", |ctx: &NativeCallContext, fmt: &str, values: &[Dynamic]| {
-        formatted(ctx, fmt, &spread(values))
-    });
     // rtrace's own process id, so that a tool can leave out its own events.
     engine.register_fn("rtrace_pid", || std::process::id() as i64);
     engine.register_fn("eprint", |text: &str| {
         crate::output::sink::flush();
         eprintln!("{text}");
-    });
-    register_formatting(engine, "eprintf", |ctx: &NativeCallContext, fmt: &str, values: &[Dynamic]| {
-        let text = formatted(ctx, fmt, &spread(values))?;
-        crate::output::sink::flush();
-        eprint!("{text}");
-        Ok(())
     });
 }
 

@@ -12,13 +12,14 @@ fn fail_at<T>(msg: impl Into<String>, pos: Position) -> RhaiResult<T> {
     Err(Box::new(EvalAltResult::ErrorRuntime(Dynamic::from(msg.into()), pos)))
 }
 
-fn do_printf(ctx: &NativeCallContext, fmt: &str, args: &[Dynamic]) -> RhaiResult<()> {
+/// `printf(fmt, values...)`: the text goes to the output (registered by formatting.rs).
+pub fn printf(pos: Position, fmt: &str, args: &[Dynamic]) -> RhaiResult<Dynamic> {
     match printf::format(fmt, args) {
         Ok(text) => {
             sink::script_text(&text);
-            Ok(())
+            Ok(Dynamic::UNIT)
         }
-        Err(e) => fail_at(e, ctx.call_position()),
+        Err(e) => fail_at(e, pos),
     }
 }
 
@@ -36,7 +37,6 @@ pub fn local_time(fmt: &str) -> String {
 }
 
 pub fn register(engine: &mut Engine, registry: &SharedRegistry) {
-    super::formatting::register_formatting(engine, "printf", do_printf);
     engine.register_fn("time", || local_time("%H:%M:%S"));
     engine.register_fn("time", |fmt: &str| local_time(fmt));
     engine.register_fn("join", |a: rhai::Array| join(&a, " "));
@@ -47,7 +47,6 @@ pub fn register(engine: &mut Engine, registry: &SharedRegistry) {
     engine.register_fn("str", |ctx: NativeCallContext, _p: i64| -> RhaiResult<String> {
         fail_at("str(address) reads kernel or user memory, so it must run in a probe", ctx.call_position())
     });
-    super::system::register(engine);
     // Symbols: kernel addresses, user addresses of a process.
     engine.register_fn("ksym", |addr: i64| crate::symbols::stacks::ksym_name(addr as u64));
     engine.register_fn("usym", |addr: i64, pid: i64| {
