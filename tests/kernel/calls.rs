@@ -151,3 +151,37 @@ fn a_record_past_the_bpf_stack_is_a_clear_error() {
     );
     assert!(out.stderr.starts_with(&want), "{out}");
 }
+
+#[test]
+fn usdt_arguments_past_arg9_in_one_printf() {
+    let Some(_g) = setup() else { return };
+    // The fixture writes its .note.stapsdt by hand: no <sys/sdt.h> needed.
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/usdt_many.c");
+    let dir = TempDir::new();
+    let bin = dir.join(&format!("u12_{}", token()));
+    let built = match std::process::Command::new("gcc").args(["-O2", "-o"]).arg(&bin).arg(fixture).output() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("skipped: cannot run gcc: {e}");
+            return;
+        }
+    };
+    assert!(built.status.success(), "gcc failed:\n{}", String::from_utf8_lossy(&built.stderr));
+    let values: Vec<String> = (0..12).map(|k| format!("e.arg{k}")).collect();
+    let src = format!(
+        r#"probe("usdt:{}:t12:many", |e| {{ printf("{}\n", {}); }});"#,
+        bin.display(),
+        vec!["%d"; 12].join(" "),
+        values.join(", ")
+    );
+    let mut t = Tracer::start(&["-e", &src]);
+    t.wait_attached();
+    let ran = std::process::Command::new(&bin).arg("3").status().unwrap();
+    assert!(ran.success());
+    t.wait_count("three records", std::time::Duration::from_secs(20), 3, |l| !l.starts_with("Attaching"));
+    let out = t.interrupt_and_finish();
+    let want: Vec<String> =
+        (1..=3).map(|i| (0..12).map(|k| (100 * i + k).to_string()).collect::<Vec<_>>().join(" ")).collect();
+    let got: Vec<&str> = out.lines().into_iter().filter(|l| !l.starts_with("Attaching")).collect();
+    assert_eq!(got, want, "{out}");
+}
