@@ -385,8 +385,14 @@ mod tests {
         assert_eq!(f("%lu %llu %.2f", vec![i(1), i(2), x(1.5)]), "1 2 1.50");
         // Expected strings from glibc's printf with the same arguments.
         assert_eq!(f("[%+d] [% d] [%+5d] [%-+5d]", vec![i(7), i(7), i(7), i(7)]), "[+7] [ 7] [   +7] [+7   ]");
-        assert_eq!(f("[%.3d] [%8.3d] [%08.3d] [%.0d]", vec![i(7), i(-7), i(7), i(0)]), "[007] [    -007] [     007] []");
-        assert_eq!(f("[%#x] [%#X] [%#o] [%#x] [%#o]", vec![i(255), i(255), i(8), i(0), i(0)]), "[0xff] [0XFF] [010] [0] [0]");
+        assert_eq!(
+            f("[%.3d] [%8.3d] [%08.3d] [%.0d]", vec![i(7), i(-7), i(7), i(0)]),
+            "[007] [    -007] [     007] []"
+        );
+        assert_eq!(
+            f("[%#x] [%#X] [%#o] [%#x] [%#o]", vec![i(255), i(255), i(8), i(0), i(0)]),
+            "[0xff] [0XFF] [010] [0] [0]"
+        );
         assert_eq!(f("[%#010x] [%-#8x|]", vec![i(255), i(255)]), "[0x000000ff] [0xff    |]");
         assert_eq!(f("%u %x %o", vec![i(-1), i(-1), i(8)]), "18446744073709551615 ffffffffffffffff 10");
         assert_eq!(f("%p %c%c", vec![i(4096), i(65), i(0x142)]), "0x1000 AB");
@@ -397,7 +403,10 @@ mod tests {
     fn length_modifiers_truncate_like_c() {
         // bpftrace's runtime test: $x = 0x12345678abcdef.
         let v = 0x12345678abcdef_i64;
-        assert_eq!(f("%hhx %hx %jx %lx %llx", vec![i(v), i(v), i(v), i(v), i(v)]), "ef cdef 12345678abcdef 12345678abcdef 12345678abcdef");
+        assert_eq!(
+            f("%hhx %hx %jx %lx %llx", vec![i(v), i(v), i(v), i(v), i(v)]),
+            "ef cdef 12345678abcdef 12345678abcdef 12345678abcdef"
+        );
         assert_eq!(f("%x", vec![i(v)]), "12345678abcdef");
         assert_eq!(f("%hhd %hhu %hd %hu", vec![i(255), i(255), i(65535), i(65535)]), "-1 255 -1 65535");
         assert_eq!(f("%hhd %hd %zd %td %qd", vec![i(0x180), i(0x18000), i(-5), i(-6), i(-7)]), "-128 -32768 -5 -6 -7");
@@ -408,22 +417,47 @@ mod tests {
     fn floats_as_c() {
         // Each expected string is what glibc's printf prints.
         assert_eq!(f("%f %.0f %.1f %#.0f", vec![x(3.14159), x(2.5), x(0.05), x(3.0)]), "3.141590 2 0.1 3.");
-        assert_eq!(f("%e %E %.2e %.0e", vec![x(1234.5), x(0.000123), x(-1e100), x(5.0)]), "1.234500e+03 1.230000E-04 -1.00e+100 5e+00");
-        assert_eq!(f("%g %g %g %g", vec![x(100000.0), x(1000000.0), x(0.0001), x(0.00001)]), "100000 1e+06 0.0001 1e-05");
-        assert_eq!(f("%g %G %.3g %.10g", vec![x(3.14159), x(1e-10), x(1234.5), x(1.0 / 3.0)]), "3.14159 1E-10 1.23e+03 0.3333333333");
+        assert_eq!(
+            f("%e %E %.2e %.0e", vec![x(1234.5), x(0.000123), x(-1e100), x(5.0)]),
+            "1.234500e+03 1.230000E-04 -1.00e+100 5e+00"
+        );
+        assert_eq!(
+            f("%g %g %g %g", vec![x(100000.0), x(1000000.0), x(0.0001), x(0.00001)]),
+            "100000 1e+06 0.0001 1e-05"
+        );
+        assert_eq!(
+            f("%g %G %.3g %.10g", vec![x(3.14159), x(1e-10), x(1234.5), x(1.0 / 3.0)]),
+            "3.14159 1E-10 1.23e+03 0.3333333333"
+        );
         assert_eq!(f("%#g %g %.0g %g", vec![x(1.5), x(0.0), x(123.0), x(-2.5)]), "1.50000 0 1e+02 -2.5");
-        assert_eq!(f("[%10.3f] [%-10.2e|] [%010.2f] [%+.1f] [% .1f]", vec![x(3.14159), x(314.0), x(-3.14159), x(1.0), x(1.0)]), "[     3.142] [3.14e+02  |] [-000003.14] [+1.0] [ 1.0]");
-        assert_eq!(f("%f %F %e %g %5.1f", vec![x(f64::INFINITY), x(f64::NEG_INFINITY), x(f64::NAN), x(f64::INFINITY), x(f64::NAN)]), "inf -INF nan inf   nan");
+        assert_eq!(
+            f("[%10.3f] [%-10.2e|] [%010.2f] [%+.1f] [% .1f]", vec![x(3.14159), x(314.0), x(-3.14159), x(1.0), x(1.0)]),
+            "[     3.142] [3.14e+02  |] [-000003.14] [+1.0] [ 1.0]"
+        );
+        assert_eq!(
+            f(
+                "%f %F %e %g %5.1f",
+                vec![x(f64::INFINITY), x(f64::NEG_INFINITY), x(f64::NAN), x(f64::INFINITY), x(f64::NAN)]
+            ),
+            "inf -INF nan inf   nan"
+        );
         assert_eq!(f("%f %e", vec![i(2), i(-3)]), "2.000000 -3.000000e+00");
         assert_eq!(f("%g %.2g", vec![x(999999.5), x(0.000999)]), "1e+06 0.001");
     }
 
     #[test]
     fn widths_and_precisions_from_values() {
-        assert_eq!(f("[%*d] [%-*s|] [%.*f] [%*.*s]", vec![i(5), i(42), i(4), "ab".into(), i(2), x(3.14159), i(4), i(2), "xyz".into()]), "[   42] [ab  |] [3.14] [  xy]");
+        assert_eq!(
+            f(
+                "[%*d] [%-*s|] [%.*f] [%*.*s]",
+                vec![i(5), i(42), i(4), "ab".into(), i(2), x(3.14159), i(4), i(2), "xyz".into()]
+            ),
+            "[   42] [ab  |] [3.14] [  xy]"
+        );
         // A negative width left-aligns; a negative precision is as if omitted.
         assert_eq!(f("[%*d] [%.*f]", vec![i(-4), i(7), i(-1), x(1.5)]), "[7   ] [1.500000]");
-        let needed: usize = parse("%*d %-*.*s %%").unwrap().iter().map(|p| if let Piece::Conv(s) = p { s.values() } else { 0 }).sum();
+        let needed: usize =
+            parse("%*d %-*.*s %%").unwrap().iter().map(|p| if let Piece::Conv(s) = p { s.values() } else { 0 }).sum();
         assert_eq!(needed, 5);
     }
 

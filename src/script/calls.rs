@@ -281,7 +281,11 @@ fn check_call(known: &Known, call: &FnCallExpr, pos: Position, method: bool) -> 
 /// `print(a, b)`, and `Fn("name")` naming no function.
 fn keyword_call(known: &Known, call: &FnCallExpr, method: bool) -> Option<String> {
     let name = call.name.as_str();
-    if name == "print" && !method && call.args.len() != 1 && !known.native.get("print").is_some_and(|a| a.contains(&call.args.len())) {
+    if name == "print"
+        && !method
+        && call.args.len() != 1
+        && !known.native.get("print").is_some_and(|a| a.contains(&call.args.len()))
+    {
         let hint = habits::call_hint(name, &call.args).map(|h| format!(": {h}")).unwrap_or_default();
         return Some(format!("`print` takes 1 argument, {} given{hint}", call.args.len()));
     }

@@ -62,20 +62,38 @@ fn what_rtrace_scripts_write_passes() {
 
 #[test]
 fn unknown_functions_are_refused_with_close_names() {
-    refused(r#"probe("t:syscalls:sys_enter_read", |e| { prnt(e.pid); });"#, &["t.rhai:1:42: error:", "unknown function `prnt`", "`print`"]);
-    refused("probe(\"END\", || {\n  let x = quantile(3);\n});", &["t.rhai:2:11:", "unknown function `quantile`", "`quantiles`"]);
+    refused(
+        r#"probe("t:syscalls:sys_enter_read", |e| { prnt(e.pid); });"#,
+        &["t.rhai:1:42: error:", "unknown function `prnt`", "`print`"],
+    );
+    refused(
+        "probe(\"END\", || {\n  let x = quantile(3);\n});",
+        &["t.rhai:2:11:", "unknown function `quantile`", "`quantiles`"],
+    );
     refused(r#"fn helper(a) { a } probe("END", || { helpr(1); });"#, &["unknown function `helpr`", "`helper`"]);
-    refused(r#"probe("END", || { let a = "abc"; print(a.to_uper()); });"#, &["unknown method `.to_uper()`", "`to_upper`"]);
+    refused(
+        r#"probe("END", || { let a = "abc"; print(a.to_uper()); });"#,
+        &["unknown method `.to_uper()`", "`to_upper`"],
+    );
     refused(r#"probe("END", || { frobnicate(); });"#, &["unknown function `frobnicate`"]);
     refused(r#"probe("END", || { print(fmt::byts(1)); });"#, &["module `fmt` has no function `byts`", "`fmt::bytes`"]);
-    refused(r#"import "fmt" as f; probe("END", || { print(f::nss(1)); });"#, &["module `fmt` has no function `nss`", "`fmt::ns`"]);
+    refused(
+        r#"import "fmt" as f; probe("END", || { print(f::nss(1)); });"#,
+        &["module `fmt` has no function `nss`", "`fmt::ns`"],
+    );
     refused(r#"probe("END", || { let f = Fn("helpr"); });"#, &["Fn(\"helpr\") names no function"]);
 }
 
 #[test]
 fn wrong_argument_counts_are_refused() {
-    refused(r#"let m = map(); probe("t:syscalls:sys_enter_read", |e| { m[1] = hist(1, 2); });"#, &["`hist` takes 1 argument, 2 given"]);
-    refused(r#"let m = map(); probe("t:syscalls:sys_enter_read", |e| { m[1] = lhist(1); });"#, &["`lhist` takes", "1 given"]);
+    refused(
+        r#"let m = map(); probe("t:syscalls:sys_enter_read", |e| { m[1] = hist(1, 2); });"#,
+        &["`hist` takes 1 argument, 2 given"],
+    );
+    refused(
+        r#"let m = map(); probe("t:syscalls:sys_enter_read", |e| { m[1] = lhist(1); });"#,
+        &["`lhist` takes", "1 given"],
+    );
     refused(r#"let m = map(); probe("END", || { m.remove(); });"#, &["`.remove()` takes 1 argument, 0 given"]);
     refused(r#"fn f(a, b) { a } probe("END", || { f(1); });"#, &["`f` takes 2 arguments, 1 given"]);
     refused(r#"probe("END", || { print("%d", 1); });"#, &["`print` takes 1 argument, 2 given", "printf"]);
@@ -85,8 +103,14 @@ fn wrong_argument_counts_are_refused() {
 
 #[test]
 fn literal_formats_are_checked_against_their_values() {
-    refused(r#"probe("t:syscalls:sys_enter_read", |e| { printf("%d %s\n", e.pid); });"#, &["printf: the format \"%d %s\\n\" takes 2 values, 1 given"]);
-    refused(r#"probe("END", || { let s = sprintf("%d", 1, 2); });"#, &["sprintf: the format", "takes 1 value, 2 given"]);
+    refused(
+        r#"probe("t:syscalls:sys_enter_read", |e| { printf("%d %s\n", e.pid); });"#,
+        &["printf: the format \"%d %s\\n\" takes 2 values, 1 given"],
+    );
+    refused(
+        r#"probe("END", || { let s = sprintf("%d", 1, 2); });"#,
+        &["sprintf: the format", "takes 1 value, 2 given"],
+    );
     refused(r#"probe("END", || { printf("%k\n", 1); });"#, &["unknown conversion %k"]);
     refused(r#"probe("END", || { printf("%*d\n", 1); });"#, &["takes 2 values, 1 given"]);
     refused(r#"probe("END", || { system("kill %d %d", 1); });"#, &["system: the format", "takes 2 values, 1 given"]);

@@ -67,7 +67,6 @@ impl Formatting {
             f(Position::NONE, fmt.as_str(), &values).map(Some)
         });
     }
-
 }
 
 /// Register printf, sprintf, eprintf and system on `engine`.
@@ -115,7 +114,10 @@ mod tests {
         assert!(engine.eval::<String>(&src).is_err());
         // The method form and function pointers reach it too.
         assert_eq!(engine.eval::<String>(r#""%d-%s".fmt(1, "a")"#).unwrap(), "1-a");
-        assert_eq!(engine.eval::<String>(r#"Fn("fmt").call("%d%d%d%d%d%d%d%d", 1, 2, 3, 4, 5, 6, 7, 8)"#).unwrap(), "12345678");
+        assert_eq!(
+            engine.eval::<String>(r#"Fn("fmt").call("%d%d%d%d%d%d%d%d", 1, 2, 3, 4, 5, 6, 7, 8)"#).unwrap(),
+            "12345678"
+        );
         // Within the ladder an error names the call's line (past it the
         // check before attaching names it, for a literal format).
         let e = engine.eval::<String>("let a = 1;\nfmt(\"%d\", 1, 2)").unwrap_err();

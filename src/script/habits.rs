@@ -5,8 +5,8 @@ use rhai::{Expr, Position};
 
 /// bpftrace's builtin variables, written as calls (`pid()`, `kstack()`).
 const EVENT_FIELDS: &[&str] = &[
-    "pid", "tid", "uid", "gid", "comm", "cpu", "nsecs", "elapsed", "cgroup", "curtask", "rand", "retval", "func", "probe",
-    "kstack", "ustack", "args", "username",
+    "pid", "tid", "uid", "gid", "comm", "cpu", "nsecs", "elapsed", "cgroup", "curtask", "rand", "retval", "func",
+    "probe", "kstack", "ustack", "args", "username",
 ];
 
 /// bpftrace functions rtrace has no function for (yet), with what to use.

@@ -28,7 +28,10 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| {
     // Same for a bpftrace habit, in END, under --dry-run.
     let out = run(&["--dry-run", "-e", r#"let m = map(); probe("END", || { delete(m[1]); });"#]);
     assert_eq!(out.code, Some(1), "{out}");
-    assert!(out.stderr.contains("-e:1:34: error: unknown function `delete`: bpftrace's delete(@m[key]) is `m.remove(key)`"), "{out}");
+    assert!(
+        out.stderr.contains("-e:1:34: error: unknown function `delete`: bpftrace's delete(@m[key]) is `m.remove(key)`"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -71,11 +74,7 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| {
     let out = t.finish();
     assert_eq!(out.code, Some(0), "{out}");
     let lines: Vec<&str> = out.lines().into_iter().filter(|l| !l.starts_with("Attaching")).collect();
-    let want = format!(
-        "{me} {} {} {comm} 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 {comm} {me:x}",
-        me * 2,
-        me + 1
-    );
+    let want = format!("{me} {} {} {comm} 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 {comm} {me:x}", me * 2, me + 1);
     assert_eq!(lines, vec![want.as_str()], "{out}");
 }
 
