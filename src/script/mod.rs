@@ -10,6 +10,7 @@ pub mod formatting;
 pub mod habits;
 pub mod modules;
 pub mod positional;
+pub mod statements;
 pub mod system;
 pub mod tools;
 pub mod userlib;
@@ -94,6 +95,7 @@ impl Session {
             let hint = habits::syntax_hint(source, e.1).map(|h| format!(": {h}")).unwrap_or_default();
             Diagnostic::at(file_name, e.1, format!("syntax error: {}{hint}", e.0))
         })?;
+        statements::collect(&ast);
         let mut scope = Scope::new();
         let argv: rhai::Array = args.iter().map(|a| Dynamic::from(a.clone())).collect();
         scope.push_constant("ARGS", argv);

@@ -8,6 +8,7 @@ mod common;
 mod btf;
 mod calls;
 mod ci;
+mod compat;
 mod dispatch;
 mod docs;
 mod emit;
