@@ -1,5 +1,5 @@
 //! C-style `printf` formatting as bpftrace does it: `%d %i %u %o %x %X %c %s
-//! %p`, the float forms `%f %F %e %E %g %G`, `%%`; flags `-+ 0#`; a width
+//! %p`, `%r` (a buf() value), the float forms `%f %F %e %E %g %G`, `%%`; flags `-+ 0#`; a width
 //! and a precision, each a number or `*` (taken from the next value); length
 //! modifiers `hh` (8 bits) and `h` (16 bits) truncate the value, while none,
 //! `l`, `ll`, `j`, `z`, `t`, `q` and `L` keep all 64 bits (rtrace's integers
@@ -51,7 +51,7 @@ impl Spec {
 
     /// Whether the conversion prints a number (a map handle there is a mistake).
     pub fn numeric(&self) -> bool {
-        !matches!(self.conv, 's' | 'c')
+        !matches!(self.conv, 's' | 'c' | 'r')
     }
 }
 
@@ -63,7 +63,7 @@ pub enum Piece {
 }
 
 /// The conversions a `%` may end in.
-const CONVERSIONS: &str = "diuoxXcspfFeEgG";
+const CONVERSIONS: &str = "diuoxXcsrpfFeEgG";
 
 /// Split `fmt` into text and conversions; an unknown conversion or a `%`
 /// cut short is an error naming it.
@@ -215,7 +215,8 @@ fn convert(spec: &Spec, arg: &Dynamic) -> Result<String, String> {
     let width = fixed(spec.width).unwrap_or(0);
     let precision = fixed(spec.precision);
     Ok(match spec.conv {
-        's' => {
+        // `%r`: a buf() value, already shown hex-escaped.
+        's' | 'r' => {
             let s = arg.to_string();
             let s = match precision {
                 Some(p) => s.chars().take(p).collect(),

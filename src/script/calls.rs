@@ -39,6 +39,8 @@ pub const KERNEL_CALLS: &[(&str, &[usize])] = &[
     ("str", &[1, 2]),
     ("ksym", &[1]),
     ("emit", &[1]),
+    ("buf", &[2]),
+    ("kptr", &[2]),
     ("exit", &[0, 1]),
     ("print", &[1]),
     ("clear", &[1]),
