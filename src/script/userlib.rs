@@ -12,13 +12,14 @@ fn fail_at<T>(msg: impl Into<String>, pos: Position) -> RhaiResult<T> {
     Err(Box::new(EvalAltResult::ErrorRuntime(Dynamic::from(msg.into()), pos)))
 }
 
-fn do_printf(ctx: &NativeCallContext, fmt: &str, args: &[Dynamic]) -> RhaiResult<()> {
+/// `printf(fmt, values...)`: the text goes to the output (registered by formatting.rs).
+pub fn printf(pos: Position, fmt: &str, args: &[Dynamic]) -> RhaiResult<Dynamic> {
     match printf::format(fmt, args) {
         Ok(text) => {
             sink::script_text(&text);
-            Ok(())
+            Ok(Dynamic::UNIT)
         }
-        Err(e) => fail_at(e, ctx.call_position()),
+        Err(e) => fail_at(e, pos),
     }
 }
 
@@ -52,32 +53,6 @@ pub fn set_kptrs(members: std::collections::HashMap<(i64, String), rhai::Map>) {
 }
 
 pub fn register(engine: &mut Engine, registry: &SharedRegistry) {
-    engine.register_fn("printf", |ctx: NativeCallContext, fmt: &str| do_printf(&ctx, fmt, &[]));
-    engine.register_fn("printf", |ctx: NativeCallContext, fmt: &str, a: Dynamic| do_printf(&ctx, fmt, &[a]));
-    engine.register_fn("printf", |ctx: NativeCallContext, fmt: &str, a: Dynamic, b: Dynamic| {
-        do_printf(&ctx, fmt, &[a, b])
-    });
-    engine.register_fn("printf", |ctx: NativeCallContext, fmt: &str, a: Dynamic, b: Dynamic, c: Dynamic| {
-        do_printf(&ctx, fmt, &[a, b, c])
-    });
-    engine.register_fn(
-        "printf",
-        |ctx: NativeCallContext, fmt: &str, a: Dynamic, b: Dynamic, c: Dynamic, d: Dynamic| {
-            do_printf(&ctx, fmt, &[a, b, c, d])
-        },
-    );
-    engine.register_fn(
-        "printf",
-        |ctx: NativeCallContext, fmt: &str, a: Dynamic, b: Dynamic, c: Dynamic, d: Dynamic, e: Dynamic| {
-            do_printf(&ctx, fmt, &[a, b, c, d, e])
-        },
-    );
-    engine.register_fn(
-        "printf",
-        |ctx: NativeCallContext, fmt: &str, a: Dynamic, b: Dynamic, c: Dynamic, d: Dynamic, e: Dynamic, f: Dynamic| {
-            do_printf(&ctx, fmt, &[a, b, c, d, e, f])
-        },
-    );
     // As statements (`time("%H:%M\n");`, `join(arr);`) these print, as in bpftrace.
     engine.register_fn("time", |ctx: NativeCallContext| printing(&ctx, "time", local_time("%H:%M:%S"), "\n"));
     engine.register_fn("time", |ctx: NativeCallContext, fmt: &str| printing(&ctx, "time", local_time(fmt), ""));
@@ -109,7 +84,6 @@ pub fn register(engine: &mut Engine, registry: &SharedRegistry) {
     engine.register_fn("str", |ctx: NativeCallContext, _p: i64| -> RhaiResult<String> {
         fail_at("str(address) reads kernel or user memory, so it must run in a probe", ctx.call_position())
     });
-    super::system::register(engine);
     // Symbols: kernel addresses, user addresses of a process.
     engine.register_fn("ksym", |addr: i64| crate::symbols::stacks::ksym_name(addr as u64));
     engine.register_fn("usym", |addr: i64, pid: i64| {
