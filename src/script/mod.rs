@@ -59,6 +59,8 @@ pub struct Registry {
     pub exit_from_kernel: bool,
     /// `check(name, ok, detail)` results, in order.
     pub checks: Vec<crate::output::junit::CheckResult>,
+    /// Answers `probe_error(spec)`; set by the command line, which knows the kernel.
+    pub spec_check: Option<tools::SpecCheck>,
 }
 
 pub type SharedRegistry = Arc<Mutex<Registry>>;
@@ -84,7 +86,7 @@ impl Session {
         userlib::register(&mut engine, &registry);
         checks::register(&mut engine, &registry);
         positional::register(&mut engine);
-        tools::register(&mut engine);
+        tools::register(&mut engine, &registry);
         modules::install(&mut engine);
         let ast =
             engine.compile(source).map_err(|e| Diagnostic::at(file_name, e.1, format!("syntax error: {}", e.0)))?;

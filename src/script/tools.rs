@@ -1,8 +1,15 @@
 //! The tools shipped in stdlib/tools/ (embedded by build.rs), and the script
 //! functions that tools need and every script may use: `sprintf`, `eprint`,
-//! `eprintf`, `rtrace_pid`.
+//! `eprintf`, `rtrace_pid`, `probe_error`.
+
+use std::sync::Arc;
 
 use rhai::{Dynamic, Engine, EvalAltResult, NativeCallContext};
+
+use super::SharedRegistry;
+
+/// Why a probe spec can't be attached on this kernel (`None`: it can).
+pub type SpecCheck = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
 include!(concat!(env!("OUT_DIR"), "/tools.rs"));
 
@@ -36,8 +43,14 @@ fn formatted(ctx: &NativeCallContext, fmt: &str, args: &[Dynamic]) -> RhaiResult
 }
 
 /// `sprintf(fmt, ...)` (up to 6 values, or one array of them), `eprint(text)`
-/// and `eprintf(fmt, ...)` (to stderr).
-pub fn register(engine: &mut Engine) {
+/// and `eprintf(fmt, ...)` (to stderr), `probe_error(spec)` ("" when `spec`
+/// can be attached here, else the error a run would give).
+pub fn register(engine: &mut Engine, registry: &SharedRegistry) {
+    let r = registry.clone();
+    engine.register_fn("probe_error", move |spec: &str| -> String {
+        let check = r.lock().unwrap().spec_check.clone();
+        check.and_then(|c| c(spec)).unwrap_or_default()
+    });
     engine.register_fn("sprintf", |ctx: NativeCallContext, fmt: &str| formatted(&ctx, fmt, &[]));
     engine.register_fn("sprintf", |ctx: NativeCallContext, fmt: &str, a: rhai::Array| formatted(&ctx, fmt, &a));
     engine.register_fn("sprintf", |ctx: NativeCallContext, fmt: &str, a: Dynamic| {

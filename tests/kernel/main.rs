@@ -26,4 +26,5 @@ mod split;
 mod stacks;
 mod target;
 mod tools;
+mod tools_kernel;
 mod uprobe;
