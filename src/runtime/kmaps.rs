@@ -248,10 +248,9 @@ impl KernelMap {
                     counts[bucket] += count;
                 }
             }
+            // A group whose buckets are all 0 was zeroed (`m.zero()`): it
+            // still prints, empty, as bpftrace prints a zeroed histogram.
             for (k, counts) in groups {
-                if counts.iter().all(|&c| c == 0) {
-                    continue;
-                }
                 let value = match (lhist, self.shape.agg) {
                     (Some((min, max, step)), _) => MapValue::Lhist { min, max, step, counts },
                     (None, Some(AggOp::Quantiles { unit_ns })) => MapValue::Quantiles { unit_ns, counts },

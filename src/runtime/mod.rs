@@ -197,20 +197,19 @@ pub fn run(session: &Session, plan: &Plan, opts: &Config, traced: Option<&mut ta
         None
     };
     let mut attachments: Vec<Attachment> = Vec::new();
-    for (prog, fd) in plan.programs.iter().zip(&loaded.programs) {
-        for point in &prog.points {
-            match prog.probe_type.attach(point, fd.as_fd()) {
-                Ok(a) => attachments.push(a),
-                Err(e) => {
-                    link::detach_all(attachments);
-                    // Name the probe() call the refused attach point comes from.
-                    let text = format!("{e:#}");
-                    if text.contains(": error:") {
-                        return Err(e);
-                    }
-                    let at = probe_position(session, plan, prog);
-                    return Err(anyhow!("{}:{at}: error: {text}", session.file_name));
+    for (i, point) in plan.attach_order() {
+        let (prog, fd) = (&plan.programs[i], &loaded.programs[i]);
+        match prog.probe_type.attach(point, fd.as_fd()) {
+            Ok(a) => attachments.push(a),
+            Err(e) => {
+                link::detach_all(attachments);
+                // Name the probe() call the refused attach point comes from.
+                let text = format!("{e:#}");
+                if text.contains(": error:") {
+                    return Err(e);
                 }
+                let at = probe_position(session, plan, prog);
+                return Err(anyhow!("{}:{at}: error: {text}", session.file_name));
             }
         }
     }

@@ -23,7 +23,7 @@ pub enum StackMode {
     Bpftrace,
     /// `\tADDR func+off (module)`, as perf prints.
     Perf,
-    /// Addresses only.
+    /// Addresses only, one per line, not indented.
     Raw,
 }
 
@@ -221,7 +221,8 @@ pub fn format_stack(frames: &[Frame], mode: StackMode) -> String {
         match mode {
             StackMode::Bpftrace => out.push_str(&format!("        {}\n", f.text)),
             StackMode::Perf => out.push_str(&format!("\t{:x} {} ({})\n", f.addr, f.text, f.module)),
-            StackMode::Raw => out.push_str(&format!("        {:x}\n", f.addr)),
+            // Raw addresses are not indented (bpftrace).
+            StackMode::Raw => out.push_str(&format!("{:x}\n", f.addr)),
         }
     }
     out

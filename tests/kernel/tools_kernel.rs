@@ -171,7 +171,7 @@ fn tcpretrans_sees_ipv6_syn_retransmits() {
         let _ = c.join();
     }
     let out = t.interrupt_and_finish();
-    let hits = lines_with(&out, &[&format!(" 6  ::1:"), &format!("R> ::1:{port} ")]);
+    let hits = lines_with(&out, &[" 6  ::1:", &format!("R> ::1:{port} ")]);
     assert!(!hits.is_empty(), "{out}");
 }
 
