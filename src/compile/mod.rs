@@ -223,8 +223,10 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
         let site_ids = lowered.sites.iter().map(|s| s.id).collect();
         let mut body = lowered.body;
         // -p: every probe only sees the traced process; -c: the command and
-        // the processes it starts.
+        // the processes it starts. Not `interval`: a timer, whoever it interrupts.
+        let timer = points.iter().all(|p| p.name.starts_with("interval:"));
         let not_target = match (plan.follow_map, opts.trace.pid) {
+            _ if timer => None,
             (Some(map), _) => {
                 Some(ir::Expr::Unary(ir::UnOp::Not, Box::new(ir::Expr::MapContains { map, key: vec![pid.clone()] })))
             }

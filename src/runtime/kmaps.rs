@@ -93,7 +93,7 @@ impl KernelMap {
             let sem = self.shape.key_sems.get(i).copied().unwrap_or(Sem::Plain);
             parts.push(match (ty, sem) {
                 (Ty::Int, Sem::Stack { map, user, mode }) => {
-                    KeyPart::Str(stacks::render(map, i64_at(slot, 0), user, mode))
+                    KeyPart::Str(stacks::render_key(map, i64_at(slot, 0), user, mode))
                 }
                 (Ty::Int, Sem::Ksym) => KeyPart::Str(crate::symbols::stacks::ksym_name(i64_at(slot, 0) as u64)),
                 (Ty::Int, Sem::Plain) => KeyPart::Int(i64_at(slot, 0)),

@@ -3,6 +3,7 @@
 //! (`procmaps`); symbolizing stacks (`stacks`).
 
 pub mod elf;
+pub mod kalias;
 pub mod procmaps;
 pub mod stacks;
 
