@@ -12,7 +12,10 @@ static STATEMENT_CALLS: Mutex<Option<HashSet<(usize, usize)>>> = Mutex::new(None
 
 const PRINTING: [&str; 2] = ["time", "join"];
 
-fn key(pos: Position) -> Option<(usize, usize)> {
+/// A script position as (line, column).
+type At = (usize, usize);
+
+fn key(pos: Position) -> Option<At> {
     Some((pos.line()?, pos.position().unwrap_or(0)))
 }
 
@@ -37,7 +40,7 @@ pub fn collect(ast: &AST) {
     let mut found = Vec::new();
     // Statements at the top of a block walked on their own (function
     // bodies): their position, and the printing call they are.
-    let mut tops: Vec<((usize, usize), Option<(usize, usize)>)> = Vec::new();
+    let mut tops: Vec<(At, Option<At>)> = Vec::new();
     ast.walk(&mut |path: &[ASTNode]| {
         let Some(ASTNode::Stmt(stmt)) = path.last() else { return true };
         let in_expression = path[..path.len() - 1].iter().any(|n| matches!(n, ASTNode::Expr(_)));
