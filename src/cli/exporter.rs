@@ -29,6 +29,7 @@ pub struct Script {
 /// Run the top level and compile, as for the first run.
 fn build(script: &Script, source: &str, opts: &Config) -> Result<(Session, Plan)> {
     let mut session = Session::new(&script.file_name, source, &script.args)?;
+    super::tools::install_probe_check(&session);
     // The same checks as the first run, before the new top level runs: the
     // static system() check, and loops that end on Ctrl-C/SIGTERM.
     if !script.allow_unsafe {

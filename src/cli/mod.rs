@@ -170,6 +170,7 @@ fn run(cli: Cli, tool: Option<(String, Vec<String>)>) -> Result<i32> {
         crate::script::checks::set_junit(path, &file_name);
     }
     let mut session = Session::new(&file_name, &source, &args)?;
+    tools::install_probe_check(&session);
     safety::prepare(&mut session, &cli)?;
     session.run_top_level()?;
     if let Some(code) = session.registry.lock().unwrap().exit_code {

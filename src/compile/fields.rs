@@ -2,7 +2,9 @@
 //! `e.curtask.real_parent.tgid`. A chain of member names becomes address
 //! arithmetic on a kernel pointer and one `bpf_probe_read_kernel` per
 //! pointer followed; the last member is read as its type says (integers,
-//! bitfields, pointers, `char[N]` as a string).
+//! bitfields, pointers, `char[N]` as a string). A member name that is not
+//! a member but the name of a struct that begins with this one reads the
+//! same address as that struct (`e.args.sk.tcp_sock.bytes_acked`).
 
 use probes_ebpf::ir::{BinOp, Expr};
 
@@ -74,6 +76,12 @@ pub fn walk(btf: &KernelBtf, base: Base, members: &[String]) -> Result<Access, (
             }
         };
         let Some(m) = btf.member(composite, name) else {
+            // A struct that begins with this one (`sk.tcp_sock`, the kernel's tcp_sk(sk)).
+            if let Some(outer) = btf.struct_named(name).filter(|&o| btf.starts_with(o, composite)) {
+                place = Place::Pointer { value: addr, to: outer };
+                written = format!("{written}.{name}");
+                continue;
+            }
             let mut names = btf.member_names(composite);
             let close = crate::util::similar::suggest(name, names.iter().map(String::as_str));
             if !close.is_empty() {

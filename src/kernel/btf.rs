@@ -232,6 +232,28 @@ impl KernelBtf {
         None
     }
 
+    /// Struct `outer` begins with struct `inner` (its first member, or that
+    /// member's first member, ... at offset 0), as `struct tcp_sock` begins
+    /// with `struct sock`: a pointer to `inner` then also points to `outer`.
+    pub fn starts_with(&self, outer: u32, inner: u32) -> bool {
+        let mut id = outer;
+        for _ in 0..8 {
+            let Shape::Composite { id: c } = self.shape(id) else { return false };
+            if c == inner {
+                return true;
+            }
+            let Some(comp) = self.ty(c).and_then(|t| Composite::try_from(t.skip_mods_and_typedefs()).ok()) else {
+                return false;
+            };
+            let Some(first) = comp.iter().next() else { return false };
+            if !matches!(first.attr, MemberAttr::Normal { offset: 0 }) {
+                return false;
+            }
+            id = u32::from(first.ty);
+        }
+        false
+    }
+
     /// Member names of struct or union `id` (anonymous members flattened), for hints.
     pub fn member_names(&self, id: u32) -> Vec<String> {
         let Some(comp) = self.ty(id).and_then(|t| Composite::try_from(t.skip_mods_and_typedefs()).ok()) else {

@@ -52,6 +52,16 @@ fn availability(function: &str, trampoline_only: bool, k: &dyn Kernel) -> Result
     Err(format!("this kernel has no kprobes (CONFIG_KPROBES is off: no {KPROBE_PMU}) and {why_fentry}"))
 }
 
+/// Whether the program for `point` (a kernel function) can attach here: the
+/// error a run would give, with the tracepoint to use instead where one exists.
+pub fn check_point(point: &AttachPoint, trampoline_only: bool, k: &dyn Kernel) -> Result<(), String> {
+    let AttachTarget::KernelFunction { function, ret } = &point.target else { return Ok(()) };
+    availability(function, trampoline_only, k).map_err(|why| {
+        let hint = alternative(function, *ret, k).map(|t| format!("; use {t} instead")).unwrap_or_default();
+        format!("cannot attach {}: {why}{hint}", point.name)
+    })
+}
+
 /// A tracepoint covering the same event as kernel function `func`, if any.
 pub fn alternative(func: &str, ret: bool, k: &dyn Kernel) -> Option<String> {
     let base = ["__x64_sys_", "__ia32_sys_", "__se_sys_", "__do_sys_", "ksys_", "do_sys_", "vfs_", "do_"]

@@ -63,6 +63,8 @@ pub struct Registry {
     pub exit_from_kernel: bool,
     /// `check(name, ok, detail)` results, in order.
     pub checks: Vec<crate::output::junit::CheckResult>,
+    /// Answers `probe_error(spec)`; set by the command line, which knows the kernel.
+    pub spec_check: Option<tools::SpecCheck>,
 }
 
 pub type SharedRegistry = Arc<Mutex<Registry>>;
@@ -88,7 +90,7 @@ impl Session {
         userlib::register(&mut engine, &registry);
         checks::register(&mut engine, &registry);
         positional::register(&mut engine);
-        tools::register(&mut engine);
+        tools::register(&mut engine, &registry);
         formatting::register(&mut engine);
         modules::install(&mut engine);
         let ast = engine.compile(source).map_err(|e| {

@@ -1,10 +1,17 @@
 //! The tools shipped in stdlib/tools/ (embedded by build.rs), and the script
 //! functions that tools need and every script may use: `sprintf`, `eprint`,
-//! `eprintf`, `rtrace_pid`.
+//! `eprintf`, `rtrace_pid`, `probe_error`.
+
+use std::sync::Arc;
 
 use rhai::{Dynamic, Engine, EvalAltResult, Position};
 
 use super::formatting::spread;
+
+use super::SharedRegistry;
+
+/// Why a probe spec can't be attached on this kernel (`None`: it can).
+pub type SpecCheck = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
 include!(concat!(env!("OUT_DIR"), "/tools.rs"));
 
@@ -49,8 +56,15 @@ pub fn eprintf(pos: Position, fmt: &str, values: &[Dynamic]) -> RhaiResult<Dynam
     Ok(Dynamic::UNIT)
 }
 
-/// `rtrace_pid()` and `eprint(text)` (sprintf and eprintf: formatting.rs).
-pub fn register(engine: &mut Engine) {
+/// `rtrace_pid()`, `eprint(text)` and `probe_error(spec)` ("" when `spec`
+/// can be attached here, else the error a run would give); sprintf and
+/// eprintf: formatting.rs.
+pub fn register(engine: &mut Engine, registry: &SharedRegistry) {
+    let r = registry.clone();
+    engine.register_fn("probe_error", move |spec: &str| -> String {
+        let check = r.lock().unwrap().spec_check.clone();
+        check.and_then(|c| c(spec)).unwrap_or_default()
+    });
     // rtrace's own process id, so that a tool can leave out its own events.
     engine.register_fn("rtrace_pid", || std::process::id() as i64);
     engine.register_fn("eprint", |text: &str| {

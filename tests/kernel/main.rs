@@ -29,4 +29,5 @@ mod split;
 mod stacks;
 mod target;
 mod tools;
+mod tools_kernel;
 mod uprobe;
