@@ -15,7 +15,7 @@ use std::io::Write;
 
 use anyhow::{anyhow, bail, Result};
 
-use crate::kernel::{tracefs, LiveKernel};
+use crate::kernel::{tracefs, Kernel, LiveKernel};
 use crate::probes::spec::{self, ProbeKind as Kind};
 use crate::probes::{kernel_function, perf_event, rawtracepoint, tracepoint};
 use crate::symbols::{self, elf::ElfFile};
@@ -142,7 +142,7 @@ fn list_kind(
         Kind::Tracepoint => list_tracepoints(rest, verbose, out),
         Kind::RawTracepoint | Kind::TpBtf => {
             let name = or_star(rest.rsplit(':').next().unwrap_or(""));
-            let btf = crate::kernel::btf::kernel();
+            let btf = (&LiveKernel as &dyn Kernel).btf();
             let names = match (kind, btf) {
                 (Kind::TpBtf, Some(b)) => crate::probes::tp_btf::matching(b, name),
                 (Kind::TpBtf, None) => vec![],
@@ -256,7 +256,7 @@ fn list_kernel_functions(
         }
         return;
     }
-    let btf = if verbose { crate::kernel::btf::kernel() } else { None };
+    let btf = if verbose { (&LiveKernel as &dyn Kernel).btf() } else { None };
     for f in kernel_function::function_names().iter().filter(|f| matches(func, f)) {
         // -lv: the BTF signature (`struct file * file`, ..., `ssize_t retval`).
         let details = match btf.and_then(|b| b.function_params(f).map(|p| (b, p))) {

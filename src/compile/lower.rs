@@ -15,6 +15,7 @@ use super::fields;
 
 mod index;
 use super::maps::{MapUse, UseKind};
+use crate::kernel::btf::{BtfTypes, Shape};
 use crate::kernel::tracepoint_format::FieldKind;
 use crate::plan::site::{Capture, Sem, Site};
 use crate::probes::event::{btf_slot, EventContext};
@@ -30,6 +31,8 @@ pub struct Target<'a> {
     /// What the probe type says the event holds: `e.argN`, `e.retval`,
     /// `e.func`, `e.args.*`, and whether pointers are user memory.
     pub event: &'a dyn EventContext,
+    /// The kernel's types (`e.curtask`, member chains); None without BTF.
+    pub btf: Option<&'a dyn BtfTypes>,
     /// `ktime` at start, for `e.elapsed`.
     pub start_ns: i64,
     /// Default maximum length of `str()`.
@@ -1304,7 +1307,7 @@ impl<'a> Lowerer<'a> {
         let name = v.1.as_str();
         if let Some((id, to)) = self.btf_local(name) {
             // `t.pid` where `let t = e.curtask;`: members through BTF.
-            let Some(btf) = crate::kernel::btf::kernel() else { return Some(err(pos, "this kernel has no BTF")) };
+            let Some(btf) = self.target.btf else { return Some(err(pos, "this kernel has no BTF")) };
             let names: Vec<String> = chain.iter().map(|c| c.0.clone()).collect();
             let base = fields::Base { value: Expr::Local(id), ty: to, pointee: true, name: name.to_string() };
             let user = self.local_user.contains(&id);
@@ -1320,7 +1323,7 @@ impl<'a> Lowerer<'a> {
             "curtask" if chain.len() == 1 => Some(Ok(fields::Access {
                 expr: Expr::Builtin(Builtin::CurTask),
                 char_pointer: false,
-                pointee: crate::kernel::btf::kernel().and_then(|b| b.struct_named("task_struct")),
+                pointee: self.target.btf.and_then(|b| b.struct_named("task_struct")),
             })),
             "curtask" | "args" if chain.len() >= 2 => Some(self.member_chain(&chain)),
             _ => None,
@@ -1474,7 +1477,7 @@ impl<'a> Lowerer<'a> {
         let mut user = false;
         let (base, rest) = match chain[0].0.as_str() {
             "curtask" => {
-                let Some(btf) = crate::kernel::btf::kernel() else { return no_btf(chain[0].1) };
+                let Some(btf) = self.target.btf else { return no_btf(chain[0].1) };
                 let Some(task) = btf.struct_named("task_struct") else { return no_btf(chain[0].1) };
                 let name = format!("{ev}.curtask");
                 (fields::Base { value: Expr::Builtin(Builtin::CurTask), ty: task, pointee: true, name }, &chain[1..])
@@ -1494,11 +1497,11 @@ impl<'a> Lowerer<'a> {
                             ),
                         );
                     };
-                    let Some(btf) = crate::kernel::btf::kernel() else { return no_btf(fpos) };
+                    let Some(btf) = self.target.btf else { return no_btf(fpos) };
                     let value = btf_slot(btf, i as u32, params[i].ty);
                     if chain.len() == 2 {
                         let (char_pointer, pointee) = match btf.shape(params[i].ty) {
-                            crate::kernel::btf::Shape::Pointer { to } => (btf.is_char(to), fields::composite(btf, to)),
+                            Shape::Pointer { to } => (btf.is_char(to), fields::composite(btf, to)),
                             _ => (false, None),
                         };
                         return Ok(fields::Access { expr: value, char_pointer, pointee });
@@ -1522,12 +1525,12 @@ impl<'a> Lowerer<'a> {
                     let unqualified = unqualified.join(" ");
                     let struct_name =
                         unqualified.strip_prefix("struct ").and_then(|t| t.strip_suffix('*')).map(str::trim);
-                    let pointee = struct_name.and_then(|n| crate::kernel::btf::kernel()?.struct_named(n));
+                    let pointee = struct_name.and_then(|n| self.target.btf?.struct_named(n));
                     if chain.len() == 2 {
                         return Ok(fields::Access { expr: value, char_pointer: false, pointee });
                     }
                     let Some(id) = pointee else {
-                        if crate::kernel::btf::kernel().is_none() {
+                        if self.target.btf.is_none() {
                             return no_btf(fpos);
                         }
                         return err(chain[2].1, format!("`{name}` is `{c_type}`, not a pointer to a struct"));
@@ -1536,7 +1539,7 @@ impl<'a> Lowerer<'a> {
                 }
             }
         };
-        let Some(btf) = crate::kernel::btf::kernel() else { return no_btf(chain[0].1) };
+        let Some(btf) = self.target.btf else { return no_btf(chain[0].1) };
         let names: Vec<String> = rest.iter().map(|c| c.0.clone()).collect();
         fields::walk(btf, base, &names).map(|a| user_access(a, user)).map_err(|(i, msg)| {
             let pos = rest.get(i).or(rest.last()).map(|c| c.1).unwrap_or(chain[0].1);

@@ -119,6 +119,7 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
                 let probe_name = if per_point { group[0].name.clone() } else { spec.full_name() };
                 let target = lower::Target {
                     event: program.event.as_ref(),
+                    btf: kernel.btf(),
                     probe_name: &probe_name,
                     context: program.context,
                     start_ns: opts.start_ns,

@@ -21,11 +21,9 @@ use crate::util::wildcard::{has_wildcard, wildcard_match};
 pub struct RawTracepoint;
 
 impl ProbeType for RawTracepoint {
-    fn program(&self, point: &AttachPoint, per_point: bool, _k: &dyn Kernel) -> Result<ProgramSpec> {
+    fn program(&self, point: &AttachPoint, per_point: bool, k: &dyn Kernel) -> Result<ProgramSpec> {
         let params = match &point.target {
-            AttachTarget::RawTracepoint { event } if per_point => {
-                crate::kernel::btf::kernel().and_then(|k| k.tracepoint_params(event))
-            }
+            AttachTarget::RawTracepoint { event } if per_point => k.btf().and_then(|b| b.tracepoint_params(event)),
             _ => None,
         };
         let event = RawArgsEvent { params, retval: None, func: None };
