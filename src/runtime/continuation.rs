@@ -8,7 +8,9 @@ use rhai::{Dynamic, Scope, AST};
 use crate::plan::site::Capture;
 use crate::plan::site::Sem;
 use crate::plan::Plan;
-use crate::runtime::stacks;
+use std::sync::Arc;
+
+use crate::runtime::stacks::StackMaps;
 use crate::script::Session;
 
 struct Site {
@@ -30,10 +32,12 @@ pub struct Continuations {
     pub errors: u64,
     pub keep_going: bool,
     pub records: u64,
+    /// The run's stack maps, for stack fields.
+    stacks: Arc<StackMaps>,
 }
 
 impl Continuations {
-    pub fn new(plan: &Plan, keep_going: bool) -> Continuations {
+    pub fn new(plan: &Plan, keep_going: bool, stacks: Arc<StackMaps>) -> Continuations {
         let sites = plan
             .sites
             .iter()
@@ -66,7 +70,7 @@ impl Continuations {
                 }
             })
             .collect();
-        Continuations { sites, errors: 0, keep_going, records: 0 }
+        Continuations { sites, errors: 0, keep_going, records: 0, stacks }
     }
 
     /// Run the statements of one record. An error stops tracing unless
@@ -83,9 +87,12 @@ impl Continuations {
                 .iter()
                 .enumerate()
                 .map(|(i, (_, ty, off))| match site.sems.get(i) {
-                    Some(Sem::Stack { map, user, mode }) => {
-                        Dynamic::from(stacks::render(*map, decode(rec, *off, *ty).as_int().unwrap_or(-1), *user, *mode))
-                    }
+                    Some(Sem::Stack { map, user, mode }) => Dynamic::from(self.stacks.render(
+                        *map,
+                        decode(rec, *off, *ty).as_int().unwrap_or(-1),
+                        *user,
+                        *mode,
+                    )),
                     _ => decode(rec, *off, *ty),
                 })
                 .collect();
@@ -122,7 +129,7 @@ impl Continuations {
             match site.sems.get(i) {
                 Some(Sem::Stack { map, user, mode }) => {
                     let v = value.as_int().unwrap_or(-1);
-                    value = Dynamic::from(stacks::render(*map, v, *user, *mode));
+                    value = Dynamic::from(self.stacks.render(*map, v, *user, *mode));
                 }
                 Some(Sem::Bool) => value = Dynamic::from(value.as_int().unwrap_or(0) != 0),
                 Some(Sem::Ksym) => {

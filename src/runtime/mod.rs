@@ -12,7 +12,7 @@ pub mod reader;
 pub mod serve;
 pub mod signals;
 pub mod stacks;
-pub mod target;
+pub mod traced;
 
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::Arc;
@@ -45,14 +45,16 @@ pub struct Loaded {
     pub stop: libbpf_rs::MapHandle,
     /// The reader's "about to sleep" flag.
     pub wake: libbpf_rs::MapHandle,
+    pub stacks: Arc<stacks::StackMaps>,
 }
 
 /// Create the maps and load every program through the verifier.
 pub fn load_all(session: &Session, plan: &Plan, opts: &Config) -> Result<Loaded> {
     let handles = session.registry.lock().unwrap().maps.clone();
     let mut maps = Vec::new();
+    let stacks = Arc::new(stacks::StackMaps::default());
     for (handle, shape) in handles.iter().zip(&plan.shapes) {
-        let km = kmaps::create(handle, shape)?;
+        let km = kmaps::create(handle, shape, &stacks)?;
         handle.attach_backend(km.clone());
         maps.push(km);
     }
@@ -74,13 +76,13 @@ pub fn load_all(session: &Session, plan: &Plan, opts: &Config) -> Result<Loaded>
     if !plan.stack_maps.is_empty() {
         let m = kmaps::create_stack_lost_counters()?;
         fds[plan.stack_lost as usize] = m.as_fd().as_raw_fd();
-        stacks::register_lost_counters(m);
+        stacks.set_lost_counters(m);
     }
     let entries = opts.stack_entries;
     for (id, depth, _) in &plan.stack_maps {
         let m = kmaps::create_stack_map(*depth, entries.unwrap_or_else(|| kmaps::default_stack_entries(*depth)))?;
         fds[*id as usize] = m.as_fd().as_raw_fd();
-        stacks::register(*id, m);
+        stacks.insert(*id, m);
     }
     let follow = match plan.follow_map {
         Some(id) => {
@@ -104,7 +106,7 @@ pub fn load_all(session: &Session, plan: &Plan, opts: &Config) -> Result<Loaded>
             Err(e) => return Err(verifier_error(session, plan, prog, &e, opts.verifier_log)),
         }
     }
-    Ok(Loaded { maps, control, data, lost, programs, stop, wake, _follow: follow })
+    Ok(Loaded { maps, control, data, lost, programs, stop, wake, stacks, _follow: follow })
 }
 
 fn patch_maps(prog: &CompiledProgram, fds: &[i32]) -> Vec<Insn> {
@@ -160,7 +162,7 @@ fn verifier_error(
 }
 
 /// Run the plan until it ends; returns the exit status.
-pub fn run(session: &Session, plan: &Plan, opts: &Config, traced: Option<&mut target::TracedProcess>) -> Result<i32> {
+pub fn run(session: &Session, plan: &Plan, opts: &Config, traced: Option<&mut traced::TracedProcess>) -> Result<i32> {
     let mut traced = traced;
     let loaded = load_all(session, plan, opts)?;
     if opts.dry_run {
@@ -230,7 +232,7 @@ pub fn run(session: &Session, plan: &Plan, opts: &Config, traced: Option<&mut ta
     }
     sink::flush();
 
-    let mut conts = continuation::Continuations::new(plan, opts.keep_going);
+    let mut conts = continuation::Continuations::new(plan, opts.keep_going, loaded.stacks.clone());
     if let Some(t) = traced.as_deref_mut() {
         t.release();
     }
@@ -273,7 +275,7 @@ pub fn run(session: &Session, plan: &Plan, opts: &Config, traced: Option<&mut ta
     if let (true, Some(stats)) = (opts.verbose, &stats) {
         probe_stats::report(plan, &loaded.programs, stats);
     }
-    stacks::report();
+    loaded.stacks.report();
     if conts.errors > 0 && conts.keep_going {
         eprintln!("rtrace: {} userspace error(s) in probe statements (the first is shown above)", conts.errors);
     }
@@ -326,7 +328,7 @@ fn event_loop(
     reader: &reader::Reader,
     conts: &mut continuation::Continuations,
     opts: &Config,
-    mut traced: Option<&mut target::TracedProcess>,
+    mut traced: Option<&mut traced::TracedProcess>,
 ) -> Result<()> {
     let start = Instant::now();
     let deadline = opts.duration.map(|d| start + d);
