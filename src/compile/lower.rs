@@ -17,6 +17,7 @@ mod index;
 use super::maps::{MapUse, UseKind};
 use crate::kernel::btf::{BtfTypes, Shape};
 use crate::kernel::tracepoint_format::FieldKind;
+use crate::plan::maps::MapTable;
 use crate::plan::site::{Capture, Sem, Site};
 use crate::probes::event::{btf_slot, EventContext};
 use crate::script::MapHandle;
@@ -52,10 +53,8 @@ pub struct Target<'a> {
     pub wake_bytes: u32,
     /// Strings read from a `char **` field for `join()` (RTRACE_JOIN_MAX).
     pub join_max: u32,
-    /// Stack maps requested so far, shared by all probes: (depth, user, mode);
-    /// the map id of entry i is `stack_base + i`.
-    pub stack_maps: &'a std::cell::RefCell<Vec<(u32, bool, StackMode)>>,
-    pub stack_base: MapId,
+    /// Every map id; stack maps are added as probes ask for them (shared by all probes).
+    pub maps: &'a std::cell::RefCell<MapTable>,
     /// The per-CPU counts of failed stack captures.
     pub stack_lost: MapId,
     /// Frames kept per stack unless the script gives a limit.
@@ -65,19 +64,11 @@ pub struct Target<'a> {
 impl Target<'_> {
     /// The stack map for stacks of this shape.
     fn stack_map(&self, depth: u32, user: bool, mode: StackMode) -> MapId {
-        let mut maps = self.stack_maps.borrow_mut();
-        let i = match maps.iter().position(|m| *m == (depth, user, mode)) {
-            Some(i) => i,
-            None => {
-                maps.push((depth, user, mode));
-                maps.len() - 1
-            }
-        };
-        self.stack_base + i as MapId
+        self.maps.borrow_mut().stack(depth, user, mode)
     }
 
     fn stack_info(&self, map: MapId) -> Option<(u32, bool, StackMode)> {
-        self.stack_maps.borrow().get(map.checked_sub(self.stack_base)? as usize).copied()
+        self.maps.borrow().stack_info(map)
     }
 }
 

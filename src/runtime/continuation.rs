@@ -3,6 +3,7 @@
 //! values, as they were at the event, in a fresh Rhai scope.
 
 use probes_ebpf::ir::Ty;
+use probes_ebpf::record;
 use rhai::{Dynamic, Scope, AST};
 
 use crate::plan::site::Capture;
@@ -42,17 +43,9 @@ impl Continuations {
             .sites
             .iter()
             .map(|sp| {
-                let mut offset = 8usize;
-                let fields = sp
-                    .site
-                    .fields
-                    .iter()
-                    .map(|(cap, ty)| {
-                        let f = (cap.clone(), *ty, offset);
-                        offset += ty.slot_size() as usize;
-                        f
-                    })
-                    .collect();
+                let (offsets, _) = record::field_offsets(sp.site.fields.iter().map(|(_, ty)| *ty));
+                let fields =
+                    sp.site.fields.iter().zip(offsets).map(|((cap, ty), at)| (cap.clone(), *ty, at as usize)).collect();
                 Site {
                     ast: AST::new(sp.site.stmts.clone(), sp.ast.shared_lib().clone()),
                     fields,
@@ -77,7 +70,7 @@ impl Continuations {
     /// `keep_going` (then it is counted).
     pub fn run(&mut self, session: &Session, plan: &Plan, rec: &[u8]) -> anyhow::Result<()> {
         self.records += 1;
-        let Some(id) = rec.get(0..4).map(|b| u32::from_le_bytes(b.try_into().unwrap_or([0; 4]))) else {
+        let Some(id) = record::record_site(rec) else {
             return Ok(());
         };
         let Some(site) = self.sites.get(id as usize) else { return Ok(()) };

@@ -7,6 +7,7 @@ pub mod continuation;
 pub mod exporter;
 pub mod kmaps;
 pub mod limits;
+pub mod mapset;
 pub mod probe_stats;
 pub mod reader;
 pub mod serve;
@@ -14,7 +15,7 @@ pub mod signals;
 pub mod stacks;
 pub mod traced;
 
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -27,6 +28,7 @@ use crate::diag::{Diagnostic, Pos};
 use crate::kernel::link::{self, Attachment};
 use crate::kernel::{sys, verifier};
 use crate::output::{self, sink};
+use crate::plan::site::Sem;
 use crate::plan::{CompiledProgram, Plan};
 use crate::script::api::MapBackend;
 use crate::script::{position_text, Session};
@@ -50,53 +52,11 @@ pub struct Loaded {
 
 /// Create the maps and load every program through the verifier.
 pub fn load_all(session: &Session, plan: &Plan, opts: &Config) -> Result<Loaded> {
-    let handles = session.registry.lock().unwrap().maps.clone();
-    let mut maps = Vec::new();
-    let stacks = Arc::new(stacks::StackMaps::default());
-    for (handle, shape) in handles.iter().zip(&plan.shapes) {
-        let km = kmaps::create(handle, shape, &stacks)?;
-        handle.attach_backend(km.clone());
-        maps.push(km);
-    }
-    let control = kmaps::create_ring("rtrace_control", 64 * 1024)?;
-    let data = kmaps::create_ring("rtrace_data", opts.ring_size)?;
-    let lost = kmaps::create_lost_counters(plan.probes.len().max(1) as u32)?;
-    // Map fds by the map ids the programs were generated with; the stop
-    // flag has the last id. Unused ids (a script map no probe uses in the
-    // kernel keeps its id) stay -1.
-    let mut fds: Vec<i32> = vec![-1; plan.stop_map as usize + 1];
-    for (i, m) in maps.iter().enumerate() {
-        fds[i] = m.map.as_fd().as_raw_fd();
-    }
-    fds[plan.control_ring as usize] = control.as_fd().as_raw_fd();
-    fds[plan.data_ring as usize] = data.as_fd().as_raw_fd();
-    fds[plan.lost_map as usize] = lost.as_fd().as_raw_fd();
-    let wake = kmaps::create_wake_flag()?;
-    fds[plan.wake_map as usize] = wake.as_fd().as_raw_fd();
-    if !plan.stack_maps.is_empty() {
-        let m = kmaps::create_stack_lost_counters()?;
-        fds[plan.stack_lost as usize] = m.as_fd().as_raw_fd();
-        stacks.set_lost_counters(m);
-    }
-    let entries = opts.stack_entries;
-    for (id, depth, _) in &plan.stack_maps {
-        let m = kmaps::create_stack_map(*depth, entries.unwrap_or_else(|| kmaps::default_stack_entries(*depth)))?;
-        fds[*id as usize] = m.as_fd().as_raw_fd();
-        stacks.insert(*id, m);
-    }
-    let follow = match plan.follow_map {
-        Some(id) => {
-            let m = kmaps::create_follow_map(opts.trace.pid.unwrap_or(0))?;
-            fds[id as usize] = m.as_fd().as_raw_fd();
-            Some(m)
-        }
-        None => None,
-    };
-    let stop = kmaps::create_stop_flag()?;
-    fds[plan.stop_map as usize] = stop.as_fd().as_raw_fd();
+    let m = mapset::create(session, plan, opts)?;
+    let fds = &m.fds;
     let mut programs = Vec::new();
     for prog in &plan.programs {
-        let insns = patch_maps(prog, &fds);
+        let insns = patch_maps(prog, fds);
         let attrs = prog
             .load
             .clone()
@@ -106,7 +66,17 @@ pub fn load_all(session: &Session, plan: &Plan, opts: &Config) -> Result<Loaded>
             Err(e) => return Err(verifier_error(session, plan, prog, &e, opts.verifier_log)),
         }
     }
-    Ok(Loaded { maps, control, data, lost, programs, stop, wake, stacks, _follow: follow })
+    Ok(Loaded {
+        maps: m.script,
+        control: m.control,
+        data: m.data,
+        lost: m.lost,
+        programs,
+        stop: m.stop,
+        wake: m.wake,
+        stacks: m.stacks,
+        _follow: m.follow,
+    })
 }
 
 fn patch_maps(prog: &CompiledProgram, fds: &[i32]) -> Vec<Insn> {
@@ -185,7 +155,7 @@ pub fn run(session: &Session, plan: &Plan, opts: &Config, traced: Option<&mut tr
     signals::install();
     // Follow processes' mappings from now on, so user stacks of processes
     // that exit before their stacks print still resolve.
-    let tracker = if plan.stack_maps.iter().any(|(_, _, user)| *user) {
+    let tracker = if plan.maps.has_user_stacks() {
         match crate::symbols::procmaps::Tracker::start() {
             Ok(t) => Some(t),
             Err(e) => {
@@ -300,15 +270,9 @@ fn user_stack_offsets(plan: &Plan) -> Vec<Vec<usize>> {
         .sites
         .iter()
         .map(|sp| {
-            let mut off = 8usize;
-            let mut out = Vec::new();
-            for (i, (_, ty)) in sp.site.fields.iter().enumerate() {
-                if matches!(sp.site.sems.get(i), Some(crate::plan::site::Sem::Stack { user: true, .. })) {
-                    out.push(off);
-                }
-                off += ty.slot_size() as usize;
-            }
-            out
+            let (offsets, _) = probes_ebpf::record::field_offsets(sp.site.fields.iter().map(|(_, ty)| *ty));
+            let user_stack = |i: usize| matches!(sp.site.sems.get(i), Some(Sem::Stack { user: true, .. }));
+            offsets.into_iter().enumerate().filter(|(i, _)| user_stack(*i)).map(|(_, at)| at as usize).collect()
         })
         .collect();
     if offsets.iter().all(Vec::is_empty) {

@@ -47,7 +47,7 @@ impl StackMaps {
                 })
                 .unwrap_or(0)
         };
-        (slot(probes_ebpf::ir::STACK_LOST_COLLISION), slot(probes_ebpf::ir::STACK_LOST_FULL))
+        (slot(probes_ebpf::record::STACK_LOST_COLLISION), slot(probes_ebpf::record::STACK_LOST_FULL))
     }
 
     /// The frames of a stack value (`id`, or `pid << 32 | id` for user stacks).
