@@ -108,8 +108,7 @@ pub fn kernel_frames(addrs: &[u64]) -> Vec<Frame> {
         }
         let missing: Vec<u64> = addrs.iter().copied().filter(|a| !st.kernel.contains_key(a)).collect();
         if !missing.is_empty() {
-            let mut kernel = Kernel::default();
-            kernel.vmlinux = blazesym::MaybeDefault::None;
+            let kernel = Kernel { vmlinux: blazesym::MaybeDefault::None, ..Default::default() };
             let src = Source::Kernel(kernel);
             let syms = st.symbolizer.symbolize(&src, Input::AbsAddr(&missing)).unwrap_or_default();
             let frames: Vec<Frame> = missing

@@ -579,7 +579,7 @@ pub fn wait_file_line(path: &Path, what: &str, timeout: Duration, pred: impl Fn(
     let deadline = Instant::now() + timeout;
     loop {
         let text = std::fs::read_to_string(path).unwrap_or_default();
-        if text.lines().any(|l| pred(l)) {
+        if text.lines().any(&pred) {
             return text;
         }
         if Instant::now() >= deadline {
