@@ -10,6 +10,7 @@ pub mod btf;
 pub mod fake;
 #[cfg(test)]
 pub mod fake_btf;
+pub mod introspect;
 pub mod kallsyms;
 pub mod link;
 pub mod sys;
