@@ -98,7 +98,7 @@ impl KernelMap {
                     KeyPart::Str(self.stacks.render_key(map, i64_at(slot, 0), user, mode))
                 }
                 (Ty::Int, Sem::Ksym) => KeyPart::Str(crate::symbols::stacks::ksym_name(i64_at(slot, 0) as u64)),
-                (Ty::Int, Sem::Plain) => KeyPart::Int(i64_at(slot, 0)),
+                (Ty::Int, Sem::Plain | Sem::Buf) => KeyPart::Int(i64_at(slot, 0)),
                 (Ty::Int, Sem::Bool) => KeyPart::Str((i64_at(slot, 0) != 0).to_string()),
                 (Ty::Bytes(_), _) => KeyPart::Str(str_at(slot)),
             });
@@ -134,7 +134,7 @@ impl KernelMap {
                         Err(why) => names.push(format!("[{why}]")),
                     },
                     (Ty::Int, Sem::Ksym) => names.push(crate::symbols::stacks::ksym_name(i64_at(slot, 0) as u64)),
-                    (Ty::Int, Sem::Plain) => names.push(i64_at(slot, 0).to_string()),
+                    (Ty::Int, Sem::Plain | Sem::Buf) => names.push(i64_at(slot, 0).to_string()),
                     (Ty::Int, Sem::Bool) => names.push((i64_at(slot, 0) != 0).to_string()),
                 }
             }

@@ -71,6 +71,14 @@ pub fn register(engine: &mut Engine, registry: &SharedRegistry) {
     });
     // Strings captured by the kernel arrive as strings already.
     engine.register_fn("str", |s: &str| s.to_string());
+    // bpftrace's string searches, also for userspace statements: strncmp
+    // is 0 when the first n bytes agree.
+    engine.register_fn("strncmp", |a: &str, b: &str, n: i64| -> i64 {
+        let n = n.max(0) as usize;
+        let (a, b) = (a.as_bytes(), b.as_bytes());
+        (a[..a.len().min(n)] != b[..b.len().min(n)]) as i64
+    });
+    engine.register_fn("strcontains", |a: &str, b: &str| a.contains(b));
     engine.register_fn("str", |s: &str, _len: i64| s.to_string());
     engine.register_fn("str", |ctx: NativeCallContext, _p: i64| -> RhaiResult<String> {
         fail_at("str(address) reads kernel or user memory, so it must run in a probe", ctx.call_position())

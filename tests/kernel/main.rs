@@ -23,6 +23,7 @@ mod probes;
 mod safety;
 mod semantics;
 mod serve;
+mod specs;
 mod split;
 mod stacks;
 mod target;

@@ -279,6 +279,7 @@ impl Gen<'_> {
                 Ok(ra)
             }
             Expr::StrEq(a, b) => self.str_eq(a, b),
+            Expr::StrSearch(op, a, b) => self.str_search(*op, a, b),
             Expr::MapGet { map, key } => {
                 match self.prog.maps[*map as usize].value {
                     ValueKind::Agg(kind) => return self.agg_read(*map, key, kind),
@@ -310,7 +311,8 @@ impl Gen<'_> {
             | Expr::Comm
             | Expr::CtxCharArray { .. }
             | Expr::CtxDataLocStr { .. }
-            | Expr::ReadStr { .. } => Err(self.err("a string is used where a number is expected")),
+            | Expr::ReadStr { .. }
+            | Expr::ReadBuf { .. } => Err(self.err("a string is used where a number is expected")),
         }
     }
 
@@ -457,6 +459,7 @@ impl Gen<'_> {
                 self.emit(Insn::call(if *user { h::PROBE_READ_USER_STR } else { h::PROBE_READ_KERNEL_STR }));
                 self.release(p);
             }
+            Expr::ReadBuf { ptr, len: n, max, user } => self.read_buf(ptr, n, *max, *user, dst, slot)?,
             Expr::Local(id) => {
                 let Ty::Bytes(n) = self.local_ty(*id) else {
                     return Err(self.err("a number is used where a string is expected"));

@@ -22,6 +22,7 @@ mod alloc;
 mod emit;
 mod expr;
 mod maps;
+mod strings;
 
 /// Kernel limit on a BPF program's stack.
 pub const MAX_STACK: i32 = 512;
@@ -235,7 +236,12 @@ fn stack_ids_in(stmts: &[Stmt], out: &mut Vec<MapId>) {
                 }
             }
             Expr::ReadMem { addr: a, .. } | Expr::ReadStr { ptr: a, .. } | Expr::Unary(_, a) => expr(a, out),
-            Expr::Binary(_, a, b) | Expr::LogicalAnd(a, b) | Expr::LogicalOr(a, b) | Expr::StrEq(a, b) => {
+            Expr::Binary(_, a, b)
+            | Expr::LogicalAnd(a, b)
+            | Expr::LogicalOr(a, b)
+            | Expr::StrEq(a, b)
+            | Expr::StrSearch(_, a, b)
+            | Expr::ReadBuf { ptr: a, len: b, .. } => {
                 expr(a, out);
                 expr(b, out);
             }
