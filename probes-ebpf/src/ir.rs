@@ -92,10 +92,8 @@ pub enum UnOp {
     BitNot,
 }
 
-/// Slot of a `StackId`'s `lost` array counting stack-id hash collisions.
-pub const STACK_LOST_COLLISION: u32 = 0;
-/// Slot counting captures refused because the stack map was full.
-pub const STACK_LOST_FULL: u32 = 1;
+/// Slots of a `StackId`'s `lost` array (part of the wire format).
+pub use crate::record::{STACK_LOST_COLLISION, STACK_LOST_FULL};
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Expr {

@@ -13,7 +13,7 @@ use crate::config::Config;
 use crate::diag::Diagnostic;
 use crate::kernel::LiveKernel;
 use crate::runtime::exporter::{install, take_reload};
-use crate::runtime::{self, target::TracedProcess};
+use crate::runtime::{self, traced::TracedProcess};
 use crate::script::Session;
 
 /// The script as given on the command line, for reading it again.

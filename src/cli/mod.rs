@@ -24,7 +24,7 @@ use crate::compile;
 use crate::config::{Config, ProcessEnv, Trace};
 use crate::output::sink;
 use crate::runtime;
-use crate::runtime::target::TracedProcess;
+use crate::runtime::traced::TracedProcess;
 use crate::script::{parse_duration, Session};
 
 pub use args::Cli;

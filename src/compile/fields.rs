@@ -8,7 +8,7 @@
 
 use probes_ebpf::ir::{BinOp, Expr};
 
-use crate::kernel::btf::{KernelBtf, Shape};
+use crate::kernel::btf::{BtfTypes, Shape};
 
 /// A value on the way down a member chain.
 enum Place {
@@ -32,7 +32,7 @@ pub struct Access {
 }
 
 /// The struct or union a pointer to `to` leads to, if any.
-pub fn composite(btf: &KernelBtf, to: u32) -> Option<u32> {
+pub fn composite(btf: &dyn BtfTypes, to: u32) -> Option<u32> {
     match btf.shape(to) {
         Shape::Composite { id } => Some(id),
         _ => None,
@@ -50,7 +50,7 @@ pub struct Base {
 
 /// Follow `members` from `base`. Errors are messages for the script position
 /// of the member (index into `members`) that failed.
-pub fn walk(btf: &KernelBtf, base: Base, members: &[String]) -> Result<Access, (usize, String)> {
+pub fn walk(btf: &dyn BtfTypes, base: Base, members: &[String]) -> Result<Access, (usize, String)> {
     let mut place = match btf.shape(base.ty) {
         _ if base.pointee => Place::Pointer { value: base.value, to: base.ty },
         Shape::Pointer { to } => Place::Pointer { value: base.value, to },
@@ -122,7 +122,7 @@ fn read(addr: Expr, size: u32, signed: bool) -> Expr {
     Expr::ReadMem { addr: Box::new(addr), size, signed, user: false }
 }
 
-fn finish(btf: &KernelBtf, place: Place, written: &str) -> Result<Access, (usize, String)> {
+fn finish(btf: &dyn BtfTypes, place: Place, written: &str) -> Result<Access, (usize, String)> {
     let last = usize::MAX;
     Ok(match place {
         Place::Pointer { value, to } => {

@@ -16,7 +16,9 @@ use super::fields;
 mod index;
 mod strings;
 use super::maps::{MapUse, UseKind};
+use crate::kernel::btf::{BtfTypes, Shape};
 use crate::kernel::tracepoint_format::FieldKind;
+use crate::plan::maps::MapTable;
 use crate::plan::site::{Capture, Sem, Site};
 use crate::probes::event::{btf_slot, EventContext};
 use crate::script::MapHandle;
@@ -31,6 +33,8 @@ pub struct Target<'a> {
     /// What the probe type says the event holds: `e.argN`, `e.retval`,
     /// `e.func`, `e.args.*`, and whether pointers are user memory.
     pub event: &'a dyn EventContext,
+    /// The kernel's types (`e.curtask`, member chains); None without BTF.
+    pub btf: Option<&'a dyn BtfTypes>,
     /// `ktime` at start, for `e.elapsed`.
     pub start_ns: i64,
     /// Default maximum length of `str()`.
@@ -50,10 +54,8 @@ pub struct Target<'a> {
     pub wake_bytes: u32,
     /// Strings read from a `char **` field for `join()` (RTRACE_JOIN_MAX).
     pub join_max: u32,
-    /// Stack maps requested so far, shared by all probes: (depth, user, mode);
-    /// the map id of entry i is `stack_base + i`.
-    pub stack_maps: &'a std::cell::RefCell<Vec<(u32, bool, StackMode)>>,
-    pub stack_base: MapId,
+    /// Every map id; stack maps are added as probes ask for them (shared by all probes).
+    pub maps: &'a std::cell::RefCell<MapTable>,
     /// The per-CPU counts of failed stack captures.
     pub stack_lost: MapId,
     /// Frames kept per stack unless the script gives a limit.
@@ -63,19 +65,11 @@ pub struct Target<'a> {
 impl Target<'_> {
     /// The stack map for stacks of this shape.
     fn stack_map(&self, depth: u32, user: bool, mode: StackMode) -> MapId {
-        let mut maps = self.stack_maps.borrow_mut();
-        let i = match maps.iter().position(|m| *m == (depth, user, mode)) {
-            Some(i) => i,
-            None => {
-                maps.push((depth, user, mode));
-                maps.len() - 1
-            }
-        };
-        self.stack_base + i as MapId
+        self.maps.borrow_mut().stack(depth, user, mode)
     }
 
     fn stack_info(&self, map: MapId) -> Option<(u32, bool, StackMode)> {
-        self.stack_maps.borrow().get(map.checked_sub(self.stack_base)? as usize).copied()
+        self.maps.borrow().stack_info(map)
     }
 }
 
@@ -1346,7 +1340,7 @@ impl<'a> Lowerer<'a> {
         let name = v.1.as_str();
         if let Some((id, to)) = self.btf_local(name) {
             // `t.pid` where `let t = e.curtask;`: members through BTF.
-            let Some(btf) = crate::kernel::btf::kernel() else { return Some(err(pos, "this kernel has no BTF")) };
+            let Some(btf) = self.target.btf else { return Some(err(pos, "this kernel has no BTF")) };
             let names: Vec<String> = chain.iter().map(|c| c.0.clone()).collect();
             let base = fields::Base { value: Expr::Local(id), ty: to, pointee: true, name: name.to_string() };
             let user = self.local_user.contains(&id);
@@ -1362,7 +1356,7 @@ impl<'a> Lowerer<'a> {
             "curtask" if chain.len() == 1 => Some(Ok(fields::Access {
                 expr: Expr::Builtin(Builtin::CurTask),
                 char_pointer: false,
-                pointee: crate::kernel::btf::kernel().and_then(|b| b.struct_named("task_struct")),
+                pointee: self.target.btf.and_then(|b| b.struct_named("task_struct")),
             })),
             "curtask" | "args" if chain.len() >= 2 => Some(self.member_chain(&chain)),
             _ => None,
@@ -1516,7 +1510,7 @@ impl<'a> Lowerer<'a> {
         let mut user = false;
         let (base, rest) = match chain[0].0.as_str() {
             "curtask" => {
-                let Some(btf) = crate::kernel::btf::kernel() else { return no_btf(chain[0].1) };
+                let Some(btf) = self.target.btf else { return no_btf(chain[0].1) };
                 let Some(task) = btf.struct_named("task_struct") else { return no_btf(chain[0].1) };
                 let name = format!("{ev}.curtask");
                 (fields::Base { value: Expr::Builtin(Builtin::CurTask), ty: task, pointee: true, name }, &chain[1..])
@@ -1536,11 +1530,11 @@ impl<'a> Lowerer<'a> {
                             ),
                         );
                     };
-                    let Some(btf) = crate::kernel::btf::kernel() else { return no_btf(fpos) };
+                    let Some(btf) = self.target.btf else { return no_btf(fpos) };
                     let value = btf_slot(btf, i as u32, params[i].ty);
                     if chain.len() == 2 {
                         let (char_pointer, pointee) = match btf.shape(params[i].ty) {
-                            crate::kernel::btf::Shape::Pointer { to } => (btf.is_char(to), fields::composite(btf, to)),
+                            Shape::Pointer { to } => (btf.is_char(to), fields::composite(btf, to)),
                             _ => (false, None),
                         };
                         return Ok(fields::Access { expr: value, char_pointer, pointee });
@@ -1564,12 +1558,12 @@ impl<'a> Lowerer<'a> {
                     let unqualified = unqualified.join(" ");
                     let struct_name =
                         unqualified.strip_prefix("struct ").and_then(|t| t.strip_suffix('*')).map(str::trim);
-                    let pointee = struct_name.and_then(|n| crate::kernel::btf::kernel()?.struct_named(n));
+                    let pointee = struct_name.and_then(|n| self.target.btf?.struct_named(n));
                     if chain.len() == 2 {
                         return Ok(fields::Access { expr: value, char_pointer: false, pointee });
                     }
                     let Some(id) = pointee else {
-                        if crate::kernel::btf::kernel().is_none() {
+                        if self.target.btf.is_none() {
                             return no_btf(fpos);
                         }
                         return err(chain[2].1, format!("`{name}` is `{c_type}`, not a pointer to a struct"));
@@ -1578,7 +1572,7 @@ impl<'a> Lowerer<'a> {
                 }
             }
         };
-        let Some(btf) = crate::kernel::btf::kernel() else { return no_btf(chain[0].1) };
+        let Some(btf) = self.target.btf else { return no_btf(chain[0].1) };
         let names: Vec<String> = rest.iter().map(|c| c.0.clone()).collect();
         fields::walk(btf, base, &names).map(|a| user_access(a, user)).map_err(|(i, msg)| {
             let pos = rest.get(i).or(rest.last()).map(|c| c.1).unwrap_or(chain[0].1);

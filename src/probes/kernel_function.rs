@@ -10,7 +10,7 @@ use std::os::fd::BorrowedFd;
 use anyhow::{anyhow, bail, Result};
 use probes_ebpf::ir::ContextKind;
 
-use super::event::{PtRegsEvent, RawArgsEvent};
+use super::event::{btf_slot, PtRegsEvent, RawArgsEvent};
 use super::listing::{field_decl, kernel_name, matches, or_star, ListQuery, Listing};
 use super::{AttachPoint, AttachTarget, ProbeType, ProgramSpec};
 use crate::config::Trace;
@@ -94,8 +94,7 @@ impl KernelFunctionProbe {
     /// since they are cheaper) rather than a kprobe.
     fn trampoline(&self, point: &AttachPoint, k: &dyn Kernel) -> bool {
         let AttachTarget::KernelFunction { function, .. } = &point.target else { return false };
-        self.trampoline_only
-            || (k.fentry_available() && crate::kernel::btf::kernel().is_some_and(|b| b.function_id(function).is_some()))
+        self.trampoline_only || (k.fentry_available() && k.btf().is_some_and(|b| b.function_id(function).is_some()))
     }
 
     /// The BTF attach target of a trampoline at `point`.
@@ -110,8 +109,9 @@ impl KernelFunctionProbe {
             let hint = alternative(function, *ret, k).map(|t| format!("; use {t} instead")).unwrap_or_default();
             bail!("cannot attach {}: {why}{hint}", point.name);
         }
-        let id = crate::kernel::btf::kernel()
-            .and_then(|k| k.function_id(function))
+        let id = k
+            .btf()
+            .and_then(|b| b.function_id(function))
             .ok_or_else(|| anyhow!("cannot attach {}: {function} has no BTF entry", point.name))?;
         Ok(LoadAttrs { expected_attach_type: if *ret { BPF_TRACE_FEXIT } else { BPF_TRACE_FENTRY }, attach_btf_id: id })
     }
@@ -130,8 +130,12 @@ impl ProbeType for KernelFunctionProbe {
             return Ok(ProgramSpec::new(BPF_PROG_TYPE_KPROBE, ContextKind::PtRegs, PtRegsEvent { func, user: false }));
         }
         // Trampolines see the arguments as `u64 args[]` (return value last).
-        let (params, retval) = match crate::kernel::btf::kernel().and_then(|k| k.function_params(function)) {
-            Some((params, retval)) if per_point => (Some(params), ret.then_some(retval)),
+        let btf = k.btf();
+        let (params, retval) = match btf.and_then(|b| b.function_params(function).map(|p| (b, p))) {
+            Some((b, (params, retval))) if per_point => {
+                let retval = ret.then(|| btf_slot(b, params.len() as u32, retval));
+                (Some(params), retval)
+            }
             _ => (None, None),
         };
         let event = RawArgsEvent { params, retval, func };
@@ -182,7 +186,7 @@ impl ProbeType for KernelFunctionProbe {
             }
             return Ok(out);
         }
-        let btf = if q.verbose { crate::kernel::btf::kernel() } else { None };
+        let btf = if q.verbose { k.btf() } else { None };
         for f in k.kernel_functions().iter().filter(|f| matches(func, f)) {
             // -lv: the BTF signature (`struct file * file`, ..., `ssize_t retval`).
             let details = match btf.and_then(|b| b.function_params(f).map(|p| (b, p))) {

@@ -3,12 +3,15 @@
 //! values, as they were at the event, in a fresh Rhai scope.
 
 use probes_ebpf::ir::Ty;
+use probes_ebpf::record;
 use rhai::{Dynamic, Scope, AST};
 
 use crate::plan::site::Capture;
 use crate::plan::site::Sem;
 use crate::plan::Plan;
-use crate::runtime::stacks;
+use std::sync::Arc;
+
+use crate::runtime::stacks::StackMaps;
 use crate::script::Session;
 
 struct Site {
@@ -30,25 +33,19 @@ pub struct Continuations {
     pub errors: u64,
     pub keep_going: bool,
     pub records: u64,
+    /// The run's stack maps, for stack fields.
+    stacks: Arc<StackMaps>,
 }
 
 impl Continuations {
-    pub fn new(plan: &Plan, keep_going: bool) -> Continuations {
+    pub fn new(plan: &Plan, keep_going: bool, stacks: Arc<StackMaps>) -> Continuations {
         let sites = plan
             .sites
             .iter()
             .map(|sp| {
-                let mut offset = 8usize;
-                let fields = sp
-                    .site
-                    .fields
-                    .iter()
-                    .map(|(cap, ty)| {
-                        let f = (cap.clone(), *ty, offset);
-                        offset += ty.slot_size() as usize;
-                        f
-                    })
-                    .collect();
+                let (offsets, _) = record::field_offsets(sp.site.fields.iter().map(|(_, ty)| *ty));
+                let fields =
+                    sp.site.fields.iter().zip(offsets).map(|((cap, ty), at)| (cap.clone(), *ty, at as usize)).collect();
                 Site {
                     ast: AST::new(sp.site.stmts.clone(), sp.ast.shared_lib().clone()),
                     fields,
@@ -66,14 +63,14 @@ impl Continuations {
                 }
             })
             .collect();
-        Continuations { sites, errors: 0, keep_going, records: 0 }
+        Continuations { sites, errors: 0, keep_going, records: 0, stacks }
     }
 
     /// Run the statements of one record. An error stops tracing unless
     /// `keep_going` (then it is counted).
     pub fn run(&mut self, session: &Session, plan: &Plan, rec: &[u8]) -> anyhow::Result<()> {
         self.records += 1;
-        let Some(id) = rec.get(0..4).map(|b| u32::from_le_bytes(b.try_into().unwrap_or([0; 4]))) else {
+        let Some(id) = record::record_site(rec) else {
             return Ok(());
         };
         let Some(site) = self.sites.get(id as usize) else { return Ok(()) };
@@ -83,9 +80,12 @@ impl Continuations {
                 .iter()
                 .enumerate()
                 .map(|(i, (_, ty, off))| match site.sems.get(i) {
-                    Some(Sem::Stack { map, user, mode }) => {
-                        Dynamic::from(stacks::render(*map, decode(rec, *off, *ty).as_int().unwrap_or(-1), *user, *mode))
-                    }
+                    Some(Sem::Stack { map, user, mode }) => Dynamic::from(self.stacks.render(
+                        *map,
+                        decode(rec, *off, *ty).as_int().unwrap_or(-1),
+                        *user,
+                        *mode,
+                    )),
                     _ => decode(rec, *off, *ty),
                 })
                 .collect();
@@ -124,7 +124,7 @@ impl Continuations {
             match site.sems.get(i) {
                 Some(Sem::Stack { map, user, mode }) => {
                     let v = value.as_int().unwrap_or(-1);
-                    value = Dynamic::from(stacks::render(*map, v, *user, *mode));
+                    value = Dynamic::from(self.stacks.render(*map, v, *user, *mode));
                 }
                 Some(Sem::Bool) => value = Dynamic::from(value.as_int().unwrap_or(0) != 0),
                 Some(Sem::Buf) => {

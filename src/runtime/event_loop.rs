@@ -14,7 +14,7 @@ use crate::script::api::MapBackend;
 use crate::script::Session;
 use probes_ebpf::record::{CONTROL_CLEAR, CONTROL_EXIT, CONTROL_PRINT, CONTROL_ZERO};
 
-use super::{continuation, dump, exporter, limits, reader, serve, signals, target, Loaded};
+use super::{continuation, dump, exporter, limits, reader, serve, signals, traced, Loaded};
 
 /// Start the ring-buffer reader on the plan's rings; `tracker` follows
 /// process mappings for user stacks.
@@ -39,15 +39,9 @@ fn user_stack_offsets(plan: &Plan) -> Vec<Vec<usize>> {
         .sites
         .iter()
         .map(|sp| {
-            let mut off = 8usize;
-            let mut out = Vec::new();
-            for (i, (_, ty)) in sp.site.fields.iter().enumerate() {
-                if matches!(sp.site.sems.get(i), Some(crate::plan::site::Sem::Stack { user: true, .. })) {
-                    out.push(off);
-                }
-                off += ty.slot_size() as usize;
-            }
-            out
+            let (offsets, _) = probes_ebpf::record::field_offsets(sp.site.fields.iter().map(|(_, ty)| *ty));
+            let user_stack = |i: usize| matches!(sp.site.sems.get(i), Some(crate::plan::site::Sem::Stack { user: true, .. }));
+            offsets.into_iter().enumerate().filter(|(i, _)| user_stack(*i)).map(|(_, at)| at as usize).collect()
         })
         .collect();
     if offsets.iter().all(Vec::is_empty) {
@@ -67,7 +61,7 @@ pub fn event_loop(
     reader: &reader::Reader,
     conts: &mut continuation::Continuations,
     opts: &Config,
-    mut traced: Option<&mut target::TracedProcess>,
+    mut traced: Option<&mut traced::TracedProcess>,
 ) -> Result<()> {
     let start = Instant::now();
     let mut lost_checked = start;

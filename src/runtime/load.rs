@@ -1,9 +1,9 @@
-//! Loading a compiled plan: create the maps its ids name, patch their fds
+//! Loading a compiled plan: create the maps its ids name (mapset.rs), patch their fds
 //! into the programs, load each program through the verifier (a rejection
 //! becomes a Diagnostic at the statement whose code was refused), and
 //! attach the loaded programs.
 
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Arc;
 
 use anyhow::{anyhow, Result};
@@ -31,56 +31,16 @@ pub struct Loaded {
     pub stop: libbpf_rs::MapHandle,
     /// The reader's "about to sleep" flag.
     pub wake: libbpf_rs::MapHandle,
+    pub stacks: Arc<stacks::StackMaps>,
 }
 
 /// Create the maps and load every program through the verifier.
 pub fn load_all(session: &Session, plan: &Plan, opts: &Config) -> Result<Loaded> {
-    let handles = session.registry.lock().unwrap().maps.clone();
-    let mut maps = Vec::new();
-    for (handle, shape) in handles.iter().zip(&plan.shapes) {
-        let km = kmaps::create(handle, shape)?;
-        handle.attach_backend(km.clone());
-        maps.push(km);
-    }
-    let control = kmaps::create_ring("rtrace_control", 64 * 1024)?;
-    let data = kmaps::create_ring("rtrace_data", opts.ring_size)?;
-    let lost = kmaps::create_lost_counters(plan.probes.len().max(1) as u32)?;
-    // Map fds by the map ids the programs were generated with; the stop
-    // flag has the last id. Unused ids (a script map no probe uses in the
-    // kernel keeps its id) stay -1.
-    let mut fds: Vec<i32> = vec![-1; plan.stop_map as usize + 1];
-    for (i, m) in maps.iter().enumerate() {
-        fds[i] = m.map.as_fd().as_raw_fd();
-    }
-    fds[plan.control_ring as usize] = control.as_fd().as_raw_fd();
-    fds[plan.data_ring as usize] = data.as_fd().as_raw_fd();
-    fds[plan.lost_map as usize] = lost.as_fd().as_raw_fd();
-    let wake = kmaps::create_wake_flag()?;
-    fds[plan.wake_map as usize] = wake.as_fd().as_raw_fd();
-    if !plan.stack_maps.is_empty() {
-        let m = kmaps::create_stack_lost_counters()?;
-        fds[plan.stack_lost as usize] = m.as_fd().as_raw_fd();
-        stacks::register_lost_counters(m);
-    }
-    let entries = opts.stack_entries;
-    for (id, depth, _) in &plan.stack_maps {
-        let m = kmaps::create_stack_map(*depth, entries.unwrap_or_else(|| kmaps::default_stack_entries(*depth)))?;
-        fds[*id as usize] = m.as_fd().as_raw_fd();
-        stacks::register(*id, m);
-    }
-    let follow = match plan.follow_map {
-        Some(id) => {
-            let m = kmaps::create_follow_map(opts.trace.pid.unwrap_or(0))?;
-            fds[id as usize] = m.as_fd().as_raw_fd();
-            Some(m)
-        }
-        None => None,
-    };
-    let stop = kmaps::create_stop_flag()?;
-    fds[plan.stop_map as usize] = stop.as_fd().as_raw_fd();
+    let m = super::mapset::create(session, plan, opts)?;
+    let fds = &m.fds;
     let mut programs = Vec::new();
     for prog in &plan.programs {
-        let insns = patch_maps(prog, &fds);
+        let insns = patch_maps(prog, fds);
         let attrs = prog
             .load
             .clone()
@@ -90,7 +50,17 @@ pub fn load_all(session: &Session, plan: &Plan, opts: &Config) -> Result<Loaded>
             Err(e) => return Err(verifier_error(session, plan, prog, &e, opts.verifier_log)),
         }
     }
-    Ok(Loaded { maps, control, data, lost, programs, stop, wake, _follow: follow })
+    Ok(Loaded {
+        maps: m.script,
+        control: m.control,
+        data: m.data,
+        lost: m.lost,
+        programs,
+        stop: m.stop,
+        wake: m.wake,
+        stacks: m.stacks,
+        _follow: m.follow,
+    })
 }
 
 fn patch_maps(prog: &CompiledProgram, fds: &[i32]) -> Vec<Insn> {

@@ -10,12 +10,13 @@ pub mod exporter;
 pub mod kmaps;
 pub mod limits;
 mod load;
+pub mod mapset;
 pub mod probe_stats;
 pub mod reader;
 pub mod serve;
 pub mod signals;
 pub mod stacks;
-pub mod target;
+pub mod traced;
 pub mod verbose;
 
 use anyhow::Result;
@@ -30,7 +31,7 @@ use crate::script::Session;
 pub use load::Loaded;
 
 /// Run the plan until it ends; returns the exit status.
-pub fn run(session: &Session, plan: &Plan, opts: &Config, traced: Option<&mut target::TracedProcess>) -> Result<i32> {
+pub fn run(session: &Session, plan: &Plan, opts: &Config, traced: Option<&mut traced::TracedProcess>) -> Result<i32> {
     let mut traced = traced;
     let loaded = load::load_all(session, plan, opts)?;
     if opts.dry_run {
@@ -65,7 +66,7 @@ pub fn run(session: &Session, plan: &Plan, opts: &Config, traced: Option<&mut ta
     }
     sink::flush();
 
-    let mut conts = continuation::Continuations::new(plan, opts.keep_going);
+    let mut conts = continuation::Continuations::new(plan, opts.keep_going, loaded.stacks.clone());
     if let Some(t) = traced.as_deref_mut() {
         t.release();
     }
@@ -103,7 +104,7 @@ pub fn run(session: &Session, plan: &Plan, opts: &Config, traced: Option<&mut ta
     if let (true, Some(stats)) = (opts.verbose, &stats) {
         probe_stats::report(plan, &loaded.programs, stats);
     }
-    stacks::report();
+    loaded.stacks.report();
     if conts.errors > 0 && conts.keep_going {
         eprintln!("rtrace: {} userspace error(s) in probe statements (the first is shown above)", conts.errors);
     }
@@ -116,7 +117,7 @@ pub fn run(session: &Session, plan: &Plan, opts: &Config, traced: Option<&mut ta
 /// stacks), so user stacks of processes that exit before their stacks
 /// print still resolve.
 fn mapping_tracker(plan: &Plan, opts: &Config) -> Option<crate::symbols::procmaps::Tracker> {
-    if !plan.stack_maps.iter().any(|(_, _, user)| *user) {
+    if !plan.maps.has_user_stacks() {
         return None;
     }
     match crate::symbols::procmaps::Tracker::start() {
@@ -143,7 +144,7 @@ fn run_end(session: &Session, plan: &Plan) -> Result<()> {
 fn finish(
     session: &Session,
     attachments: Vec<Attachment>,
-    traced: Option<&mut target::TracedProcess>,
+    traced: Option<&mut traced::TracedProcess>,
     errors: u64,
     result: Result<()>,
 ) -> Result<i32> {

@@ -4,6 +4,7 @@
 //! argument) on the control ring.
 
 use super::*;
+use crate::record::{field_offsets, CONTROL_ARG_AT, CONTROL_KIND_AT, CONTROL_PROBE_AT, CONTROL_SIZE};
 
 impl Gen<'_> {
     /// Assemble a record on the stack and `ringbuf_output` it.
@@ -15,7 +16,7 @@ impl Gen<'_> {
         fields: &[Expr],
         wake_bytes: u32,
     ) -> Result<()> {
-        let size: u32 = 8 + fields.iter().map(|f| self.ty(f).slot_size()).sum::<u32>();
+        let (offsets, size) = field_offsets(fields.iter().map(|f| self.ty(f)));
         let buf = self.alloc(size).map_err(|_| {
             self.err(format!(
                 "these statements send {} kernel values ({size} bytes) to userspace in one record, more than fits the \
@@ -25,8 +26,8 @@ impl Gen<'_> {
         })?;
         self.emit(Insn::store_imm(4, FP, buf, site as i32));
         self.emit(Insn::store_imm(4, FP, buf + 4, 0));
-        let mut off = buf + 8;
-        for f in fields {
+        for (f, at) in fields.iter().zip(offsets) {
+            let off = buf + at as i16;
             match self.ty(f) {
                 Ty::Int => {
                     let r = self.int(f)?;
@@ -35,7 +36,6 @@ impl Gen<'_> {
                 }
                 Ty::Bytes(n) => self.bytes(f, off, n)?,
             }
-            off += self.ty(f).slot_size() as i16;
         }
         // Batched wake-ups: wake the reader only when enough data is pending,
         // or when it said it is about to sleep (the first record after that
@@ -86,18 +86,18 @@ impl Gen<'_> {
         Ok(())
     }
 
-    /// Send the 16-byte control message `kind, probe, arg` on `ring` (dropped
-    /// when the ring is full).
+    /// Send the control message `kind, probe, arg` on `ring` (dropped when
+    /// the ring is full).
     pub(super) fn control(&mut self, ring: MapId, kind: u32, probe: u32, arg: &Expr) -> Result<()> {
         let rv = self.int(arg)?;
         self.load_map(R1, ring);
-        self.emit(Insn::mov_imm(R2, 16));
+        self.emit(Insn::mov_imm(R2, CONTROL_SIZE as i32));
         self.emit(Insn::mov_imm(R3, 0));
         self.emit(Insn::call(h::RINGBUF_RESERVE));
         let skip = self.emit(Insn::jmp_imm(Cond::Eq, R0, 0, 0));
-        self.emit(Insn::store_imm(4, R0, 0, kind as i32));
-        self.emit(Insn::store_imm(4, R0, 4, probe as i32));
-        self.emit(Insn::store(8, R0, 8, rv));
+        self.emit(Insn::store_imm(4, R0, CONTROL_KIND_AT, kind as i32));
+        self.emit(Insn::store_imm(4, R0, CONTROL_PROBE_AT, probe as i32));
+        self.emit(Insn::store(8, R0, CONTROL_ARG_AT, rv));
         self.emit(Insn::mov_reg(R1, R0));
         self.emit(Insn::mov_imm(R2, 0));
         self.emit(Insn::call(h::RINGBUF_SUBMIT));
