@@ -13,6 +13,7 @@ use crate::insn::*;
 use crate::ir::*;
 
 mod aggread;
+mod control;
 
 /// Kernel limit on a BPF program's stack.
 pub const MAX_STACK: i32 = 512;
@@ -274,22 +275,7 @@ impl<'a> Gen<'a> {
                 self.emit(Insn::alu_imm(Alu::Add, R2, key_off as i32));
                 self.emit(Insn::call(h::MAP_DELETE_ELEM));
             }
-            StmtKind::Control { ring, kind, probe, arg } => {
-                let rv = self.int(arg)?;
-                self.load_map(R1, *ring);
-                self.emit(Insn::mov_imm(R2, 16));
-                self.emit(Insn::mov_imm(R3, 0));
-                self.emit(Insn::call(h::RINGBUF_RESERVE));
-                let skip = self.emit(Insn::jmp_imm(Cond::Eq, R0, 0, 0));
-                self.emit(Insn::store_imm(4, R0, 0, *kind as i32));
-                self.emit(Insn::store_imm(4, R0, 4, *probe as i32));
-                self.emit(Insn::store(8, R0, 8, rv));
-                self.emit(Insn::mov_reg(R1, R0));
-                self.emit(Insn::mov_imm(R2, 0));
-                self.emit(Insn::call(h::RINGBUF_SUBMIT));
-                self.patch_here(skip);
-                self.release(rv);
-            }
+            StmtKind::Control { ring, lost, kind, probe, arg } => self.control((*ring, *lost), *kind, *probe, arg)?,
             StmtKind::Emit { ring, lost, wake, site, probe, fields, wake_bytes } => {
                 self.emit_record((*ring, *lost, *wake), *site, *probe, fields, *wake_bytes)?;
             }

@@ -258,9 +258,12 @@ pub enum StmtKind {
         map: MapId,
         key: Vec<Expr>,
     },
-    /// Send a fixed-size control message `{kind, probe, arg}` on the control ring.
+    /// Send a fixed-size control message `{kind, probe, arg}` on the control
+    /// ring. A failed reserve adds 1 to the second `u64` of slot `probe` of the
+    /// per-CPU `lost` array (the first counts lost records, see `Emit`).
     Control {
         ring: MapId,
+        lost: MapId,
         kind: u32,
         probe: u32,
         arg: Expr,

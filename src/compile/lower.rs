@@ -980,6 +980,7 @@ impl<'a> Lowerer<'a> {
     fn call_stmt(&mut self, name: &str, args: &[RExpr], pos: Position) -> Result<StmtKind> {
         let control = |s: &Self, kind: u32, arg: Expr| StmtKind::Control {
             ring: s.target.control_ring,
+            lost: s.target.lost_map,
             kind,
             probe: s.target.probe_index,
             arg,
@@ -1050,6 +1051,7 @@ impl<'a> Lowerer<'a> {
                     let kind = if call.name == "clear" { CONTROL_CLEAR } else { CONTROL_ZERO };
                     return Ok(StmtKind::Control {
                         ring: self.target.control_ring,
+                        lost: self.target.lost_map,
                         kind,
                         probe: self.target.probe_index,
                         arg: Expr::Int(map.id() as i64),

@@ -268,7 +268,7 @@ pub fn run(session: &Session, plan: &Plan, opts: &Config, traced: Option<&mut ta
         print_remaining_maps(session, &loaded);
     }
     report_lost(plan, &loaded);
-    limits::report_lost_controls(&reader);
+    limits::report_lost_controls(&plan.probes, &loaded.lost, &reader);
     sink::flush();
     if let (true, Some(stats)) = (opts.verbose, &stats) {
         probe_stats::report(plan, &loaded.programs, stats);
