@@ -14,6 +14,7 @@ use crate::ir::*;
 
 mod aggread;
 mod control;
+mod shift;
 
 /// Kernel limit on a BPF program's stack.
 pub const MAX_STACK: i32 = 512;
@@ -834,17 +835,8 @@ impl<'a> Gen<'a> {
                 let ra = self.int(a)?;
                 if let (Some(k), true) = (
                     small_const(b),
-                    matches!(
-                        op,
-                        BinOp::Add
-                            | BinOp::Sub
-                            | BinOp::Mul
-                            | BinOp::And
-                            | BinOp::Or
-                            | BinOp::Xor
-                            | BinOp::Shl
-                            | BinOp::Shr
-                    ),
+                    matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::And | BinOp::Or | BinOp::Xor)
+                        || (matches!(op, BinOp::Shl | BinOp::Shr) && (0..64).contains(&small_const(b).unwrap_or(-1))),
                 ) {
                     let alu = alu_of(*op);
                     self.emit(Insn::alu_imm(alu, ra, k));
@@ -955,6 +947,7 @@ impl<'a> Gen<'a> {
                 self.emit(Insn::jmp_imm(Cond::Sge, R1, 0, 1));
                 self.emit(Insn::alu_imm(Alu::Neg, a, 0));
             }
+            BinOp::Shl | BinOp::Shr => self.shift_regs(op == BinOp::Shl, a, b)?,
             BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => {
                 let c = compare_cond(op).unwrap();
                 self.emit(Insn::jmp_reg(c, a, b, 2));

@@ -82,3 +82,21 @@ pub fn report_lost_controls(probes: &[String], lost: &libbpf_rs::MapHandle, read
         );
     }
 }
+
+/// Before an error line on stderr: when stdout and stderr are the same
+/// terminal, pipe or file and the script's output stopped in the middle of
+/// a line, end that line first, so the error starts a line of its own.
+pub fn end_partial_line() {
+    if !sink::partial_line() {
+        return;
+    }
+    let id = |fd: i32| {
+        // SAFETY: fstat only writes into the zeroed stat buffer it is given.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        (unsafe { libc::fstat(fd, &mut st) } == 0).then_some((st.st_dev, st.st_ino))
+    };
+    let (out, err) = (id(1), id(2));
+    if out.is_some() && out == err {
+        eprintln!();
+    }
+}
