@@ -175,6 +175,17 @@ pub enum Expr {
     /// String equality of two byte values (compared up to the shorter length,
     /// both NUL-terminated), yielding 0 or 1.
     StrEq(Box<Expr>, Box<Expr>),
+    /// A search in runtime strings (see [`StrOp`]), yielding an integer.
+    StrSearch(StrOp, Box<Expr>, Box<Expr>),
+    /// `buf(ptr, len)`: up to `max` bytes of memory at `ptr`, as a byte
+    /// value of `8 + max` bytes: the length read (`len` clamped to
+    /// `0..=max`, little-endian u64), then the bytes, zero-padded.
+    ReadBuf {
+        ptr: Box<Expr>,
+        len: Box<Expr>,
+        max: u32,
+        user: bool,
+    },
     /// A map's integer value for `key`, 0 when the key is missing.
     MapGet {
         map: MapId,
@@ -195,6 +206,7 @@ impl Expr {
             Expr::Comm => Ty::Bytes(16),
             Expr::CtxCharArray { len, .. } => Ty::Bytes(*len),
             Expr::CtxDataLocStr { max, .. } | Expr::ReadStr { max, .. } => Ty::Bytes(*max),
+            Expr::ReadBuf { max, .. } => Ty::Bytes(8 + *max),
             Expr::Local(id) => locals[*id as usize],
             // A string if-expression is as long as its longer branch.
             Expr::Cond(_, a, b) => match (a.ty(locals), b.ty(locals)) {
@@ -204,6 +216,17 @@ impl Expr {
             _ => Ty::Int,
         }
     }
+}
+
+/// Searches in strings read at run time (both sides NUL-terminated or
+/// as long as their buffers).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StrOp {
+    /// `strncmp(a, b, n)`: 0 when the first `n` bytes of `a` and `b` agree
+    /// (a NUL in both ends the comparison early), else 1 (bpftrace).
+    Ncmp(u32),
+    /// `strcontains(a, b)`: 1 when `b` occurs in `a` (an empty `b` does), else 0.
+    Contains,
 }
 
 /// Aggregating map updates.

@@ -14,6 +14,7 @@ use rhai::{ASTNode, Dynamic, Expr as RExpr, Position, Stmt as RStmt};
 use super::fields;
 
 mod index;
+mod strings;
 use super::maps::{MapUse, UseKind};
 use crate::kernel::tracepoint_format::FieldKind;
 use crate::plan::site::{Capture, Sem, Site};
@@ -371,12 +372,23 @@ impl<'a> Lowerer<'a> {
         let mut bad: Option<(String, Position)> = None;
         s.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
             if let Some(ASTNode::Expr(RExpr::FnCall(call, pos))) = path.last() {
-                if AGGREGATIONS.contains(&call.name.as_str()) && bad.is_none() {
+                let kernel_only =
+                    AGGREGATIONS.contains(&call.name.as_str()) || strings::KERNEL_ONLY.contains(&call.name.as_str());
+                if kernel_only && bad.is_none() {
                     bad = Some((call.name.to_string(), *pos));
                 }
             }
             true
         });
+        if let Some((name, pos)) = bad.clone().filter(|(n, _)| strings::KERNEL_ONLY.contains(&n.as_str())) {
+            return err(
+                pos,
+                format!(
+                    "{name}() reads kernel memory, but the statement at {} around it runs in userspace; read it in a kernel `let` first (`let v = {name}(...);`) and use `v` here",
+                    at(s.position())
+                ),
+            );
+        }
         if let Some((name, pos)) = bad {
             return err(
                 pos,
@@ -622,6 +634,7 @@ impl<'a> Lowerer<'a> {
                 // A typed pointer keeps its struct type (`let t = e.curtask;`).
                 let typed = match init {
                     RExpr::Dot(x, _, dpos) => self.pointer_access(&x.lhs, &x.rhs, *dpos),
+                    RExpr::FnCall(c, _) if c.name == "kptr" && c.args.len() == 2 => Some(self.kptr(&c.args)),
                     _ => None,
                 };
                 let (value, pointee) = match typed {
@@ -755,7 +768,7 @@ impl<'a> Lowerer<'a> {
         match e {
             RExpr::BoolConstant(..) | RExpr::And(..) | RExpr::Or(..) => true,
             RExpr::FnCall(call, _) => {
-                matches!(call.name.as_str(), "==" | "!=" | "<" | "<=" | ">" | ">=" | "!" | "contains")
+                matches!(call.name.as_str(), "==" | "!=" | "<" | "<=" | ">" | ">=" | "!" | "contains" | "strcontains")
             }
             RExpr::Variable(v, _, _) => match self.lookup_local(v.1.as_str()) {
                 Some(id) => self.local_sems.get(&id) == Some(&Sem::Bool),
@@ -823,6 +836,7 @@ impl<'a> Lowerer<'a> {
                 None => Sem::Plain,
             },
             Expr::Local(id) => self.local_sems.get(id).copied().unwrap_or(Sem::Plain),
+            Expr::ReadBuf { .. } => Sem::Buf,
             Expr::Binary(BinOp::Or, a, b) if **b == Expr::Int(KSYM_TAG) => {
                 let _ = a;
                 Sem::Ksym
@@ -1253,7 +1267,10 @@ impl<'a> Lowerer<'a> {
                 err(pos, format!("{name}() is an aggregation: assign it to a map, e.g. `m[e.comm] = {name}(...)`"))
             }
             ("exit", _) => err(pos, "exit() is a statement, not a value"),
-            _ => Err(userspace_only(&format!("`{name}(...)`"), pos)),
+            _ => match self.string_call(name, args, pos) {
+                Some(r) => r,
+                None => Err(userspace_only(&format!("`{name}(...)`"), pos)),
+            },
         }
     }
 
@@ -1298,6 +1315,10 @@ impl<'a> Lowerer<'a> {
     /// `e.args.X...`, `e.curtask.X...`, or `t.X...` of a local holding a BTF
     /// struct pointer. `None` for every other property access.
     fn pointer_access(&mut self, lhs: &RExpr, rhs: &RExpr, pos: Position) -> Option<Result<fields::Access>> {
+        if let RExpr::FnCall(c, _) = lhs {
+            // `kptr(v, "struct sock").member`.
+            return (c.name == "kptr" && c.args.len() == 2).then(|| self.kptr_member(&c.args, rhs, pos));
+        }
         let RExpr::Variable(v, _, _) = lhs else { return None };
         let (chain, rest) = property_chain(rhs);
         if rest || chain.is_empty() {

@@ -5,6 +5,7 @@
 //! does. Callers decode BPF maps into a [`MapDump`] first; these functions
 //! only sort and format. [`sink`] writes the result to stdout or a file.
 
+pub mod bytes;
 pub mod dist;
 mod json;
 pub mod junit;
@@ -12,6 +13,7 @@ mod maps;
 pub mod metrics;
 pub mod overhead;
 pub mod printf;
+pub mod records;
 pub mod sink;
 mod value;
 

@@ -88,7 +88,8 @@ fn convert(conv: char, arg: &Dynamic, precision: Option<usize>, flags: &str) -> 
         'o' => format!("{:o}", int_of(arg)?),
         'p' => format!("0x{:x}", int_of(arg)?),
         'c' => char::from_u32(int_of(arg)? as u32).map(String::from).unwrap_or_default(),
-        's' => {
+        // `%r`: a buf() value, already shown hex-escaped.
+        's' | 'r' => {
             let s = arg.to_string();
             match precision {
                 Some(p) => s.chars().take(p).collect(),

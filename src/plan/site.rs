@@ -55,6 +55,8 @@ pub enum Sem {
     Ksym,
     /// A boolean (0 or 1 in the kernel; `true`/`false` in userspace).
     Bool,
+    /// `buf(ptr, len)`: a length and bytes, shown hex-escaped in userspace.
+    Buf,
 }
 
 /// A map's final shape.

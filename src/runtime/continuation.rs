@@ -125,6 +125,13 @@ impl Continuations {
                     value = Dynamic::from(stacks::render(*map, v, *user, *mode));
                 }
                 Some(Sem::Bool) => value = Dynamic::from(value.as_int().unwrap_or(0) != 0),
+                Some(Sem::Buf) => {
+                    let n = match ty {
+                        Ty::Bytes(n) => *n as usize,
+                        Ty::Int => 0,
+                    };
+                    value = Dynamic::from(crate::output::bytes::escape_buf(rec.get(*off..*off + n).unwrap_or(&[])));
+                }
                 Some(Sem::Ksym) => {
                     value = Dynamic::from(crate::symbols::stacks::ksym_name(value.as_int().unwrap_or(0) as u64))
                 }
@@ -139,7 +146,7 @@ impl Continuations {
                 Capture::Emitted => {}
                 Capture::EventItem { path, .. } => {
                     if let Some(f) = path.last() {
-                        arrays.entry(f.clone()).or_insert_with(Vec::new).push(value);
+                        arrays.entry(f.clone()).or_default().push(value);
                     }
                 }
                 Capture::Event(path) if arrays.contains_key(path.last().map(String::as_str).unwrap_or("")) => {

@@ -62,12 +62,23 @@ pub fn register(engine: &mut Engine, registry: &SharedRegistry) {
             do_printf(&ctx, fmt, &[a, b, c, d, e, f])
         },
     );
-    engine.register_fn("time", || local_time("%H:%M:%S"));
-    engine.register_fn("time", |fmt: &str| local_time(fmt));
-    engine.register_fn("join", |a: rhai::Array| join(&a, " "));
-    engine.register_fn("join", |a: rhai::Array, sep: &str| join(&a, sep));
+    // As statements (`time("%H:%M\n");`, `join(arr);`) these print, as in bpftrace.
+    engine.register_fn("time", |ctx: NativeCallContext| printing(&ctx, "time", local_time("%H:%M:%S"), "\n"));
+    engine.register_fn("time", |ctx: NativeCallContext, fmt: &str| printing(&ctx, "time", local_time(fmt), ""));
+    engine.register_fn("join", |ctx: NativeCallContext, a: rhai::Array| printing(&ctx, "join", join(&a, " "), "\n"));
+    engine.register_fn("join", |ctx: NativeCallContext, a: rhai::Array, sep: &str| {
+        printing(&ctx, "join", join(&a, sep), "\n")
+    });
     // Strings captured by the kernel arrive as strings already.
     engine.register_fn("str", |s: &str| s.to_string());
+    // bpftrace's string searches, also for userspace statements: strncmp
+    // is 0 when the first n bytes agree.
+    engine.register_fn("strncmp", |a: &str, b: &str, n: i64| -> i64 {
+        let n = n.max(0) as usize;
+        let (a, b) = (a.as_bytes(), b.as_bytes());
+        (a[..a.len().min(n)] != b[..b.len().min(n)]) as i64
+    });
+    engine.register_fn("strcontains", |a: &str, b: &str| a.contains(b));
     engine.register_fn("str", |s: &str, _len: i64| s.to_string());
     engine.register_fn("str", |ctx: NativeCallContext, _p: i64| -> RhaiResult<String> {
         fail_at("str(address) reads kernel or user memory, so it must run in a probe", ctx.call_position())
@@ -102,6 +113,17 @@ pub fn register(engine: &mut Engine, registry: &SharedRegistry) {
         reg.exit_code.get_or_insert(1);
         Err(Box::new(EvalAltResult::ErrorTerminated(Dynamic::UNIT, Position::NONE)))
     });
+}
+
+/// The text of `time(...)`/`join(...)`; printed (with `end` in text mode) when the call is a statement.
+fn printing(ctx: &NativeCallContext, kind: &str, text: String, end: &str) -> String {
+    if super::statements::is_statement(ctx) {
+        match sink::format() {
+            sink::Format::Text => crate::output::records::text_record(kind, &format!("{text}{end}")),
+            sink::Format::Json => crate::output::records::text_record(kind, &text),
+        }
+    }
+    text
 }
 
 fn join(a: &rhai::Array, sep: &str) -> String {

@@ -51,7 +51,8 @@ probe("tracepoint:syscalls:sys_enter_getpid", |e| { if e.pid == __ME__ { exit();
     getpid_n(1);
     let out = t.finish_within(Duration::from_secs(30));
     assert_eq!(out.code, Some(0), "{out}");
-    let printed = out.lines().iter().filter(|l| l.starts_with("@p: ")).count() as u64;
+    // The print(p) lines, before the exit dump (which starts with an empty line).
+    let printed = out.lines().iter().take_while(|l| !l.is_empty()).filter(|l| l.starts_with("@p: ")).count() as u64;
     let lost = kernel_control_losses(&out.stderr);
     let in_kernel: u64 = lost.iter().map(|(n, _)| n).sum();
     assert!(lost.iter().all(|(_, p)| p == probe), "{out}");

@@ -7,6 +7,7 @@ mod common;
 
 mod btf;
 mod ci;
+mod compat;
 mod dispatch;
 mod docs;
 mod emit;
@@ -23,6 +24,7 @@ mod probes;
 mod safety;
 mod semantics;
 mod serve;
+mod specs;
 mod split;
 mod stacks;
 mod target;
