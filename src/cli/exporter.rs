@@ -36,7 +36,7 @@ fn build(script: &Script, source: &str, opts: &Config) -> Result<(Session, Plan)
             return Err(Diagnostic::at(&script.file_name, pos, "system() runs commands and needs --unsafe").into());
         }
     }
-    session.engine.on_progress(|_| crate::runtime::signals::user_code_should_stop().then_some(rhai::Dynamic::UNIT));
+    session.engine.on_progress(crate::runtime::signals::progress_hook);
     session.run_top_level()?;
     if session.registry.lock().unwrap().exit_code.is_some() {
         let msg = "the script calls exit() at its top level, so it has nothing to serve";

@@ -86,6 +86,8 @@ pub fn render(session: &Session, plan: &Plan, source: &str) -> String {
                         Capture::Local { name, .. } => name.clone(),
                         Capture::Emitted => "emitted".into(),
                         Capture::EventItem { path, index } => format!("e.{}[{index}]", path.join(".")),
+                        Capture::KptrBase { ty, .. } => format!("kptr(.., \"{ty}\")"),
+                        Capture::KptrMember { path, .. } => format!("kptr(..).{}", path.join(".")),
                     };
                     format!("{name}: {}", ty_text(ty))
                 })

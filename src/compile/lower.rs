@@ -343,10 +343,17 @@ impl<'a> Lowerer<'a> {
         let mut run_id = 0u32;
         for s in stmts {
             let snap = self.snapshot();
+            let declared_before = self.scopes.last().map_or(0, Vec::len);
             let mut lowered = Vec::new();
             match self.stmt(s, &mut lowered) {
                 Ok(()) => {
+                    // The pending userspace run comes before this statement:
+                    // the locals it just declared are not in the run's scope.
+                    let declared: Vec<_> = self.scopes.last_mut().map_or(vec![], |sc| sc.split_off(declared_before));
                     self.flush_site(&mut run, run_id, &mut out)?;
+                    if let Some(sc) = self.scopes.last_mut() {
+                        sc.extend(declared);
+                    }
                     out.extend(lowered);
                 }
                 Err(e) if e.userspace => {
@@ -372,8 +379,8 @@ impl<'a> Lowerer<'a> {
         let mut bad: Option<(String, Position)> = None;
         s.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
             if let Some(ASTNode::Expr(RExpr::FnCall(call, pos))) = path.last() {
-                let kernel_only =
-                    AGGREGATIONS.contains(&call.name.as_str()) || strings::KERNEL_ONLY.contains(&call.name.as_str());
+                let kernel_only = AGGREGATIONS.contains(&call.name.as_str())
+                    || (strings::KERNEL_ONLY.contains(&call.name.as_str()) && !strings::member_read(path));
                 if kernel_only && bad.is_none() {
                     bad = Some((call.name.to_string(), *pos));
                 }
@@ -416,10 +423,14 @@ impl<'a> Lowerer<'a> {
         // What the statements read: event fields and kernel locals.
         let mut wanted: Vec<(Capture, Position)> = Vec::new();
         let mut problem: Option<LowerError> = None;
+        let mut kptr_uses: Vec<(RExpr, RExpr, Position)> = Vec::new();
         for s in &stmts {
             s.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
                 match path.last() {
                     Some(ASTNode::Expr(RExpr::Dot(x, _, pos))) => {
+                        if strings::is_kptr(&x.lhs) {
+                            kptr_uses.push((x.lhs.clone(), x.rhs.clone(), *pos));
+                        }
                         if let RExpr::Variable(v, _, _) = &x.lhs {
                             let name = v.1.as_str();
                             if let (Some(id), None) = (self.lookup_local(name), &problem) {
@@ -531,11 +542,21 @@ impl<'a> Lowerer<'a> {
             let expr = match &cap {
                 Capture::Local { slot, .. } => Expr::Local(visible[*slot].1.unwrap_or(0)),
                 Capture::Event(path) => self.event_capture(path, pos)?,
-                Capture::Emitted | Capture::EventItem { .. } => continue,
+                Capture::Emitted
+                | Capture::EventItem { .. }
+                | Capture::KptrBase { .. }
+                | Capture::KptrMember { .. } => continue,
             };
             fields.push((cap, self.ty(&expr)));
             sems.push(self.sem(&expr));
             exprs.push(expr);
+        }
+        for (i, (call, rhs, pos)) in kptr_uses.iter().enumerate() {
+            for (cap, expr) in self.kptr_fields(i, call, rhs, *pos)? {
+                fields.push((cap, self.ty(&expr)));
+                sems.push(self.sem(&expr));
+                exprs.push(expr);
+            }
         }
         out.push(Stmt { kind: self.emit_stmt(id, exprs), span: span(first_pos) });
         let scope = visible.into_iter().map(|(n, _)| n).collect();

@@ -12,11 +12,28 @@ pub enum Capture {
     /// `e.pid` (`["pid"]`), `e.args.filename` (`["args", "filename"]`).
     Event(Vec<String>),
     /// A kernel `let` value: its name and its position in `Site::scope`.
-    Local { name: String, slot: usize },
+    Local {
+        name: String,
+        slot: usize,
+    },
     /// One value given to `emit()`.
     Emitted,
     /// Element `index` of a `char **` field (`e.args.argv`), shipped as strings.
-    EventItem { path: Vec<String>, index: usize },
+    EventItem {
+        path: Vec<String>,
+        index: usize,
+    },
+    /// `kptr(v, "struct T").a.b` in a userspace statement (occurrence `id`):
+    /// the value `v` the kernel cast, and the member it read there, so that
+    /// userspace's `kptr(v, T)` answers with that member.
+    KptrBase {
+        id: usize,
+        ty: String,
+    },
+    KptrMember {
+        id: usize,
+        path: Vec<String>,
+    },
 }
 
 /// A run of consecutive userspace statements, and the values the kernel

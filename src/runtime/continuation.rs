@@ -117,6 +117,8 @@ impl Continuations {
         let mut args = rhai::Map::new();
         let mut locals: Vec<Dynamic> = vec![Dynamic::UNIT; site.scope.len()];
         let mut arrays: std::collections::BTreeMap<String, Vec<Dynamic>> = std::collections::BTreeMap::new();
+        let mut kptr_bases: std::collections::HashMap<usize, (i64, String)> = Default::default();
+        let mut kptr_members: Vec<(usize, Vec<String>, Dynamic)> = Vec::new();
         for (i, (cap, ty, off)) in site.fields.iter().enumerate() {
             let mut value = decode(rec, *off, *ty);
             match site.sems.get(i) {
@@ -144,6 +146,10 @@ impl Continuations {
                     }
                 }
                 Capture::Emitted => {}
+                Capture::KptrBase { id, ty } => {
+                    kptr_bases.insert(*id, (value.as_int().unwrap_or(0), ty.clone()));
+                }
+                Capture::KptrMember { id, path } => kptr_members.push((*id, path.clone(), value)),
                 Capture::EventItem { path, .. } => {
                     if let Some(f) = path.last() {
                         arrays.entry(f.clone()).or_default().push(value);
@@ -177,6 +183,13 @@ impl Continuations {
         if !args.is_empty() {
             event.insert("args".into(), Dynamic::from(args));
         }
+        let mut kptrs: std::collections::HashMap<(i64, String), rhai::Map> = Default::default();
+        for (id, path, value) in kptr_members {
+            if let Some(base) = kptr_bases.get(&id) {
+                insert_path(kptrs.entry(base.clone()).or_default(), &path, value);
+            }
+        }
+        crate::script::userlib::set_kptrs(kptrs);
         if let Some(name) = &site.event {
             scope.push(name.as_str(), event);
         }

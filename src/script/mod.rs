@@ -3,8 +3,11 @@
 //! calls into userspace closures (`BEGIN`, `END`, `every`).
 
 pub mod api;
+pub mod calls;
 pub mod checks;
 pub mod dist;
+pub mod formatting;
+pub mod habits;
 pub mod modules;
 pub mod positional;
 pub mod statements;
@@ -88,9 +91,12 @@ impl Session {
         checks::register(&mut engine, &registry);
         positional::register(&mut engine);
         tools::register(&mut engine);
+        formatting::register(&mut engine);
         modules::install(&mut engine);
-        let ast =
-            engine.compile(source).map_err(|e| Diagnostic::at(file_name, e.1, format!("syntax error: {}", e.0)))?;
+        let ast = engine.compile(source).map_err(|e| {
+            let hint = habits::syntax_hint(source, e.1).map(|h| format!(": {h}")).unwrap_or_default();
+            Diagnostic::at(file_name, e.1, format!("syntax error: {}{hint}", e.0))
+        })?;
         statements::collect(&ast);
         let mut scope = Scope::new();
         let argv: rhai::Array = args.iter().map(|a| Dynamic::from(a.clone())).collect();
@@ -109,7 +115,10 @@ impl Session {
             Err(e) => return Err(self.runtime_error(&e)),
         }
         self.name_maps();
-        self.compile_probe_sources()
+        self.compile_probe_sources()?;
+        // Every call is checked before anything is attached.
+        calls::check(self)?;
+        Ok(())
     }
 
     /// Turn `probe(spec, "|e| ...")` strings into closures, seeing the top level's variables.

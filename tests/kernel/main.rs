@@ -6,6 +6,7 @@
 mod common;
 
 mod btf;
+mod calls;
 mod ci;
 mod compat;
 mod dispatch;

@@ -276,6 +276,7 @@ probe("rawtracepoint:sys_enter", |e| {{
         let fd = regs.di;
         seen[fd] = sum(kptr(e.arg0, "struct pt_regs").si);
         print(`whence ${{regs.dx}}`);
+        print(`si ${{kptr(e.arg0, "struct pt_regs").si}} ${{kptr(e.arg0, "struct pt_regs *").di}}`);
     }}
 }});"#,
         tid()
@@ -288,12 +289,14 @@ probe("rawtracepoint:sys_enter", |e| {{
     let out = t.interrupt_and_finish();
     assert_eq!(out.code, Some(0), "{out}");
     assert!(out.lines().contains(&"whence 1"), "{out}");
+    // In a userspace statement: read in the kernel, shipped with the record.
+    assert!(out.lines().contains(&"si 424242 -7"), "{out}");
     assert_eq!(out.map_lines("seen"), ["@seen[-7]: 424242"], "{out}");
     // A kernel pointer's members read in userspace: a one-line error with the fix.
     let bad = run(&["-e", &src]);
     assert_ne!(bad.code, Some(0), "{bad}");
     assert!(bad.stderr.contains("kernel pointer"), "{bad}");
-    let bad = run(&["-e", r#"probe("rawtracepoint:sys_enter", |e| { print(kptr(e.arg0, "struct pt_regs").si); });"#]);
+    let bad = run(&["-e", r#"probe("rawtracepoint:sys_enter", |e| { print(kptr(e.arg0, "struct pt_regs")); });"#]);
     assert_ne!(bad.code, Some(0), "{bad}");
     assert!(bad.stderr.contains("kptr() reads kernel memory") && bad.stderr.lines().count() == 1, "{bad}");
     let bad = run(&["-e", r#"probe("rawtracepoint:sys_enter", |e| { let x = kptr(e.arg0, "struct no_such_rtt"); });"#]);
@@ -320,4 +323,27 @@ fn kptr_on_kernel_function_arguments() {
     t.wait_line("flags", ATTACH_TIMEOUT, |l| l.starts_with("flags"));
     let out = t.interrupt_and_finish();
     assert!(out.lines().iter().any(|l| l.starts_with("flags ")), "{out}");
+}
+
+#[test]
+fn a_kernel_let_after_userspace_statements_keeps_their_scope() {
+    let Some(_g) = setup() else { return };
+    let src = format!(
+        r#"probe("tracepoint:syscalls:sys_enter_getppid", |e| {{
+    if e.tid == {} {{
+        print(`pid ${{e.pid}}`);
+        let t = e.tid;
+        print(`tid ${{t}}`);
+    }}
+}});"#,
+        tid()
+    );
+    let mut t = Tracer::start(&["-e", &src]);
+    t.wait_attached();
+    getppid_n(1);
+    t.wait_line("the tid", ATTACH_TIMEOUT, |l| l.starts_with("tid"));
+    let out = t.interrupt_and_finish();
+    assert_eq!(out.code, Some(0), "{out}");
+    assert!(out.lines().contains(&format!("pid {}", pid()).as_str()), "{out}");
+    assert!(out.lines().contains(&format!("tid {}", tid()).as_str()), "{out}");
 }

@@ -15,7 +15,13 @@ impl Gen<'_> {
         wake_bytes: u32,
     ) -> Result<()> {
         let size: u32 = 8 + fields.iter().map(|f| self.ty(f).slot_size()).sum::<u32>();
-        let buf = self.alloc(size)?;
+        let buf = self.alloc(size).map_err(|_| {
+            self.err(format!(
+                "these statements send {} kernel values ({size} bytes) to userspace in one record, more than fits the \
+                 {MAX_STACK}-byte BPF stack: send fewer values, or shorter strings (str(p, LEN))",
+                fields.len()
+            ))
+        })?;
         self.emit(Insn::store_imm(4, FP, buf, site as i32));
         self.emit(Insn::store_imm(4, FP, buf + 4, 0));
         let mut off = buf + 8;

@@ -10,11 +10,25 @@
 //! - `kptr(v, "struct sock")`: bpftrace's `(struct sock *)v`, an integer
 //!   made a pointer to a kernel struct through BTF, whose `.member` chains
 //!   then read as for other BTF pointers (`let s = kptr(...); s.sk_family`,
-//!   or `kptr(...).sk_family`).
+//!   or `kptr(...).sk_family`). In a userspace statement, each
+//!   `kptr(v, T).a.b` is read in the kernel and shipped with `v`, and
+//!   userspace's `kptr(v, T)` is an object map of the members read.
 
 use probes_ebpf::ir::StrOp;
 
 use super::*;
+
+/// `kptr(..)` with two arguments.
+pub(super) fn is_kptr(e: &RExpr) -> bool {
+    matches!(e, RExpr::FnCall(c, _) if c.name == "kptr" && c.args.len() == 2)
+}
+
+/// The call at the end of `path` is the left side of a `.member` read
+/// (`kptr(v, T).pid`), which userspace statements may use.
+pub(super) fn member_read(path: &[ASTNode]) -> bool {
+    let [.., ASTNode::Expr(RExpr::Dot(x, _, _)), ASTNode::Expr(call)] = path else { return false };
+    is_kptr(call) && x.lhs.position() == call.position()
+}
 
 /// The functions lowered here (userspace has its own `strncmp`/`strcontains`).
 pub(super) const KERNEL_ONLY: &[&str] = &["buf", "kptr"];
@@ -108,4 +122,31 @@ impl Lowerer<'_> {
             LowerError { pos: at, message: msg, userspace: false }
         })
     }
+
+    /// The record fields for `kptr(v, T).a.b` in a userspace statement
+    /// (occurrence `id`): `v`, and the member (a `char *` as its string).
+    pub(super) fn kptr_fields(
+        &mut self,
+        id: usize,
+        call: &RExpr,
+        rhs: &RExpr,
+        pos: Position,
+    ) -> Result<Vec<(Capture, Expr)>> {
+        let RExpr::FnCall(c, _) = call else { return Ok(vec![]) };
+        let base = self.kptr(&c.args)?;
+        let access = self.kptr_member(&c.args, rhs, pos)?;
+        let ty = self.const_arg(&c.args[1]).unwrap_or_default();
+        let path: Vec<String> = property_chain(rhs).0.into_iter().map(|c| c.0).collect();
+        let member = if access.char_pointer {
+            Expr::ReadStr { ptr: Box::new(access.expr), max: self.target.str_max, user: false }
+        } else {
+            access.expr
+        };
+        Ok(vec![(Capture::KptrBase { id, ty: ty_key(&ty) }, base.expr), (Capture::KptrMember { id, path }, member)])
+    }
+}
+
+/// `"struct sock *"` and `"struct  sock"` name one type: `struct sock`.
+fn ty_key(written: &str) -> String {
+    written.trim().trim_end_matches('*').split_whitespace().collect::<Vec<_>>().join(" ")
 }
