@@ -85,6 +85,23 @@ pub enum BinOp {
     Ge,
 }
 
+/// `x << y` (`left`) or `x >> y` as Rhai computes them, which generated code
+/// matches: a negative amount shifts the other way; shifting left by 64 or
+/// more gives 0, right by 64 or more gives the sign (0, or -1 for a negative
+/// `x`); `>>` is arithmetic.
+pub fn shift(left: bool, x: i64, y: i64) -> i64 {
+    let n = y.unsigned_abs();
+    if left == (y >= 0) {
+        if n < 64 {
+            x << n
+        } else {
+            0
+        }
+    } else {
+        x >> n.min(63)
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum UnOp {
     Neg,
@@ -279,9 +296,12 @@ pub enum StmtKind {
         map: MapId,
         key: Vec<Expr>,
     },
-    /// Send a fixed-size control message `{kind, probe, arg}` on the control ring.
+    /// Send a fixed-size control message `{kind, probe, arg}` on the control
+    /// ring. A failed reserve adds 1 to the second `u64` of slot `probe` of the
+    /// per-CPU `lost` array (the first counts lost records, see `Emit`).
     Control {
         ring: MapId,
+        lost: MapId,
         kind: u32,
         probe: u32,
         arg: Expr,

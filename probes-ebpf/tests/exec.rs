@@ -1042,10 +1042,10 @@ fn lhist_buckets() {
 fn control_records() {
     let ring = 1;
     let body = vec![
-        st(StmtKind::Control { ring, kind: 3, probe: 7, arg: bin(BinOp::Mul, ctx_i64(0), int(2)) }),
+        st(StmtKind::Control { ring, lost: 0, kind: 3, probe: 7, arg: bin(BinOp::Mul, ctx_i64(0), int(2)) }),
         st(if_(
             bin(BinOp::Lt, ctx_i64(0), int(0)),
-            vec![st(StmtKind::Control { ring, kind: 0xffff_fffe, probe: 0, arg: int(i64::MIN) })],
+            vec![st(StmtKind::Control { ring, lost: 0, kind: 0xffff_fffe, probe: 0, arg: int(i64::MIN) })],
             vec![],
         )),
     ];

@@ -50,6 +50,7 @@ pub fn main() -> i32 {
     let error = result.as_ref().err().map(one_line);
     let report = crate::script::checks::write_junit(error.as_deref());
     if let Some(line) = &error {
+        crate::runtime::limits::end_partial_line();
         eprintln!("{line}");
     }
     match (result, report) {

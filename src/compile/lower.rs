@@ -1009,6 +1009,7 @@ impl<'a> Lowerer<'a> {
     fn call_stmt(&mut self, name: &str, args: &[RExpr], pos: Position) -> Result<StmtKind> {
         let control = |s: &Self, kind: u32, arg: Expr| StmtKind::Control {
             ring: s.target.control_ring,
+            lost: s.target.lost_map,
             kind,
             probe: s.target.probe_index,
             arg,
@@ -1079,6 +1080,7 @@ impl<'a> Lowerer<'a> {
                     let kind = if call.name == "clear" { CONTROL_CLEAR } else { CONTROL_ZERO };
                     return Ok(StmtKind::Control {
                         ring: self.target.control_ring,
+                        lost: self.target.lost_map,
                         kind,
                         probe: self.target.probe_index,
                         arg: Expr::Int(map.id() as i64),
@@ -1753,8 +1755,7 @@ fn fold(op: BinOp, a: Expr, b: Expr) -> Expr {
             BinOp::And => Some(x & y),
             BinOp::Or => Some(x | y),
             BinOp::Xor => Some(x ^ y),
-            BinOp::Shl if (0..64).contains(&y) => Some(x << y),
-            BinOp::Shr if (0..64).contains(&y) => Some(x >> y),
+            BinOp::Shl | BinOp::Shr => Some(probes_ebpf::ir::shift(op == BinOp::Shl, x, y)),
             BinOp::Eq => Some((x == y) as i64),
             BinOp::Ne => Some((x != y) as i64),
             BinOp::Lt => Some((x < y) as i64),

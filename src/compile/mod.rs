@@ -8,6 +8,7 @@ pub mod exit_flag;
 pub mod explain;
 pub mod fields;
 pub mod lower;
+mod map_names;
 pub mod maps;
 pub mod userspace_uses;
 
@@ -193,6 +194,9 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
         }
     }
     plan.shapes = (0..map_count).map(|id| unified.get(&id).cloned().unwrap_or_else(MapShape::unused)).collect();
+    if let Some((pos, msg)) = map_names::check(&reg.maps, &plan.shapes) {
+        return Err(Diagnostic::at(file, pos, msg).into());
+    }
     let mut table = table.into_inner();
     let follow_map = (opts.trace.follow_children && !pending.is_empty()).then(|| table.alloc_follow());
     let stop_map = table.alloc_stop();

@@ -441,9 +441,10 @@ fn value_dynamic(v: &MapValue) -> Dynamic {
     }
 }
 
-/// The per-CPU array counting records lost per probe.
+/// The per-CPU array counting, per probe, records lost (first `u64`) and
+/// control messages lost (second `u64`).
 pub fn create_lost_counters(probes: u32) -> Result<libbpf_rs::MapHandle> {
-    create_map(MapType::PercpuArray, "rtrace_lost", 4, 8, probes, 0)
+    create_map(MapType::PercpuArray, "rtrace_lost", 4, 16, probes, 0)
         .map_err(|e| anyhow!("cannot create the lost-event counters: {e}"))
 }
 

@@ -99,7 +99,7 @@ pub fn run(session: &Session, plan: &Plan, opts: &Config, traced: Option<&mut tr
         dump::print_all_maps(session, &loaded, dump::Occasion::Exit);
     }
     dump::report_new_losses(plan, &loaded);
-    limits::report_lost_controls(&reader);
+    limits::report_lost_controls(&plan.probes, &loaded.lost, &reader);
     sink::flush();
     if let (true, Some(stats)) = (opts.verbose, &stats) {
         probe_stats::report(plan, &loaded.programs, stats);

@@ -118,6 +118,7 @@ impl ControlOut {
             self.shared.exit.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert((c.1, c.2));
         } else if self.tx.try_send(c).is_err() {
             self.shared.lost_controls.fetch_add(1, Ordering::SeqCst);
+            super::limits::DROPPED_CONTROLS.fetch_add(1, Ordering::Relaxed);
         }
     }
 }

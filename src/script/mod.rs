@@ -47,6 +47,8 @@ pub struct Timer {
     pub period: Duration,
     pub repeat: bool,
     pub closure: FnPtr,
+    /// Where `every()`/`after()` was called.
+    pub pos: Position,
 }
 
 /// Everything the top level registered, filled in by the API functions.
@@ -162,10 +164,21 @@ impl Session {
     pub fn call(&self, probe_ast: &AST, f: &FnPtr) -> Result<()> {
         let result = f.call::<Dynamic>(&self.engine, probe_ast, ()).map(|_| ()).or_else(|e| match *e {
             rhai::EvalAltResult::ErrorTerminated(..) => Ok(()),
-            _ => Err(self.runtime_error(&e)),
+            _ => Err(self.runtime_error_near(&e, self.registered_at(f))),
         });
         crate::output::sink::flush();
         result
+    }
+
+    /// Where the closure `f` was handed to `probe()`, `every()` or `after()`:
+    /// the position for its errors that have none of their own (a stack
+    /// overflow unwinds to the call from rtrace, which has no position).
+    fn registered_at(&self, f: &FnPtr) -> Position {
+        let reg = self.registry.lock().unwrap_or_else(|e| e.into_inner());
+        let probe = reg.probes.iter().find(|p| p.closure.fn_name() == f.fn_name()).map(|p| p.pos);
+        probe
+            .or_else(|| reg.timers.iter().find(|t| t.closure.fn_name() == f.fn_name()).map(|t| t.pos))
+            .unwrap_or(Position::NONE)
     }
 
     /// A Rhai runtime error as one line naming the script position.
@@ -187,6 +200,12 @@ impl Session {
         }
         if let rhai::EvalAltResult::ErrorInFunctionCall(_, _, inner, _) = e {
             return self.runtime_error_near(inner, pos);
+        }
+        if let rhai::EvalAltResult::ErrorStackOverflow(_) = e {
+            msg = format!(
+                "Stack overflow: function calls nested over {} deep; does a recursion never end?",
+                self.engine.max_call_levels()
+            );
         }
         Diagnostic::at(&self.file_name, pos, msg).into()
     }

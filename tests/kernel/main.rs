@@ -17,6 +17,7 @@ mod examples;
 mod exit;
 mod filters;
 mod list;
+mod loss;
 mod maps;
 mod output;
 mod perf;

@@ -1,10 +1,9 @@
-//! `Emit` and `Control` statements: a record assembled on the stack and sent
-//! to the data ring with batched wake-ups (a failed send counts in the
-//! probe's lost slot), and the fixed 16-byte control message (kind, probe,
-//! argument) on the control ring.
+//! `Emit` statements: a record assembled on the stack and sent to the data
+//! ring with batched wake-ups (a failed send counts in the probe's lost
+//! slot). `Control` statements are in `control.rs`.
 
 use super::*;
-use crate::record::{field_offsets, CONTROL_ARG_AT, CONTROL_KIND_AT, CONTROL_PROBE_AT, CONTROL_SIZE};
+use crate::record::field_offsets;
 
 impl Gen<'_> {
     /// Assemble a record on the stack and `ringbuf_output` it.
@@ -83,26 +82,6 @@ impl Gen<'_> {
         self.emit(Insn::store(8, R0, 0, R1));
         self.patch_all_here(missing);
         self.patch_here(sent);
-        Ok(())
-    }
-
-    /// Send the control message `kind, probe, arg` on `ring` (dropped when
-    /// the ring is full).
-    pub(super) fn control(&mut self, ring: MapId, kind: u32, probe: u32, arg: &Expr) -> Result<()> {
-        let rv = self.int(arg)?;
-        self.load_map(R1, ring);
-        self.emit(Insn::mov_imm(R2, CONTROL_SIZE as i32));
-        self.emit(Insn::mov_imm(R3, 0));
-        self.emit(Insn::call(h::RINGBUF_RESERVE));
-        let skip = self.emit(Insn::jmp_imm(Cond::Eq, R0, 0, 0));
-        self.emit(Insn::store_imm(4, R0, CONTROL_KIND_AT, kind as i32));
-        self.emit(Insn::store_imm(4, R0, CONTROL_PROBE_AT, probe as i32));
-        self.emit(Insn::store(8, R0, CONTROL_ARG_AT, rv));
-        self.emit(Insn::mov_reg(R1, R0));
-        self.emit(Insn::mov_imm(R2, 0));
-        self.emit(Insn::call(h::RINGBUF_SUBMIT));
-        self.patch_here(skip);
-        self.release(rv);
         Ok(())
     }
 }

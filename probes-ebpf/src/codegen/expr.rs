@@ -225,17 +225,8 @@ impl Gen<'_> {
                 let ra = self.int(a)?;
                 if let (Some(k), true) = (
                     small_const(b),
-                    matches!(
-                        op,
-                        BinOp::Add
-                            | BinOp::Sub
-                            | BinOp::Mul
-                            | BinOp::And
-                            | BinOp::Or
-                            | BinOp::Xor
-                            | BinOp::Shl
-                            | BinOp::Shr
-                    ),
+                    matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::And | BinOp::Or | BinOp::Xor)
+                        || (matches!(op, BinOp::Shl | BinOp::Shr) && (0..64).contains(&small_const(b).unwrap_or(-1))),
                 ) {
                     let alu = alu_of(*op);
                     self.emit(Insn::alu_imm(alu, ra, k));
@@ -348,6 +339,7 @@ impl Gen<'_> {
                 self.emit(Insn::jmp_imm(Cond::Sge, R1, 0, 1));
                 self.emit(Insn::alu_imm(Alu::Neg, a, 0));
             }
+            BinOp::Shl | BinOp::Shr => self.shift_regs(op == BinOp::Shl, a, b)?,
             BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => {
                 let c = compare_cond(op).unwrap();
                 self.emit(Insn::jmp_reg(c, a, b, 2));

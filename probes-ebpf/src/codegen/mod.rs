@@ -19,9 +19,11 @@ use crate::ir::*;
 
 mod aggread;
 mod alloc;
+mod control;
 mod emit;
 mod expr;
 mod maps;
+mod shift;
 mod strings;
 
 /// Kernel limit on a BPF program's stack.
@@ -197,7 +199,7 @@ impl Gen<'_> {
                 self.emit(Insn::alu_imm(Alu::Add, R2, key_off as i32));
                 self.emit(Insn::call(h::MAP_DELETE_ELEM));
             }
-            StmtKind::Control { ring, kind, probe, arg } => self.control(*ring, *kind, *probe, arg)?,
+            StmtKind::Control { ring, lost, kind, probe, arg } => self.control((*ring, *lost), *kind, *probe, arg)?,
             StmtKind::Emit { ring, lost, wake, site, probe, fields, wake_bytes } => {
                 self.emit_record((*ring, *lost, *wake), *site, *probe, fields, *wake_bytes)?;
             }
