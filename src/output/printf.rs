@@ -401,7 +401,10 @@ mod tests {
             "[0xff] [0XFF] [010] [0] [0]"
         );
         assert_eq!(f("[%#010x] [%-#8x|]", vec![i(255), i(255)]), "[0x000000ff] [0xff    |]");
-        assert_eq!(f("%u %x %o", vec![i(-1), i(-1), i(8)]), "18446744073709551615 ffffffffffffffff 10");
+        assert_eq!(
+            f("%u %x %lx %o", vec![i(-1), i(-1), i(-1), i(8)]),
+            "18446744073709551615 ffffffff ffffffffffffffff 10"
+        );
         assert_eq!(f("%p %c%c", vec![i(4096), i(65), i(0x142)]), "0x1000 AB");
         assert_eq!(f("%i|%5c|%-3c|", vec![i(-3), i(66), i(67)]), "-3|    B|C  |");
     }
