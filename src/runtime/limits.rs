@@ -4,8 +4,6 @@
 //! `exit()` taken from the reader's side slot, output write errors ending the
 //! run, and lost control messages reported.
 
-use std::sync::atomic::AtomicU64;
-
 use anyhow::{anyhow, Result};
 
 use super::reader::Reader;
@@ -61,10 +59,6 @@ pub fn kernel_losses(lost: &libbpf_rs::MapHandle, probes: usize) -> Vec<(u64, u6
         })
         .collect()
 }
-
-/// Control messages the reader dropped because the Rhai thread fell behind
-/// (for the metrics endpoint; the reader counts them as it drops them).
-pub static DROPPED_CONTROLS: AtomicU64 = AtomicU64::new(0);
 
 /// Say how many control messages (`print(m)`, `clear`, `zero` from probes)
 /// were lost: per probe, those the kernel found no room for on the control

@@ -107,6 +107,10 @@ impl Reader {
 }
 
 /// The reader's side of the control path.
+/// Control messages the reader dropped because the Rhai thread fell behind
+/// (for the metrics endpoint; the reader counts them as it drops them).
+pub static DROPPED_CONTROLS: AtomicU64 = AtomicU64::new(0);
+
 struct ControlOut {
     tx: Sender<Control>,
     shared: Arc<Shared>,
@@ -118,7 +122,7 @@ impl ControlOut {
             self.shared.exit.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert((c.1, c.2));
         } else if self.tx.try_send(c).is_err() {
             self.shared.lost_controls.fetch_add(1, Ordering::SeqCst);
-            super::limits::DROPPED_CONTROLS.fetch_add(1, Ordering::Relaxed);
+            DROPPED_CONTROLS.fetch_add(1, Ordering::Relaxed);
         }
     }
 }

@@ -271,7 +271,7 @@ fn builtin(sources: &Sources) -> Vec<Family> {
         Type::Counter,
         "Control messages dropped in userspace because it fell behind",
     );
-    dropped.push(Vec::new(), Number::Int(super::limits::DROPPED_CONTROLS.load(Ordering::Relaxed) as i64));
+    dropped.push(Vec::new(), Number::Int(super::reader::DROPPED_CONTROLS.load(Ordering::Relaxed) as i64));
     let mut records = Family::new("rtrace_records", Type::Counter, "Records delivered to userspace statements");
     records.push(Vec::new(), Number::Int(RECORDS.load(Ordering::Relaxed) as i64));
     let mut errors =

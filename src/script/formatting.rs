@@ -73,10 +73,27 @@ impl Formatting {
 pub fn register(engine: &mut Engine) {
     let mut formatting = Formatting::default();
     formatting.add(engine, "printf", super::userlib::printf);
-    formatting.add(engine, "sprintf", super::tools::sprintf);
-    formatting.add(engine, "eprintf", super::tools::eprintf);
+    formatting.add(engine, "sprintf", sprintf);
+    formatting.add(engine, "eprintf", eprintf);
     formatting.add(engine, "system", super::system::request);
     formatting.install(engine);
+}
+
+fn formatted(pos: Position, fmt: &str, args: &[Dynamic]) -> RhaiResult<String> {
+    crate::output::printf::format(fmt, args).map_err(|e| Box::new(EvalAltResult::ErrorRuntime(Dynamic::from(e), pos)))
+}
+
+/// `sprintf(fmt, values...)` (or one array of values): the formatted text.
+pub fn sprintf(pos: Position, fmt: &str, values: &[Dynamic]) -> RhaiResult<Dynamic> {
+    formatted(pos, fmt, &spread(values)).map(Dynamic::from)
+}
+
+/// `eprintf(fmt, values...)` (or one array of values): the text on stderr.
+pub fn eprintf(pos: Position, fmt: &str, values: &[Dynamic]) -> RhaiResult<Dynamic> {
+    let text = formatted(pos, fmt, &spread(values))?;
+    crate::output::sink::flush();
+    eprint!("{text}");
+    Ok(Dynamic::UNIT)
 }
 
 /// A lone array stands for the values themselves (`sprintf(fmt, [a, b])`).

@@ -4,9 +4,7 @@
 
 use std::sync::Arc;
 
-use rhai::{Dynamic, Engine, EvalAltResult, Position};
-
-use super::formatting::spread;
+use rhai::Engine;
 
 use super::SharedRegistry;
 
@@ -35,25 +33,6 @@ pub fn description(name: &str, source: &str) -> String {
     let rest = text.strip_prefix(name).map(str::trim_start).unwrap_or(text);
     let rest = rest.strip_prefix(':').or_else(|| rest.strip_prefix('-')).unwrap_or(rest);
     rest.trim().to_string()
-}
-
-type RhaiResult<T> = Result<T, Box<EvalAltResult>>;
-
-fn formatted(pos: Position, fmt: &str, args: &[Dynamic]) -> RhaiResult<String> {
-    crate::output::printf::format(fmt, args).map_err(|e| Box::new(EvalAltResult::ErrorRuntime(Dynamic::from(e), pos)))
-}
-
-/// `sprintf(fmt, values...)` (or one array of values): the formatted text.
-pub fn sprintf(pos: Position, fmt: &str, values: &[Dynamic]) -> RhaiResult<Dynamic> {
-    formatted(pos, fmt, &spread(values)).map(Dynamic::from)
-}
-
-/// `eprintf(fmt, values...)` (or one array of values): the text on stderr.
-pub fn eprintf(pos: Position, fmt: &str, values: &[Dynamic]) -> RhaiResult<Dynamic> {
-    let text = formatted(pos, fmt, &spread(values))?;
-    crate::output::sink::flush();
-    eprint!("{text}");
-    Ok(Dynamic::UNIT)
 }
 
 /// `rtrace_pid()`, `eprint(text)` and `probe_error(spec)` ("" when `spec`
