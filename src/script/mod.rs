@@ -5,6 +5,7 @@
 pub mod api;
 pub mod checks;
 pub mod dist;
+pub mod kernel_reads;
 pub mod modules;
 pub mod positional;
 pub mod system;
@@ -105,6 +106,7 @@ impl Session {
             Err(e) => return Err(self.runtime_error(&e)),
         }
         self.name_maps();
+        modules::share_imports(&mut self.engine, &ast);
         self.compile_probe_sources()
     }
 
