@@ -203,6 +203,25 @@ fn name_of(v: &RExpr) -> Option<&str> {
     }
 }
 
+/// The first of `names` that `stmts` use.
+fn mentions(stmts: &[RStmt], names: &[String]) -> Option<String> {
+    let mut found = None;
+    for s in stmts {
+        s.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
+            if let Some(ASTNode::Expr(RExpr::Variable(v, _, _))) = path.last() {
+                if names.iter().any(|n| n == v.1.as_str()) {
+                    found = Some(v.1.to_string());
+                }
+            }
+            found.is_none()
+        });
+        if found.is_some() {
+            break;
+        }
+    }
+    found
+}
+
 fn is_break(s: &RStmt) -> bool {
     let mut found = false;
     s.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
@@ -228,12 +247,75 @@ impl Walk<'_> {
         self.scopes.last_mut().unwrap().push((name.to_string(), v));
     }
 
+    /// Each statement of a block in turn. A kernel statement that comes
+    /// between userspace statements sharing a userspace variable
+    /// (`let parts = ...split("/"); let n = 0; for p in parts { ... }`) runs
+    /// in userspace with them when it can (it has no kernel-only work: no
+    /// map access, aggregation, `exit()`, `return`): records don't carry
+    /// userspace values from one run of statements to the next.
     fn block(&mut self, stmts: &[RStmt]) {
         self.scopes.push(Vec::new());
-        for s in stmts {
+        // Userspace variables declared by the open run of userspace statements.
+        let mut run: Vec<String> = Vec::new();
+        for (i, s) in stmts.iter().enumerate() {
+            if matches!(s, RStmt::Noop(_) | RStmt::Share(_)) {
+                continue;
+            }
+            let mark = self.out.order.len();
             self.stmt(s);
+            let kernel = self.out.places.get(&span(s.position())) == Some(&Place::Kernel);
+            if kernel && !run.is_empty() && self.movable(s) {
+                if let Some(name) = mentions(&stmts[i..], &run) {
+                    for p in self.out.order.drain(mark..) {
+                        self.out.places.remove(&p.at);
+                    }
+                    self.record(s, Place::User(format!("runs with the userspace statements around it, which share `{name}`")));
+                    match s {
+                        RStmt::Var(x, _, pos) => {
+                            self.rebind(x.0.name.as_str(), Var::User(*pos));
+                            run.push(x.0.name.to_string());
+                        }
+                        RStmt::Assignment(x) => {
+                            if let RExpr::Variable(v, _, pos) = &x.1.lhs {
+                                self.rebind(v.1.as_str(), Var::User(*pos));
+                                run.push(v.1.to_string());
+                            }
+                        }
+                        _ => {}
+                    }
+                    continue;
+                }
+            }
+            match (kernel, s) {
+                (true, _) => run.clear(),
+                (false, RStmt::Var(x, _, _)) => run.push(x.0.name.to_string()),
+                _ => {}
+            }
         }
         self.scopes.pop();
+    }
+
+    /// Whether `s` can run in userspace as well as in the kernel: it reads
+    /// no map (userspace would see a later value), writes none, aggregates
+    /// nothing, and neither ends the probe nor sends anything.
+    fn movable(&self, s: &RStmt) -> bool {
+        let map = |e: &RExpr| name_of(e).is_some_and(|n| matches!(self.captures.get(n), Some(Captured::Map(_))));
+        let mut ok = true;
+        s.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
+            ok &= match path.last() {
+                Some(ASTNode::Stmt(RStmt::Return(..))) => false,
+                Some(ASTNode::Expr(RExpr::FnCall(c, _))) => {
+                    !(AGGREGATIONS.contains(&c.name.as_str())
+                        || matches!(c.name.as_str(), "exit" | "emit")
+                        || c.args.first().is_some_and(map))
+                }
+                Some(ASTNode::Expr(RExpr::Index(x, _, _) | RExpr::Dot(x, _, _))) => !map(&x.lhs),
+                Some(ASTNode::Expr(e)) => !map(e),
+                _ => true,
+            };
+            ok
+        });
+        ok
     }
 
     fn nested(&mut self, stmts: &[RStmt]) {
@@ -248,7 +330,11 @@ impl Walk<'_> {
             self.find_memory_reads(s);
         }
         self.out.places.insert(at, place.clone());
-        
+        // An assignment's own position is its operator's: show it from its target.
+        let at = match s {
+            RStmt::Assignment(x) => span(x.1.lhs.position()),
+            _ => at,
+        };
         let userspace = match &place {
             Place::Kernel => None,
             Place::User(why) => Some(why.clone()),
@@ -600,6 +686,22 @@ impl Walk<'_> {
         }
     }
 
+    /// `e.args.F` where F is a tracepoint's `char *`: records carry it as the string already.
+    fn shipped_as_string(&self, e: &RExpr) -> bool {
+        let RExpr::Dot(x, _, _) = e else { return false };
+        if name_of(&x.lhs) != self.event || self.ctx.btf_args().is_some() {
+            return false;
+        }
+        let (chain, rest) = property_chain(&x.rhs);
+        let [(a, _), (f, _)] = chain.as_slice() else { return false };
+        !rest
+            && a == "args"
+            && matches!(
+                self.ctx.format().and_then(|t| t.field(f)).map(|t| &t.kind),
+                Some(FieldKind::Pointer { to_char: true, .. })
+            )
+    }
+
     /// `str(...)` calls with kernel arguments inside a userspace statement.
     fn find_memory_reads(&mut self, s: &RStmt) {
         let mut calls: Vec<(Span, Vec<RExpr>)> = Vec::new();
@@ -613,7 +715,9 @@ impl Walk<'_> {
         });
         self.strict = true;
         for (at, args) in calls {
-            let kernel = args.iter().all(|a| self.expr(a).is_ok()) && !matches!(self.expr(&args[0]), Ok(Kind::Str));
+            let kernel = args.iter().all(|a| self.expr(a).is_ok())
+                && !matches!(self.expr(&args[0]), Ok(Kind::Str))
+                && !self.shipped_as_string(&args[0]);
             if kernel {
                 self.out.memory_reads.insert(at);
             }

@@ -114,10 +114,6 @@ impl Lowerer<'_> {
                 let is_read = |n: &ASTNode| {
                     matches!(n, ASTNode::Expr(RExpr::FnCall(c, p)) if c.name == "str" && reads.contains(&span(*p)))
                 };
-                // The arguments of a `str()` the kernel reads are the kernel's.
-                if path[..path.len() - 1].iter().any(is_read) {
-                    return true;
-                }
                 match path.last() {
                     Some(ASTNode::Expr(RExpr::FnCall(c, p))) if is_read(&path[path.len() - 1]) => {
                         let at = span(*p);
