@@ -33,11 +33,12 @@ impl ClosureIndex {
         }
         let defs: Vec<Def> = ast
             .iter_fn_def()
-            .map(|f| Def {
-                name: f.name.to_string(),
-                params: f.params.iter().map(|p| p.to_string()).collect(),
-                start: key(f.body.start_position()),
-                end: key(f.body.end_position()),
+            .map(|f| {
+                let start = key(f.body.start_position());
+                // A closure whose body is one expression (`|x| x == 300`) has
+                // no end position: its one statement is at its start.
+                let end = key(f.body.end_position()).max(start);
+                Def { name: f.name.to_string(), params: f.params.iter().map(|p| p.to_string()).collect(), start, end }
             })
             .collect();
         // The top-level statements of function bodies, in walk order.
