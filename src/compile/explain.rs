@@ -23,7 +23,8 @@ fn ty_text(t: &Ty) -> String {
 fn statement_text(lines: &[&str], line: u32, col: u32) -> String {
     let Some(l) = lines.get((line as usize).wrapping_sub(1)) else { return String::new() };
     let from: String = l.chars().skip((col as usize).saturating_sub(1)).collect();
-    let from = from.trim_end();
+    // A trailing `// comment` isn't part of the statement.
+    let from = from.split(" //").next().unwrap_or("").trim_end();
     if from.chars().count() > 60 {
         format!("{}…", from.chars().take(59).collect::<String>())
     } else {

@@ -148,6 +148,14 @@ pub fn analyze(
     w.out
 }
 
+/// Whether the script functions a closure passes `e` to read `e.args`,
+/// `e.probe` or `e.func` (then each attach point needs its own program,
+/// as when the closure reads them itself).
+pub fn functions_need_per_point(body: &ClosureBody, ast: &AST, captured: usize) -> bool {
+    let Some(ev) = body.params.last().filter(|_| body.params.len() > captured) else { return false };
+    event_reads(body, ev, Some(ast)).iter().any(|p| matches!(p[0].as_str(), "args" | "probe" | "func"))
+}
+
 /// Every `ev.PATH` the closure reads, also through the script functions
 /// it passes `ev` to (and those they pass it on to).
 fn event_reads(body: &ClosureBody, ev: &str, ast: Option<&AST>) -> Vec<Vec<String>> {
@@ -332,7 +340,13 @@ impl Walk<'_> {
         self.out.places.insert(at, place.clone());
         // An assignment's own position is its operator's: show it from its target.
         let at = match s {
-            RStmt::Assignment(x) => span(x.1.lhs.position()),
+            RStmt::Assignment(x) => {
+                let mut target = &x.1.lhs;
+                while let RExpr::Index(ix, _, _) | RExpr::Dot(ix, _, _) = target {
+                    target = &ix.lhs;
+                }
+                span(target.position())
+            }
             _ => at,
         };
         let userspace = match &place {

@@ -38,6 +38,8 @@ pub struct Continuations {
     pub records: u64,
     /// `exit()` or `fail()` ran in a userspace statement: later records don't run.
     pub stopped: bool,
+    /// Records not run because `stopped` was set.
+    pub skipped: u64,
     /// The scope records run in, cleared and refilled for each.
     scope: Scope<'static>,
     /// The kernel `let` values of the record being run, reused likewise.
@@ -82,7 +84,7 @@ impl Continuations {
                 }
             })
             .collect();
-        Continuations { sites, errors: 0, keep_going, records: 0, stopped: false, scope: Scope::new(), locals: Vec::new() }
+        Continuations { sites, errors: 0, keep_going, records: 0, stopped: false, skipped: 0, scope: Scope::new(), locals: Vec::new() }
     }
 
     /// Run the statements of one record. An error stops tracing unless
@@ -90,6 +92,7 @@ impl Continuations {
     pub fn run(&mut self, session: &Session, plan: &Plan, rec: &[u8]) -> anyhow::Result<()> {
         self.records += 1;
         if self.stopped {
+            self.skipped += 1;
             return Ok(());
         }
         let Some(id) = rec.get(0..4).map(|b| u32::from_le_bytes(b.try_into().unwrap_or([0; 4]))) else {

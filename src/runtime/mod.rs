@@ -250,7 +250,7 @@ pub fn run(session: &Session, plan: &Plan, opts: &Config, traced: Option<&mut ta
     }
     reader.stop();
     let mut result = result;
-    let skipped = drain(session, plan, &loaded, &reader, &mut conts, &mut result);
+    let skipped = drain(session, plan, &loaded, &reader, &mut conts, &mut result) + conts.skipped;
     reader.join();
     if skipped > 0 {
         eprintln!("rtrace: {skipped} queued event(s) were not processed because tracing stopped");

@@ -23,6 +23,7 @@ mod safety;
 mod semantics;
 mod serve;
 mod split;
+mod split_userspace;
 mod stacks;
 mod target;
 mod tools;
