@@ -142,7 +142,7 @@ fn number(env: &dyn Env, name: &str, default: u32, lo: u32, hi: u32) -> Result<u
 
 /// A ring size such as `4M`, `512K` or `65536`, from 4 KiB to 1 GiB,
 /// rounded up to a power of two (the kernel requires it).
-fn ring_size(text: &str) -> Result<u32> {
+pub fn ring_size(text: &str) -> Result<u32> {
     let t = text.trim();
     let (num, mult) = match t.chars().last() {
         Some('k') | Some('K') => (&t[..t.len() - 1], 1u64 << 10),

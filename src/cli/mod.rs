@@ -2,18 +2,23 @@
 //! dry-run or run it. Errors come back as one line; the exit status follows
 //! design.md §1.
 
+mod args;
 pub mod explain;
 pub mod exporter;
 #[cfg(test)]
 mod fuzz;
+mod info;
 pub mod list;
 mod safety;
+mod source;
 pub mod tools;
+mod usage;
 
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Result};
 use clap::Parser;
+use usage::usage;
 
 use crate::compile;
 use crate::config::{Config, ProcessEnv, Trace};
@@ -22,76 +27,7 @@ use crate::runtime;
 use crate::runtime::target::TracedProcess;
 use crate::script::{parse_duration, Session};
 
-#[derive(Parser, Debug)]
-#[command(
-    name = "rtrace",
-    version,
-    about = "A Linux tracer: Rhai scripts whose probes compile straight to eBPF",
-    override_usage = "rtrace [OPTIONS] SCRIPT.rhai [ARGS...]\n       rtrace [OPTIONS] -e 'SOURCE' [ARGS...]\n       rtrace [OPTIONS] TOOL [TOOL-ARGS...]   (rtrace --list-tools)\n       rtrace -l [PATTERN]"
-)]
-pub struct Cli {
-    /// Program source to run instead of a script file.
-    #[arg(short = 'e', value_name = "SOURCE")]
-    pub source: Option<String>,
-    /// Stop after this long (e.g. 5s, 100ms).
-    #[arg(short = 'd', value_name = "DURATION", allow_hyphen_values = true)]
-    pub duration: Option<String>,
-    /// Output format: text or json (NDJSON).
-    #[arg(short = 'f', value_name = "FORMAT", default_value = "text")]
-    pub format: String,
-    /// Write output to FILE.
-    #[arg(short = 'o', value_name = "FILE")]
-    pub output: Option<String>,
-    /// Quiet: no "Attaching N probes..." line.
-    #[arg(short = 'q')]
-    pub quiet: bool,
-    /// Verbose: print compile and load details to stderr.
-    #[arg(short = 'v')]
-    pub verbose: bool,
-    /// Allow system() and other actions with side effects.
-    #[arg(long = "unsafe")]
-    pub allow_unsafe: bool,
-    /// Show maps, record layouts and BPF disassembly per probe; attach nothing.
-    #[arg(long)]
-    pub explain: bool,
-    /// Compile and load through the verifier; attach nothing.
-    #[arg(long = "dry-run")]
-    pub dry_run: bool,
-    /// Keep going after an error in a probe's userspace statements (count them).
-    #[arg(long = "keep-going")]
-    pub keep_going: bool,
-    /// Size of the event ring buffer, e.g. 4M (env RTRACE_RING_SIZE; default 1M).
-    #[arg(long = "ring-size", value_name = "BYTES")]
-    pub ring_size: Option<String>,
-    /// Trace only this process.
-    #[arg(short = 'p', value_name = "PID", allow_negative_numbers = true)]
-    pub pid: Option<i32>,
-    /// Run CMD (held until probes are attached), trace it, stop when it exits.
-    #[arg(short = 'c', value_name = "CMD")]
-    pub command: Option<String>,
-    /// Serve the maps as Prometheus/OpenMetrics metrics on http://ADDR:PORT/metrics.
-    #[arg(long = "serve", value_name = "ADDR:PORT")]
-    pub serve: Option<String>,
-    /// Prefix of the metric names of maps (default rtrace_).
-    #[arg(long = "metrics-prefix", value_name = "PREFIX", default_value = "rtrace_")]
-    pub metrics_prefix: String,
-    /// With --serve: run as a metrics service (no terminal output unless the
-    /// script prints; SIGHUP reloads the script).
-    #[arg(long = "exporter")]
-    pub exporter: bool,
-    /// List probes matching PATTERN.
-    #[arg(short = 'l')]
-    pub list: bool,
-    /// Write the results of check(), fail() and assert() to FILE as JUnit XML.
-    #[arg(long = "junit", value_name = "FILE")]
-    pub junit: Option<String>,
-    /// List the embedded tools (`rtrace TOOL [ARGS...]` runs one).
-    #[arg(long = "list-tools")]
-    pub list_tools: bool,
-    /// SCRIPT.rhai followed by its ARGS (or only ARGS with -e; the PATTERN with -l).
-    /// Options may come anywhere; ARGS that start with '-' go after `--`.
-    pub rest: Vec<String>,
-}
+pub use args::Cli;
 
 /// Run the command line; returns the process exit status.
 pub fn main() -> i32 {
@@ -108,7 +44,7 @@ pub fn main() -> i32 {
         Err(e) => return usage_error(e),
     };
     let result = run(cli, tool);
-    crate::output::sink::flush();
+    crate::output::sink::flush_all();
     // Output that could not be written is an error, whatever else happened.
     let result = result.and_then(|code| crate::runtime::limits::check_output().map(|()| code));
     let error = result.as_ref().err().map(one_line);
@@ -122,7 +58,7 @@ pub fn main() -> i32 {
             eprintln!("{line}");
             1
         }
-        (Err(_), _) => 1,
+        (Err(e), _) => usage::exit_status(&e),
     }
 }
 
@@ -169,6 +105,10 @@ fn without_errno_numbers(line: &str) -> String {
 }
 
 fn run(cli: Cli, tool: Option<(String, Vec<String>)>) -> Result<i32> {
+    sink::set_no_warnings(cli.no_warnings);
+    if cli.info {
+        return info::run();
+    }
     if cli.list && cli.source.is_some() {
         bail!("-l lists probes and runs no script: drop -e, or drop -l");
     }
@@ -186,27 +126,44 @@ fn run(cli: Cli, tool: Option<(String, Vec<String>)>) -> Result<i32> {
         (Some(src), None) => ("-e".to_string(), src.clone(), cli.rest.clone()),
         (None, None) => {
             let Some(path) = cli.rest.first() else {
-                bail!("no script given: run `rtrace SCRIPT.rhai` or `rtrace -e 'SOURCE'` (see --help)");
+                return Err(usage(
+                    "rtrace: error: no script given: run `rtrace SCRIPT.rhai`, `rtrace -e 'SOURCE'` or `rtrace -` (see --help)",
+                ));
             };
             if path != "-" {
                 if let Err(e) = std::fs::metadata(path) {
                     bail!("{}", tools::missing_script(path, &e));
                 }
             }
-            let text = safety::read_script(path)?;
+            let text = source::without_shebang(safety::read_script(path)?);
             (path.clone(), text, cli.rest[1..].to_vec())
         }
     };
     let format = match cli.format.as_str() {
         "text" => sink::Format::Text,
         "json" => sink::Format::Json,
-        other => bail!("unknown output format '{other}' (use text or json)"),
+        other => return Err(usage(format!("rtrace: error: unknown output format '{other}' (use text or json)"))),
     };
+    sink::set_buffering(match cli.buffering.as_deref() {
+        Some("none") => sink::Buffering::None,
+        Some("line") => sink::Buffering::Line,
+        Some("full") => sink::Buffering::Full,
+        _ => sink::Buffering::Batch,
+    });
     sink::init(format, cli.output.as_deref()).map_err(|e| anyhow!("cannot open output: {e}"))?;
     let duration: Option<Duration> = match &cli.duration {
-        Some(d) => Some(parse_duration(d).ok_or_else(|| anyhow!("-d {d}: not a duration; write e.g. 5s or 100ms"))?),
+        Some(d) => Some(
+            parse_duration(d)
+                .ok_or_else(|| usage(format!("rtrace: error: -d {d}: not a duration; write e.g. 5s or 100ms")))?,
+        ),
         None => None,
     };
+    if cli.pid.is_some() && cli.command.is_some() {
+        return Err(usage("rtrace: error: -p and -c can't be used together"));
+    }
+    if let Some(text) = &cli.ring_size {
+        crate::config::ring_size(text).map_err(|e| usage(format!("rtrace: error: {e}")))?;
+    }
 
     safety::check_text(&file_name, &source)?;
     if let Some(path) = &cli.junit {
@@ -224,9 +181,6 @@ fn run(cli: Cli, tool: Option<(String, Vec<String>)>) -> Result<i32> {
         bail!("--exporter runs a metrics service: it needs --serve ADDR:PORT and can't be used with -c");
     }
     let mut config = Config::from_env(&ProcessEnv, cli.ring_size.as_deref())?;
-    if cli.pid.is_some() && cli.command.is_some() {
-        bail!("-p and -c can't be used together");
-    }
     let mut traced = match (&cli.pid, &cli.command) {
         (Some(pid), _) => Some(TracedProcess::existing(*pid)?),
         (_, Some(cmd)) if !cli.explain && !cli.dry_run => Some(TracedProcess::spawn_held(cmd)?),

@@ -74,8 +74,11 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
     for def in &reg.probes {
         let specs = spec::parse(&def.spec).map_err(|e| here(def, e.to_string()))?;
         if specs.iter().any(|s| s.kind.is_userspace()) {
-            if specs.len() > 1 {
-                return Err(here(def, "BEGIN and END can't be combined with other probes in one spec".into()));
+            if !specs.iter().all(|s| s.kind.is_userspace()) {
+                return Err(here(
+                    def,
+                    "BEGIN and END can't be combined with other probes in one spec (`BEGIN,END` is fine)".into(),
+                ));
             }
             let index = closures.entry(Arc::as_ptr(&def.ast)).or_insert_with(|| closure::ClosureIndex::new(&def.ast));
             if index.get(def.closure.fn_name()).is_some_and(|b| b.params.len() > def.closure.curry().len()) {
@@ -84,9 +87,12 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
                     format!("{} closures take no parameter: write probe(\"{}\", || {{ ... }})", def.spec, def.spec),
                 ));
             }
-            match specs[0].kind {
-                ProbeKind::Begin => plan.begin.push(def.clone()),
-                _ => plan.end.push(def.clone()),
+            // `BEGIN,END`: the closure runs at both.
+            for s in &specs {
+                match s.kind {
+                    ProbeKind::Begin => plan.begin.push(def.clone()),
+                    _ => plan.end.push(def.clone()),
+                }
             }
             continue;
         }
@@ -221,8 +227,10 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
         let split = lowered.split.clone();
         let mut body = lowered.body;
         // -p: every probe only sees the traced process; -c: the command and
-        // the processes it starts.
+        // the processes it starts. Not `interval`: a timer, whoever it interrupts.
+        let timer = points.iter().all(|p| p.name.starts_with("interval:"));
         let not_target = match (plan.follow_map, opts.trace.pid) {
+            _ if timer => None,
             (Some(map), _) => {
                 Some(ir::Expr::Unary(ir::UnOp::Not, Box::new(ir::Expr::MapContains { map, key: vec![pid.clone()] })))
             }

@@ -8,6 +8,7 @@ pub mod arch;
 pub mod btf;
 #[cfg(test)]
 pub mod fake;
+pub mod introspect;
 pub mod kallsyms;
 pub mod link;
 pub mod sys;

@@ -12,6 +12,7 @@ mod maps;
 pub mod metrics;
 pub mod overhead;
 pub mod printf;
+pub mod records;
 pub mod sink;
 mod value;
 

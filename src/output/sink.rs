@@ -2,6 +2,7 @@
 //! sink so map prints, script prints and loss reports keep their order.
 
 use std::io::Write;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Mutex;
 
 use super::{format_map_json, format_map_text, format_printf_json, MapDump};
@@ -36,6 +37,42 @@ pub fn write_error() -> Option<String> {
     WRITE_ERROR.get().cloned()
 }
 
+/// `-B`: how output is buffered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Buffering {
+    /// Written after each batch of events, timer and callback (the default).
+    Batch = 0,
+    /// `-B none`: every write goes out at once.
+    None = 1,
+    /// `-B line`: every line goes out at once (rtrace writes whole lines).
+    Line = 2,
+    /// `-B full`: written when the 64 KiB buffer is full, and at exit.
+    Full = 3,
+}
+
+static BUFFERING: AtomicU8 = AtomicU8::new(0);
+static NO_WARNINGS: AtomicBool = AtomicBool::new(false);
+
+pub fn set_buffering(mode: Buffering) {
+    BUFFERING.store(mode as u8, Ordering::Relaxed);
+}
+
+fn buffering() -> u8 {
+    BUFFERING.load(Ordering::Relaxed)
+}
+
+/// `--no-warnings`.
+pub fn set_no_warnings(off: bool) {
+    NO_WARNINGS.store(off, Ordering::Relaxed);
+}
+
+/// A warning on stderr (`rtrace: warning: ...` is the caller's text), unless `--no-warnings`.
+pub fn warn(text: &str) {
+    if !NO_WARNINGS.load(Ordering::Relaxed) {
+        eprintln!("{text}");
+    }
+}
+
 /// Send output to `path` (or stdout) in `format`.
 pub fn init(format: Format, path: Option<&str>) -> std::io::Result<()> {
     let out: Box<dyn Write + Send> = match path {
@@ -61,6 +98,9 @@ fn with<F: FnOnce(&mut Sink)>(f: F) {
     }
     if let Some(s) = guard.as_mut() {
         f(s);
+        if buffering() == Buffering::None as u8 || buffering() == Buffering::Line as u8 {
+            note(s.out.flush());
+        }
     }
 }
 
@@ -68,6 +108,14 @@ fn with<F: FnOnce(&mut Sink)>(f: F) {
 /// costs one write; the runtime flushes after every batch, timer and probe
 /// callback, so nothing waits long.
 pub fn flush() {
+    if buffering() == Buffering::Full as u8 {
+        return;
+    }
+    flush_all();
+}
+
+/// Write out what is buffered, whatever `-B` says (at exit).
+pub fn flush_all() {
     if let Some(s) = SINK.lock().unwrap().as_mut() {
         note(s.out.flush());
     }

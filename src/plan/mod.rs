@@ -84,4 +84,17 @@ impl Plan {
             + self.begin.len()
             + self.end.len()
     }
+
+    /// (program index, point) in the order to attach them, so that probes
+    /// on one place run in the order they were registered: points of probe
+    /// types whose handlers on one place the kernel runs newest first
+    /// (uprobes, USDT) attach in reverse, after the others.
+    pub fn attach_order(&self) -> Vec<(usize, &AttachPoint)> {
+        let all = self.programs.iter().enumerate().flat_map(|(i, p)| p.points.iter().map(move |pt| (i, pt)));
+        let (mut newest_first, mut order): (Vec<_>, Vec<_>) =
+            all.partition(|(i, _)| self.programs[*i].probe_type.newest_runs_first());
+        newest_first.reverse();
+        order.extend(newest_first);
+        order
+    }
 }

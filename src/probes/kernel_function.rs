@@ -11,9 +11,9 @@ use anyhow::{anyhow, bail, Result};
 use probes_ebpf::ir::ContextKind;
 
 use super::event::{PtRegsEvent, RawArgsEvent};
+use super::listing::{field_decl, kernel_name, matches, or_star, ListQuery, Listing};
 use super::{AttachPoint, AttachTarget, ProbeType, ProgramSpec};
 use crate::config::Trace;
-use crate::kernel::kallsyms::kernel_functions;
 use crate::kernel::link::{Attachment, LoadAttrs};
 use crate::kernel::sys::{
     self, probe_trampoline, BPF_PROG_TYPE_KPROBE, BPF_PROG_TYPE_TRACING, BPF_TRACE_FENTRY, BPF_TRACE_FEXIT, KPROBE_PMU,
@@ -52,11 +52,6 @@ fn availability(function: &str, trampoline_only: bool, k: &dyn Kernel) -> Result
     Err(format!("this kernel has no kprobes (CONFIG_KPROBES is off: no {KPROBE_PMU}) and {why_fentry}"))
 }
 
-/// Kernel function names (text symbols of /proc/kallsyms), sorted, for `-l`.
-pub fn function_names() -> &'static [String] {
-    kernel_functions()
-}
-
 /// A tracepoint covering the same event as kernel function `func`, if any.
 pub fn alternative(func: &str, ret: bool, k: &dyn Kernel) -> Option<String> {
     let base = ["__x64_sys_", "__ia32_sys_", "__se_sys_", "__do_sys_", "ksys_", "do_sys_", "vfs_", "do_"]
@@ -75,6 +70,15 @@ pub fn alternative(func: &str, ret: bool, k: &dyn Kernel) -> Option<String> {
 }
 
 impl KernelFunctionProbe {
+    fn name(&self) -> &'static str {
+        match (self.trampoline_only, self.ret) {
+            (false, false) => "kprobe",
+            (false, true) => "kretprobe",
+            (true, false) => "fentry",
+            (true, true) => "fexit",
+        }
+    }
+
     /// The program at `point` is an fentry/fexit trampoline (spelled so, or
     /// a kprobe on a function with BTF on a kernel that loads trampolines,
     /// since they are cheaper) rather than a kprobe.
@@ -144,6 +148,46 @@ impl ProbeType for KernelFunctionProbe {
                 target: AttachTarget::KernelFunction { function: f.clone(), ret: self.ret },
             })
             .collect())
+    }
+    fn list(&self, q: &ListQuery, k: &dyn Kernel) -> Result<Listing> {
+        let mut out = Listing::default();
+        let kind = self.name();
+        // `kprobe:vmlinux:FN` / `kprobe:FN+OFF`: the function name part.
+        let Some(func) = kernel_name(q.rest) else { return Ok(out) };
+        let func = or_star(func.split('+').next().unwrap_or(""));
+        let available = if self.trampoline_only { k.fentry_available() } else { k.kprobes_available() };
+        if !available {
+            if q.explicit {
+                let why = if self.trampoline_only {
+                    "this kernel refuses fentry/fexit programs, so there are no fentry probes to list"
+                } else {
+                    "this kernel has no kprobes (CONFIG_KPROBES is off), so there are no kprobe probes to list"
+                };
+                let instead = if has_wildcard(func) { None } else { alternative(func, self.ret, k) };
+                let hint = match instead {
+                    Some(tp) => format!("; {tp} covers {func}"),
+                    None => "; see rtrace -l 'tracepoint:*'".to_string(),
+                };
+                out.notes.push(format!("{why}{hint}"));
+            }
+            return Ok(out);
+        }
+        let btf = if q.verbose { crate::kernel::btf::kernel() } else { None };
+        for f in k.kernel_functions().iter().filter(|f| matches(func, f)) {
+            // -lv: the BTF signature (`struct file * file`, ..., `ssize_t retval`).
+            let details = match btf.and_then(|b| b.function_params(f).map(|p| (b, p))) {
+                Some((b, (params, ret))) => {
+                    let mut d: Vec<String> = params.iter().map(|p| field_decl(&p.name, &b.type_name(p.ty))).collect();
+                    if self.ret {
+                        d.push(field_decl("retval", &b.type_name(ret)));
+                    }
+                    d
+                }
+                None => vec![],
+            };
+            out.add_with(format!("{kind}:{f}"), details);
+        }
+        Ok(out)
     }
     fn attach(&self, point: &AttachPoint, prog: BorrowedFd<'_>) -> Result<Attachment> {
         let AttachTarget::KernelFunction { function, ret } = &point.target else {

@@ -6,6 +6,7 @@
 
 pub mod event;
 pub mod kernel_function;
+pub mod listing;
 pub mod perf_event;
 pub mod rawtracepoint;
 pub mod spec;
@@ -118,6 +119,17 @@ pub trait ProbeType: Sync {
     /// (no tracepoint format, BTF arguments or function name).
     fn program(&self, point: &AttachPoint, per_point: bool, k: &dyn Kernel) -> Result<ProgramSpec>;
     fn attach(&self, point: &AttachPoint, prog: BorrowedFd<'_>) -> Result<Attachment>;
+    /// Of several programs attached to one place, the kernel runs the one
+    /// attached last first (uprobe consumers), so they attach in reverse to
+    /// run in registration order.
+    fn newest_runs_first(&self) -> bool {
+        false
+    }
+    /// `-l`: the probes of this type that `q` matches, as bpftrace names
+    /// them. Rates (profile, interval) and BEGIN/END list nothing.
+    fn list(&self, _q: &listing::ListQuery, _k: &dyn Kernel) -> Result<listing::Listing> {
+        Ok(listing::Listing::default())
+    }
 }
 
 /// One probe type: its name and aliases as bpftrace spells them, and the

@@ -14,6 +14,7 @@ use anyhow::{anyhow, bail, Result};
 use probes_ebpf::ir::ContextKind;
 
 use super::event::NoArgs;
+use super::listing::{matches, or_star, ListQuery, Listing};
 use super::{AttachPoint, AttachTarget, ProbeType, ProgramSpec};
 use crate::config::Trace;
 use crate::kernel::link::Attachment;
@@ -93,6 +94,22 @@ impl ProbeType for PerfEventProbe {
             ProbeKind::Profile | ProbeKind::Interval => expand_timer(spec),
             _ => expand_named(spec),
         }
+    }
+    fn list(&self, q: &ListQuery, _k: &dyn Kernel) -> Result<Listing> {
+        let mut out = Listing::default();
+        // bpftrace lists no profile/interval probes: they are rates, not places.
+        let table = match self.kind {
+            ProbeKind::Software => software_event_names(),
+            ProbeKind::Hardware => hardware_event_names(),
+            _ => return Ok(out),
+        };
+        let event = or_star(q.rest.split(':').next().unwrap_or(""));
+        for (name, alias) in table {
+            if matches(event, name) || (!alias.is_empty() && matches(event, alias)) {
+                out.add(format!("{}:{name}:", self.kind.name()));
+            }
+        }
+        Ok(out)
     }
     fn attach(&self, point: &AttachPoint, prog: BorrowedFd<'_>) -> Result<Attachment> {
         let AttachTarget::PerfEvent { type_, config, period, freq, cpus } = &point.target else {

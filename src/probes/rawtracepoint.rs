@@ -9,6 +9,7 @@ use anyhow::{anyhow, bail, Result};
 use probes_ebpf::ir::ContextKind;
 
 use super::event::RawArgsEvent;
+use super::listing::{field_decl, kernel_name, ListQuery, Listing};
 use super::{AttachPoint, AttachTarget, ProbeType, ProgramSpec};
 use crate::config::Trace;
 use crate::kernel::link::Attachment;
@@ -48,6 +49,14 @@ impl ProbeType for RawTracepoint {
             })
             .collect())
     }
+    fn list(&self, q: &ListQuery, k: &dyn Kernel) -> Result<Listing> {
+        let mut out = Listing::default();
+        let Some(name) = kernel_name(q.rest) else { return Ok(out) };
+        for n in expand_raw_tracepoints(name, k)? {
+            out.add_with(format!("rawtracepoint:{n}"), btf_params(&n, q.verbose));
+        }
+        Ok(out)
+    }
     fn attach(&self, point: &AttachPoint, prog: BorrowedFd<'_>) -> Result<Attachment> {
         let AttachTarget::RawTracepoint { event } = &point.target else {
             bail!("not a raw tracepoint: {}", point.name);
@@ -56,6 +65,16 @@ impl ProbeType for RawTracepoint {
         let fd =
             sys::raw_tracepoint_open(Some(&name), prog).map_err(|e| anyhow!("cannot attach {}: {e}", point.name))?;
         Ok(Attachment::new(vec![fd]))
+    }
+}
+
+/// `-lv`: a raw tracepoint's BTF arguments as declarations (none without BTF
+/// or `verbose`).
+pub fn btf_params(event: &str, verbose: bool) -> Vec<String> {
+    let Some(b) = crate::kernel::btf::kernel().filter(|_| verbose) else { return vec![] };
+    match b.tracepoint_params(event) {
+        Some(ps) => ps.iter().map(|p| field_decl(&p.name, &b.type_name(p.ty))).collect(),
+        None => vec![],
     }
 }
 

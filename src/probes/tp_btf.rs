@@ -9,6 +9,7 @@ use anyhow::{anyhow, bail, Result};
 use probes_ebpf::ir::ContextKind;
 
 use super::event::RawArgsEvent;
+use super::listing::{kernel_name, ListQuery, Listing};
 use super::{AttachPoint, AttachTarget, ProbeType, ProgramSpec};
 use crate::config::Trace;
 use crate::kernel::btf;
@@ -52,6 +53,15 @@ impl ProbeType for TpBtf {
             .into_iter()
             .map(|event| AttachPoint { name: format!("tp_btf:{event}"), target: AttachTarget::BtfTracepoint { event } })
             .collect())
+    }
+    fn list(&self, q: &ListQuery, _k: &dyn Kernel) -> Result<Listing> {
+        let mut out = Listing::default();
+        let (Some(name), Some(kernel)) = (kernel_name(q.rest), btf::kernel()) else { return Ok(out) };
+        for n in matching(kernel, name) {
+            let details = super::rawtracepoint::btf_params(&n, q.verbose);
+            out.add_with(format!("tp_btf:{n}"), details);
+        }
+        Ok(out)
     }
     fn attach(&self, point: &AttachPoint, prog: BorrowedFd<'_>) -> Result<Attachment> {
         attach_by_btf_id(point, prog)

@@ -6,6 +6,7 @@ use std::os::fd::BorrowedFd;
 use anyhow::{anyhow, bail, Result};
 use probes_ebpf::ir::ContextKind;
 
+use super::listing::{field_decl, or_star, ListQuery, Listing};
 use super::{AttachPoint, AttachTarget, EventContext, ProbeType, ProgramSpec};
 use crate::config::Trace;
 use crate::kernel::link::Attachment;
@@ -58,6 +59,33 @@ impl ProbeType for Tracepoint {
                 target: AttachTarget::Tracepoint { category, event },
             })
             .collect())
+    }
+    fn list(&self, q: &ListQuery, k: &dyn Kernel) -> Result<Listing> {
+        let parts: Vec<&str> = q.rest.split(':').collect();
+        let patterns: Vec<String> = match parts.as_slice() {
+            [""] | ["*"] => vec!["*:*".into()],
+            // One part: a category (`t:syscalls`) or an event name in any category.
+            [one] => vec![format!("{one}:*"), format!("*:{one}")],
+            [cat, name] => vec![format!("{}:{}", or_star(cat), or_star(name))],
+            _ if !q.explicit => vec![],
+            _ => bail!("-l: 'tracepoint:{}' has too many parts; write tracepoint:CATEGORY:NAME", q.rest),
+        };
+        let mut out = Listing::default();
+        for p in patterns {
+            for (cat, name) in expand_tracepoints(&p, k)? {
+                let key = format!("tracepoint:{cat}:{name}");
+                if q.verbose && !out.probes.contains_key(&key) {
+                    let details = match k.tracepoint_format(&cat, &name) {
+                        Ok(f) => f.event_fields().map(|f| field_decl(&f.name, &f.c_type)).collect(),
+                        Err(e) => vec![format!("(cannot read the format: {e:#})")],
+                    };
+                    out.add_with(key, details);
+                } else {
+                    out.add(key);
+                }
+            }
+        }
+        Ok(out)
     }
     fn attach(&self, point: &AttachPoint, prog: BorrowedFd<'_>) -> Result<Attachment> {
         let AttachTarget::Tracepoint { category, event } = &point.target else {

@@ -10,6 +10,7 @@ use anyhow::{anyhow, bail, Result};
 use probes_ebpf::ir::ContextKind;
 
 use super::event::PtRegsEvent;
+use super::listing::{binaries, matches, or_star, ListQuery, Listing};
 use super::{AttachPoint, AttachTarget, ProbeType, ProgramSpec};
 use crate::config::Trace;
 use crate::kernel::link::Attachment;
@@ -78,34 +79,17 @@ impl UprobeProbe {
         }
     }
 
-    fn point(&self, path: &str, label: String, offset: u64, symbol: String) -> AttachPoint {
-        AttachPoint {
-            name: format!("{}:{path}:{label}", self.kind()),
-            target: AttachTarget::Uprobe { path: path.to_string(), offset, retprobe: self.retprobe, symbol },
-        }
-    }
-}
-
-impl ProbeType for UprobeProbe {
-    fn program(&self, point: &AttachPoint, per_point: bool, _k: &dyn Kernel) -> Result<ProgramSpec> {
-        let func = match &point.target {
-            AttachTarget::Uprobe { symbol, .. } if per_point => Some(symbol.clone()),
-            _ => None,
-        };
-        Ok(ProgramSpec::new(BPF_PROG_TYPE_KPROBE, ContextKind::PtRegs, PtRegsEvent { func, user: true }))
-    }
-    fn expand(&self, spec: &ProbeSpec, trace: &Trace, _k: &dyn Kernel) -> Result<Vec<AttachPoint>> {
+    /// The points `location` names in one binary.
+    fn expand_in(&self, path_buf: &Path, location: &Location) -> Result<Vec<AttachPoint>> {
         let kind = self.kind();
-        let (bin, location) = parse_target(kind, &spec.target)?;
-        let path_buf = symbols::resolve_binary(&bin, trace.pid).map_err(|e| anyhow!("{kind}:{}: {e}", spec.target))?;
         let path = path_buf.to_string_lossy().into_owned();
-        let elf = ElfFile::open(&path_buf)?;
+        let elf = ElfFile::open(path_buf)?;
         let functions = elf.functions()?;
         let to_offset = |addr: u64| -> Result<u64> {
             elf.code_addr_to_offset(addr)
                 .ok_or_else(|| anyhow!("address {addr:#x} is not in an executable segment of {path}"))
         };
-        match location {
+        match location.clone() {
             Location::Address(addr) => {
                 let offset = to_offset(addr)?;
                 let symbol = match symbols::elf::function_at(&functions, addr) {
@@ -152,6 +136,71 @@ impl ProbeType for UprobeProbe {
                 Ok(vec![self.point(&path, label.clone(), file_offset, label)])
             }
         }
+    }
+
+    fn point(&self, path: &str, label: String, offset: u64, symbol: String) -> AttachPoint {
+        AttachPoint {
+            name: format!("{}:{path}:{label}", self.kind()),
+            target: AttachTarget::Uprobe { path: path.to_string(), offset, retprobe: self.retprobe, symbol },
+        }
+    }
+}
+
+impl ProbeType for UprobeProbe {
+    fn newest_runs_first(&self) -> bool {
+        true
+    }
+    fn program(&self, point: &AttachPoint, per_point: bool, _k: &dyn Kernel) -> Result<ProgramSpec> {
+        let func = match &point.target {
+            AttachTarget::Uprobe { symbol, .. } if per_point => Some(symbol.clone()),
+            _ => None,
+        };
+        Ok(ProgramSpec::new(BPF_PROG_TYPE_KPROBE, ContextKind::PtRegs, PtRegsEvent { func, user: true }))
+    }
+    fn expand(&self, spec: &ProbeSpec, trace: &Trace, _k: &dyn Kernel) -> Result<Vec<AttachPoint>> {
+        let kind = self.kind();
+        let (bin, location) = parse_target(kind, &spec.target)?;
+        let binaries =
+            symbols::resolve_binaries(&bin, trace.pid).map_err(|e| anyhow!("{kind}:{}: {e}", spec.target))?;
+        if let [one] = binaries.as_slice() {
+            return self.expand_in(one, &location);
+        }
+        // `uprobe:./bin/prog*:FN`: every matching file that has FN (files
+        // that are no ELF or lack it are passed over).
+        let mut points = Vec::new();
+        for path in &binaries {
+            if let Ok(found) = self.expand_in(path, &location) {
+                points.extend(found);
+            }
+        }
+        if points.is_empty() {
+            bail!("{kind}:{}: none of the {} files matching {bin} has it", spec.target, binaries.len());
+        }
+        Ok(points)
+    }
+    fn list(&self, q: &ListQuery, _k: &dyn Kernel) -> Result<Listing> {
+        let mut out = Listing::default();
+        let kind = self.kind();
+        let (bin, func) = q.rest.split_once(':').unwrap_or((q.rest, ""));
+        let func = or_star(func.split('+').next().unwrap_or(""));
+        let Some(paths) = binaries(kind, bin, q)? else { return Ok(out) };
+        let several = paths.len() > 1;
+        for path in paths {
+            let functions = match ElfFile::open(&path).and_then(|elf| elf.functions()) {
+                Ok(f) => f,
+                // A wildcard matches other files too: only ELF files are listed.
+                Err(_) if several => continue,
+                Err(e) => bail!("{kind}:{}: {e:#}", q.rest),
+            };
+            if functions.is_empty() && q.explicit && !several {
+                out.notes.push(format!("{} has no function symbols (stripped?)", path.display()));
+            }
+            let shown = path.to_string_lossy();
+            for f in functions.iter().filter(|f| matches(func, &f.name)) {
+                out.add(format!("{kind}:{shown}:{}", f.name));
+            }
+        }
+        Ok(out)
     }
     fn attach(&self, point: &AttachPoint, prog: BorrowedFd<'_>) -> Result<Attachment> {
         let AttachTarget::Uprobe { path, offset, retprobe, .. } = &point.target else {

@@ -10,6 +10,7 @@ use std::path::Path;
 use anyhow::{anyhow, bail, Result};
 use probes_ebpf::ir::{BinOp, ContextKind, Expr};
 
+use super::listing::{binaries, matches, or_star, ListQuery, Listing};
 use super::{uprobe, AttachPoint, AttachTarget, EventContext, ProbeType, ProgramSpec};
 use crate::config::Trace;
 use crate::kernel::arch;
@@ -19,7 +20,7 @@ use crate::kernel::Kernel;
 use crate::probes::spec::ProbeSpec;
 use crate::symbols::{self, elf::ElfFile};
 use crate::util::similar::suggest;
-use crate::util::wildcard::{has_wildcard, wildcard_match};
+use crate::util::wildcard::has_wildcard;
 
 pub struct Usdt;
 
@@ -63,6 +64,8 @@ pub struct UsdtProbe {
     /// File offset of its semaphore (0: none).
     pub semaphore: u64,
     pub args: Vec<UsdtArg>,
+    /// The operand specs as the note writes them (`-4@%edi 8@%rax`), for `-lv`.
+    pub arg_text: String,
 }
 
 fn parse_int(s: &str) -> Option<i64> {
@@ -242,7 +245,8 @@ fn read_probes(elf: &ElfFile) -> Result<Vec<UsdtProbe>> {
         let args = strings.next().unwrap_or_default();
         let Some(offset) = elf.code_addr_to_offset(pc) else { continue };
         let semaphore = if sema != 0 { elf.addr_to_offset(sema).unwrap_or(0) } else { 0 };
-        let mut args = parse_args(&args);
+        let arg_text = args;
+        let mut args = parse_args(&arg_text);
         for a in &mut args {
             // Globals: their distance from the probe site is fixed at link time.
             if let ArgLocation::Global { symbol, addend } = &a.location {
@@ -252,7 +256,7 @@ fn read_probes(elf: &ElfFile) -> Result<Vec<UsdtProbe>> {
                 }
             }
         }
-        out.push(UsdtProbe { provider, name, offset, semaphore, args });
+        out.push(UsdtProbe { provider, name, offset, semaphore, args, arg_text });
     }
     Ok(out)
 }
@@ -262,22 +266,18 @@ fn parse_target(target: &str) -> Result<(String, Option<String>, String)> {
     let parts: Vec<&str> = target.split(':').collect();
     match parts.as_slice() {
         [bin, name] if !bin.is_empty() && !name.is_empty() => Ok((bin.to_string(), None, name.to_string())),
-        [bin, ns, name] if !bin.is_empty() && !ns.is_empty() && !name.is_empty() => {
-            Ok((bin.to_string(), Some(ns.to_string()), name.to_string()))
+        // `usdt:BIN::NAME`: an empty provider is any provider (bpftrace).
+        [bin, ns, name] if !bin.is_empty() && !name.is_empty() => {
+            Ok((bin.to_string(), (!ns.is_empty()).then(|| ns.to_string()), name.to_string()))
         }
         _ => bail!("usdt '{target}' needs BINARY:[PROVIDER:]NAME, e.g. usdt:/usr/bin/python3:python:function__entry"),
     }
 }
 
-fn matches(pattern: &str, text: &str) -> bool {
-    if has_wildcard(pattern) {
-        wildcard_match(pattern, text)
-    } else {
-        pattern == text
-    }
-}
-
 impl ProbeType for Usdt {
+    fn newest_runs_first(&self) -> bool {
+        true
+    }
     fn per_point(&self, points: &[AttachPoint], _k: &dyn Kernel) -> bool {
         // One USDT name can have sites with different argument specs.
         points.iter().any(|p| args_of(p) != args_of(&points[0]))
@@ -288,44 +288,56 @@ impl ProbeType for Usdt {
     }
     fn expand(&self, spec: &ProbeSpec, trace: &Trace, _k: &dyn Kernel) -> Result<Vec<AttachPoint>> {
         let (bin, ns, name) = parse_target(&spec.target)?;
-        let path_buf = symbols::resolve_binary(&bin, trace.pid).map_err(|e| anyhow!("usdt:{}: {e}", spec.target))?;
-        let path = path_buf.to_string_lossy().into_owned();
-        let probes = probes_in(&path_buf)?;
-        if probes.is_empty() {
-            bail!("{path} has no USDT probes (no .note.stapsdt section)");
+        let binaries = symbols::resolve_binaries(&bin, trace.pid).map_err(|e| anyhow!("usdt:{}: {e}", spec.target))?;
+        if let [one] = binaries.as_slice() {
+            return expand_in(one, ns.as_deref(), &name);
         }
-        let points: Vec<AttachPoint> = probes
-            .iter()
-            .filter(|p| matches(&name, &p.name) && ns.as_deref().is_none_or(|ns| matches(ns, &p.provider)))
-            .map(|p| AttachPoint {
-                name: format!("usdt:{path}:{}:{}", p.provider, p.name),
-                target: AttachTarget::Usdt {
-                    path: path.clone(),
-                    offset: p.offset,
-                    provider: p.provider.clone(),
-                    name: p.name.clone(),
-                    args: p.args.clone(),
-                    semaphore: p.semaphore,
-                },
-            })
-            .collect();
+        // `usdt:./bin/prog*:NAME`: every matching file that has the probe.
+        let mut points = Vec::new();
+        for path in &binaries {
+            if let Ok(found) = expand_in(path, ns.as_deref(), &name) {
+                points.extend(found);
+            }
+        }
         if points.is_empty() {
-            let wanted = match &ns {
-                Some(ns) => format!("{ns}:{name}"),
-                None => name.clone(),
-            };
-            let mut all: Vec<String> = probes.iter().map(|p| format!("{}:{}", p.provider, p.name)).collect();
-            all.dedup();
-            let mut hint = suggest(&wanted, all.iter().map(String::as_str));
-            if hint.is_empty() && ns.is_some() {
-                hint = suggest(&name, probes.iter().map(|p| p.name.as_str()));
-            }
-            if has_wildcard(&wanted) || hint.is_empty() {
-                bail!("no USDT probe in {path} matches '{wanted}' (it has {})", summarize(&all));
-            }
-            bail!("no USDT probe '{wanted}' in {path}; did you mean {}?", hint.join(", "));
+            bail!("usdt:{}: none of the {} files matching {bin} has that USDT probe", spec.target, binaries.len());
         }
         Ok(points)
+    }
+    fn list(&self, q: &ListQuery, _k: &dyn Kernel) -> Result<Listing> {
+        let mut out = Listing::default();
+        let parts: Vec<&str> = q.rest.split(':').collect();
+        let (bin, provider, name) = match parts.as_slice() {
+            [bin] => (*bin, "*", "*"),
+            [bin, name] => (*bin, "*", or_star(name)),
+            [bin, provider, name] => (*bin, or_star(provider), or_star(name)),
+            _ if !q.explicit => return Ok(out),
+            _ => bail!("-l: 'usdt:{}' has too many parts; write usdt:BINARY[:[PROVIDER:]NAME]", q.rest),
+        };
+        let Some(paths) = binaries("usdt", bin, q)? else { return Ok(out) };
+        let several = paths.len() > 1;
+        for path in paths {
+            let probes = match probes_in(&path) {
+                Ok(p) => p,
+                Err(_) if several => continue,
+                Err(e) => bail!("usdt:{}: {e:#}", q.rest),
+            };
+            let shown = path.to_string_lossy();
+            for p in probes.iter().filter(|p| matches(provider, &p.provider) && matches(name, &p.name)) {
+                let key = format!("usdt:{shown}:{}:{}", p.provider, p.name);
+                // One name may have several sites; the first one's arguments are shown.
+                if out.probes.contains_key(&key) {
+                    continue;
+                }
+                let details = if q.verbose {
+                    p.arg_text.split_whitespace().enumerate().map(|(i, a)| format!("arg{i}: {a}")).collect()
+                } else {
+                    vec![]
+                };
+                out.add_with(key, details);
+            }
+        }
+        Ok(out)
     }
     fn attach(&self, point: &AttachPoint, prog: BorrowedFd<'_>) -> Result<Attachment> {
         let AttachTarget::Usdt { path, offset, semaphore, provider, name, .. } = &point.target else {
@@ -338,6 +350,49 @@ impl ProbeType for Usdt {
             .map_err(|e| anyhow!("cannot attach {site}: {e}"))?;
         sys::attach_bpf(vec![fd], prog).map_err(|e| anyhow!("{site}: {e}"))
     }
+}
+
+/// The sites of `[ns:]name` (wildcards allowed) in one binary.
+fn expand_in(path_buf: &Path, ns: Option<&str>, name: &str) -> Result<Vec<AttachPoint>> {
+    let name = name.to_string();
+    let ns = ns.map(str::to_string);
+    let path = path_buf.to_string_lossy().into_owned();
+    let probes = probes_in(path_buf)?;
+    if probes.is_empty() {
+        bail!("{path} has no USDT probes (no .note.stapsdt section)");
+    }
+    let points: Vec<AttachPoint> = probes
+        .iter()
+        .filter(|p| matches(&name, &p.name) && ns.as_deref().is_none_or(|ns| matches(ns, &p.provider)))
+        .map(|p| AttachPoint {
+            name: format!("usdt:{path}:{}:{}", p.provider, p.name),
+            target: AttachTarget::Usdt {
+                path: path.clone(),
+                offset: p.offset,
+                provider: p.provider.clone(),
+                name: p.name.clone(),
+                args: p.args.clone(),
+                semaphore: p.semaphore,
+            },
+        })
+        .collect();
+    if points.is_empty() {
+        let wanted = match &ns {
+            Some(ns) => format!("{ns}:{name}"),
+            None => name.clone(),
+        };
+        let mut all: Vec<String> = probes.iter().map(|p| format!("{}:{}", p.provider, p.name)).collect();
+        all.dedup();
+        let mut hint = suggest(&wanted, all.iter().map(String::as_str));
+        if hint.is_empty() && ns.is_some() {
+            hint = suggest(&name, probes.iter().map(|p| p.name.as_str()));
+        }
+        if has_wildcard(&wanted) || hint.is_empty() {
+            bail!("no USDT probe in {path} matches '{wanted}' (it has {})", summarize(&all));
+        }
+        bail!("no USDT probe '{wanted}' in {path}; did you mean {}?", hint.join(", "));
+    }
+    Ok(points)
 }
 
 fn summarize(names: &[String]) -> String {
@@ -417,6 +472,7 @@ mod tests {
     fn targets() {
         assert_eq!(parse_target("/bin/x:prov:name").unwrap(), ("/bin/x".into(), Some("prov".into()), "name".into()));
         assert_eq!(parse_target("libc:setjmp").unwrap(), ("libc".into(), None, "setjmp".into()));
+        assert_eq!(parse_target("/bin/x::name").unwrap(), ("/bin/x".into(), None, "name".into()));
         assert!(parse_target("/bin/x").is_err());
     }
 }

@@ -93,7 +93,7 @@ impl KernelMap {
             let sem = self.shape.key_sems.get(i).copied().unwrap_or(Sem::Plain);
             parts.push(match (ty, sem) {
                 (Ty::Int, Sem::Stack { map, user, mode }) => {
-                    KeyPart::Str(stacks::render(map, i64_at(slot, 0), user, mode))
+                    KeyPart::Str(stacks::render_key(map, i64_at(slot, 0), user, mode))
                 }
                 (Ty::Int, Sem::Ksym) => KeyPart::Str(crate::symbols::stacks::ksym_name(i64_at(slot, 0) as u64)),
                 (Ty::Int, Sem::Plain) => KeyPart::Int(i64_at(slot, 0)),
@@ -248,10 +248,9 @@ impl KernelMap {
                     counts[bucket] += count;
                 }
             }
+            // A group whose buckets are all 0 was zeroed (`m.zero()`): it
+            // still prints, empty, as bpftrace prints a zeroed histogram.
             for (k, counts) in groups {
-                if counts.iter().all(|&c| c == 0) {
-                    continue;
-                }
                 let value = match (lhist, self.shape.agg) {
                     (Some((min, max, step)), _) => MapValue::Lhist { min, max, step, counts },
                     (None, Some(AggOp::Quantiles { unit_ns })) => MapValue::Quantiles { unit_ns, counts },

@@ -4,6 +4,7 @@
 //! report lost events.
 
 pub mod continuation;
+pub mod dump;
 pub mod exporter;
 pub mod kmaps;
 pub mod limits;
@@ -13,6 +14,7 @@ pub mod serve;
 pub mod signals;
 pub mod stacks;
 pub mod target;
+pub mod verbose;
 
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::Arc;
@@ -197,22 +199,24 @@ pub fn run(session: &Session, plan: &Plan, opts: &Config, traced: Option<&mut ta
         None
     };
     let mut attachments: Vec<Attachment> = Vec::new();
-    for (prog, fd) in plan.programs.iter().zip(&loaded.programs) {
-        for point in &prog.points {
-            match prog.probe_type.attach(point, fd.as_fd()) {
-                Ok(a) => attachments.push(a),
-                Err(e) => {
-                    link::detach_all(attachments);
-                    // Name the probe() call the refused attach point comes from.
-                    let text = format!("{e:#}");
-                    if text.contains(": error:") {
-                        return Err(e);
-                    }
-                    let at = probe_position(session, plan, prog);
-                    return Err(anyhow!("{}:{at}: error: {text}", session.file_name));
+    for (i, point) in plan.attach_order() {
+        let (prog, fd) = (&plan.programs[i], &loaded.programs[i]);
+        match prog.probe_type.attach(point, fd.as_fd()) {
+            Ok(a) => attachments.push(a),
+            Err(e) => {
+                link::detach_all(attachments);
+                // Name the probe() call the refused attach point comes from.
+                let text = format!("{e:#}");
+                if text.contains(": error:") {
+                    return Err(e);
                 }
+                let at = probe_position(session, plan, prog);
+                return Err(anyhow!("{}:{at}: error: {text}", session.file_name));
             }
         }
+    }
+    if opts.verbose {
+        verbose::print(plan, &loaded);
     }
     let dup = |m: &libbpf_rs::MapHandle| libbpf_rs::MapHandle::try_from(m).map_err(|e| anyhow!("ring buffer: {e}"));
     let mut reader = reader::Reader::start(
@@ -253,7 +257,7 @@ pub fn run(session: &Session, plan: &Plan, opts: &Config, traced: Option<&mut ta
     let skipped = drain(session, plan, &loaded, &reader, &mut conts, &mut result) + conts.skipped;
     reader.join();
     if skipped > 0 {
-        eprintln!("rtrace: {skipped} queued event(s) were not processed because tracing stopped");
+        sink::warn(&format!("rtrace: {skipped} queued event(s) were not processed because tracing stopped"));
     }
     let reloading = opts.exporter && exporter::reload_requested();
     if result.is_ok() && !reloading {
@@ -265,9 +269,9 @@ pub fn run(session: &Session, plan: &Plan, opts: &Config, traced: Option<&mut ta
         }
     }
     if !opts.exporter {
-        print_remaining_maps(session, &loaded);
+        dump::print_all_maps(session, &loaded, dump::Occasion::Exit);
     }
-    report_lost(plan, &loaded);
+    dump::report_new_losses(plan, &loaded);
     limits::report_lost_controls(&reader);
     sink::flush();
     if let (true, Some(stats)) = (opts.verbose, &stats) {
@@ -329,6 +333,7 @@ fn event_loop(
     mut traced: Option<&mut target::TracedProcess>,
 ) -> Result<()> {
     let start = Instant::now();
+    let mut lost_checked = start;
     let deadline = opts.duration.map(|d| start + d);
     for p in &plan.begin {
         session.call(&p.ast, &p.closure)?;
@@ -376,6 +381,13 @@ fn event_loop(
         }
         sink::flush();
         let now = Instant::now();
+        if signals::take_print_request() {
+            dump::print_all_maps(session, loaded, dump::Occasion::Signal);
+        }
+        if now.duration_since(lost_checked) >= Duration::from_secs(1) {
+            lost_checked = now;
+            dump::report_new_losses(plan, loaded);
+        }
         for (i, t) in timers.iter().enumerate() {
             if next_due[i].is_some_and(|d| now >= d) {
                 next_due[i] = if t.repeat { Some(now + t.period) } else { None };
@@ -468,33 +480,11 @@ fn control(session: &Session, loaded: &Loaded, (kind, _probe, arg): reader::Cont
             if let Err(e) = r {
                 eprintln!("rtrace: map {}: {e}", m.name);
             }
-            if kind != CONTROL_ZERO {
+            if kind == CONTROL_CLEAR {
                 session.registry.lock().unwrap().maps[arg as usize].mark_handled();
             }
         }
         _ => {}
-    }
-}
-
-/// Print, by name, every non-empty map the script didn't print or clear itself.
-fn print_remaining_maps(session: &Session, loaded: &Loaded) {
-    let handles = session.registry.lock().unwrap().maps.clone();
-    let mut dumps: Vec<output::MapDump> = handles
-        .iter()
-        .zip(&loaded.maps)
-        .filter(|(h, _)| !h.handled_by_script())
-        .filter_map(|(_, m)| m.dump().ok())
-        .filter(|d| !d.entries.is_empty())
-        .collect();
-    if dumps.is_empty() {
-        return;
-    }
-    dumps.sort_by(|a, b| a.name.cmp(&b.name));
-    if sink::format() == sink::Format::Text {
-        sink::raw("\n\n");
-    }
-    for d in &dumps {
-        sink::map(d);
     }
 }
 
@@ -515,13 +505,4 @@ pub fn lost_counts(plan: &Plan, loaded: &Loaded) -> Vec<(String, u64)> {
         }
     }
     out
-}
-
-fn report_lost(plan: &Plan, loaded: &Loaded) {
-    for (probe, lost) in lost_counts(plan, loaded) {
-        match sink::format() {
-            sink::Format::Text => eprintln!("Lost {lost} events on probe {probe}"),
-            sink::Format::Json => sink::raw(&output::format_lost_events_json(&probe, lost)),
-        }
-    }
 }

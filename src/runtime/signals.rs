@@ -4,7 +4,9 @@
 //! or a probe's userspace statement can't keep the run alive. Once the run
 //! is shutting down, a signal stops END's code, and a second signal in all
 //! ends the process at once (the kernel detaches whatever is still attached
-//! when its file descriptors close).
+//! when its file descriptors close). SIGUSR1 asks for every map to be
+//! printed now while tracing goes on (as bpftrace; exporters send it on each
+//! scrape).
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
@@ -14,6 +16,7 @@ static COUNT: AtomicU32 = AtomicU32::new(0);
 /// Signals already accounted for when shutdown began.
 static GRACE: AtomicU32 = AtomicU32::new(0);
 static SHUTDOWN: AtomicBool = AtomicBool::new(false);
+static PRINT_MAPS: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn on_signal(sig: libc::c_int) {
     let n = COUNT.fetch_add(1, Ordering::SeqCst) + 1;
@@ -28,6 +31,10 @@ extern "C" fn on_signal(sig: libc::c_int) {
     }
 }
 
+extern "C" fn on_usr1(_: libc::c_int) {
+    PRINT_MAPS.store(true, Ordering::SeqCst);
+}
+
 pub fn install() {
     unsafe {
         let mut sa: libc::sigaction = std::mem::zeroed();
@@ -36,6 +43,11 @@ pub fn install() {
         for sig in [libc::SIGINT, libc::SIGTERM] {
             libc::sigaction(sig, &sa, std::ptr::null_mut());
         }
+        let mut usr1: libc::sigaction = std::mem::zeroed();
+        usr1.sa_sigaction = on_usr1 as *const () as usize;
+        usr1.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut usr1.sa_mask);
+        libc::sigaction(libc::SIGUSR1, &usr1, std::ptr::null_mut());
     }
 }
 
@@ -60,4 +72,9 @@ pub fn shutting_down() {
         eprintln!("rtrace: interrupted again: exiting now");
         std::process::exit(130);
     }
+}
+
+/// A SIGUSR1 arrived since the last call.
+pub fn take_print_request() -> bool {
+    PRINT_MAPS.swap(false, Ordering::SeqCst)
 }

@@ -9,7 +9,7 @@ use std::sync::{Mutex, OnceLock};
 
 use libbpf_rs::{MapCore, MapFlags};
 
-use crate::symbols::stacks::{format_stack, kernel_frames, user_frames, Frame, StackMode};
+use crate::symbols::stacks::{format_stack, format_stack_key, kernel_frames, user_frames, Frame, StackMode};
 
 static MAPS: OnceLock<Mutex<HashMap<u32, libbpf_rs::MapHandle>>> = OnceLock::new();
 static LOST: OnceLock<libbpf_rs::MapHandle> = OnceLock::new();
@@ -93,22 +93,38 @@ pub fn render(map: u32, value: i64, user: bool, mode: StackMode) -> String {
     }
 }
 
+/// A stack value as a map key prints it (4 spaces in, bpftrace 0.17).
+pub fn render_key(map: u32, value: i64, user: bool, mode: StackMode) -> String {
+    match frames(map, value, user) {
+        Ok((_, f)) => format_stack_key(&f, mode),
+        Err(_) => render(map, value, user, mode).replacen("        ", "    ", 1),
+    }
+}
+
 /// Report lost stacks (once, at exit): events whose stack the kernel could
 /// not store, and stacks that could not be shown for other reasons.
 pub fn report() {
     let (collisions, full) = lost_in_kernel();
     if collisions > 0 {
-        eprintln!("rtrace: {collisions} stack(s) lost to stack-id hash collisions (raise RTRACE_STACK_ENTRIES)");
+        crate::output::sink::warn(&format!(
+            "rtrace: {collisions} stack(s) lost to stack-id hash collisions (raise RTRACE_STACK_ENTRIES)"
+        ));
     }
     if full > 0 {
-        eprintln!("rtrace: {full} stack(s) lost because the stack map was full (raise RTRACE_STACK_ENTRIES)");
+        crate::output::sink::warn(&format!(
+            "rtrace: {full} stack(s) lost because the stack map was full (raise RTRACE_STACK_ENTRIES)"
+        ));
     }
     let tracking = crate::symbols::procmaps::TRACKING_LOST.load(Ordering::Relaxed);
     if tracking > 0 {
-        eprintln!("rtrace: {tracking} process mapping change(s) were lost; some user stacks may print as addresses");
+        crate::output::sink::warn(&format!(
+            "rtrace: {tracking} process mapping change(s) were lost; some user stacks may print as addresses"
+        ));
     }
     let f = FAILED.load(Ordering::Relaxed);
     if f > 0 {
-        eprintln!("rtrace: {f} stack(s) shown as unavailable (see the bracketed reasons in the output)");
+        crate::output::sink::warn(&format!(
+            "rtrace: {f} stack(s) shown as unavailable (see the bracketed reasons in the output)"
+        ));
     }
 }

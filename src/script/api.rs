@@ -61,8 +61,10 @@ pub struct MapState {
     name: Mutex<Option<String>>,
     pub options: MapOptions,
     backend: OnceLock<Arc<dyn MapBackend>>,
-    /// The script printed or cleared this map itself, so it isn't dumped at exit.
+    /// The script cleared this map: at exit a keyless one prints only if written again.
     handled: AtomicBool,
+    /// Printed with `print_folded()` (for flame-graph tools): not dumped at exit.
+    folded: AtomicBool,
 }
 
 /// A map declared by `map()`: a handle the script passes around; the kernel
@@ -95,6 +97,9 @@ impl MapHandle {
     pub fn mark_handled(&self) {
         self.0.handled.store(true, Ordering::Relaxed);
     }
+    pub fn printed_folded(&self) -> bool {
+        self.0.folded.load(Ordering::Relaxed)
+    }
 
     pub(crate) fn with_backend<T>(
         &self,
@@ -122,6 +127,7 @@ fn new_map(registry: &SharedRegistry, name: Option<String>, options: MapOptions)
         options,
         backend: OnceLock::new(),
         handled: AtomicBool::new(false),
+        folded: AtomicBool::new(false),
     }));
     reg.maps.push(handle.clone());
     handle
@@ -258,9 +264,21 @@ pub fn register(engine: &mut Engine, registry: &SharedRegistry) {
 
     // Rhai's `print` hands the returned text to on_print; a map prints itself.
     engine.register_fn("print", |ctx: NativeCallContext, m: MapHandle| -> RhaiResult<String> {
-        m.mark_handled();
         m.with_backend(ctx.call_position(), |b| b.print())?;
         Ok(PRINTED.to_string())
+    });
+    // print(number) / print(bool): a `value` record under -f json (numbers stay numbers).
+    engine.register_fn("print", |n: i64| -> String {
+        crate::output::records::value(&n.to_string(), &n.to_string());
+        PRINTED.to_string()
+    });
+    engine.register_fn("print", |f: f64| -> String {
+        crate::output::records::value(&Dynamic::from(f).to_string(), &crate::output::records::float_json(f));
+        PRINTED.to_string()
+    });
+    engine.register_fn("print", |b: bool| -> String {
+        crate::output::records::value(&b.to_string(), &b.to_string());
+        PRINTED.to_string()
     });
     engine.register_fn("clear", |ctx: NativeCallContext, m: &mut MapHandle| -> RhaiResult<()> {
         m.mark_handled();
@@ -310,13 +328,9 @@ pub fn register(engine: &mut Engine, registry: &SharedRegistry) {
         m.with_backend(ctx.call_position(), |b| b.folded()).map(|lines| lines.join("\n"))
     });
     engine.register_fn("print_folded", |ctx: NativeCallContext, m: &mut MapHandle| -> RhaiResult<()> {
-        m.mark_handled();
+        m.0.folded.store(true, Ordering::Relaxed);
         let lines = m.with_backend(ctx.call_position(), |b| b.folded())?;
-        let mut text = lines.join("\n");
-        if !text.is_empty() {
-            text.push('\n');
-        }
-        crate::output::sink::raw(&text);
+        crate::output::records::folded(&m.name(), &lines);
         Ok(())
     });
 

@@ -8,6 +8,7 @@ pub mod dist;
 pub mod kernel_reads;
 pub mod modules;
 pub mod positional;
+pub mod statements;
 pub mod system;
 pub mod tools;
 pub mod userlib;
@@ -89,6 +90,7 @@ impl Session {
         modules::install(&mut engine);
         let ast =
             engine.compile(source).map_err(|e| Diagnostic::at(file_name, e.1, format!("syntax error: {}", e.0)))?;
+        statements::collect(&ast);
         let mut scope = Scope::new();
         let argv: rhai::Array = args.iter().map(|a| Dynamic::from(a.clone())).collect();
         scope.push_constant("ARGS", argv);

@@ -103,7 +103,7 @@ fn run_one(cmd: &str) {
     match out {
         Ok(out) => {
             if !out.stdout.is_empty() {
-                sink::script_text(&String::from_utf8_lossy(&out.stdout));
+                crate::output::records::text_record("syscall", &String::from_utf8_lossy(&out.stdout));
                 sink::flush();
             }
             if !out.status.success() && !ABANDON.load(Ordering::SeqCst) {

@@ -62,10 +62,13 @@ pub fn register(engine: &mut Engine, registry: &SharedRegistry) {
             do_printf(&ctx, fmt, &[a, b, c, d, e, f])
         },
     );
-    engine.register_fn("time", || local_time("%H:%M:%S"));
-    engine.register_fn("time", |fmt: &str| local_time(fmt));
-    engine.register_fn("join", |a: rhai::Array| join(&a, " "));
-    engine.register_fn("join", |a: rhai::Array, sep: &str| join(&a, sep));
+    // As statements (`time("%H:%M\n");`, `join(arr);`) these print, as in bpftrace.
+    engine.register_fn("time", |ctx: NativeCallContext| printing(&ctx, "time", local_time("%H:%M:%S"), "\n"));
+    engine.register_fn("time", |ctx: NativeCallContext, fmt: &str| printing(&ctx, "time", local_time(fmt), ""));
+    engine.register_fn("join", |ctx: NativeCallContext, a: rhai::Array| printing(&ctx, "join", join(&a, " "), "\n"));
+    engine.register_fn("join", |ctx: NativeCallContext, a: rhai::Array, sep: &str| {
+        printing(&ctx, "join", join(&a, sep), "\n")
+    });
     // Strings captured by the kernel arrive as strings already.
     engine.register_fn("str", |s: &str| s.to_string());
     engine.register_fn("str", |s: &str, _len: i64| s.to_string());
@@ -101,6 +104,17 @@ pub fn register(engine: &mut Engine, registry: &SharedRegistry) {
         reg.exit_code.get_or_insert(1);
         Err(Box::new(EvalAltResult::ErrorTerminated(Dynamic::UNIT, Position::NONE)))
     });
+}
+
+/// The text of `time(...)`/`join(...)`; printed (with `end` in text mode) when the call is a statement.
+fn printing(ctx: &NativeCallContext, kind: &str, text: String, end: &str) -> String {
+    if super::statements::is_statement(ctx) {
+        match sink::format() {
+            sink::Format::Text => crate::output::records::text_record(kind, &format!("{text}{end}")),
+            sink::Format::Json => crate::output::records::text_record(kind, &text),
+        }
+    }
+    text
 }
 
 fn join(a: &rhai::Array, sep: &str) -> String {

@@ -3,6 +3,7 @@
 //! (`procmaps`); symbolizing stacks (`stacks`).
 
 pub mod elf;
+pub mod kalias;
 pub mod procmaps;
 pub mod stacks;
 
@@ -14,6 +15,22 @@ use anyhow::{bail, Result};
 /// given, made absolute), a library name as the dynamic linker resolves it
 /// (`libc` → `/lib/x86_64-linux-gnu/libc.so.6`; with `pid`, the library
 /// that process has mapped comes first), or a program on PATH.
+/// The binaries `bin` names: one, as [`resolve_binary`] finds it, or, for a
+/// path with wildcards (`./bin/prog*`), every file it matches (sorted).
+pub fn resolve_binaries(bin: &str, pid: Option<i32>) -> Result<Vec<PathBuf>> {
+    if !crate::util::wildcard::has_wildcard(bin) {
+        return Ok(vec![resolve_binary(bin, pid)?]);
+    }
+    if !bin.contains('/') {
+        bail!("a wildcard binary must be a path ('./{bin}' or '/usr/bin/{bin}'), not a name searched on PATH");
+    }
+    let found = crate::util::wildcard::glob_files(bin);
+    if found.is_empty() {
+        bail!("no file matches {bin}");
+    }
+    found.iter().map(|p| resolve_binary(&p.to_string_lossy(), pid)).collect()
+}
+
 pub fn resolve_binary(bin: &str, pid: Option<i32>) -> Result<PathBuf> {
     if bin.is_empty() {
         bail!("no binary given");

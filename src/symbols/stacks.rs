@@ -23,7 +23,7 @@ pub enum StackMode {
     Bpftrace,
     /// `\tADDR func+off (module)`, as perf prints.
     Perf,
-    /// Addresses only.
+    /// Addresses only, one per line, not indented.
     Raw,
 }
 
@@ -108,15 +108,14 @@ pub fn kernel_frames(addrs: &[u64]) -> Vec<Frame> {
         }
         let missing: Vec<u64> = addrs.iter().copied().filter(|a| !st.kernel.contains_key(a)).collect();
         if !missing.is_empty() {
-            let mut kernel = Kernel::default();
-            kernel.vmlinux = blazesym::MaybeDefault::None;
+            let kernel = Kernel { vmlinux: blazesym::MaybeDefault::None, ..Default::default() };
             let src = Source::Kernel(kernel);
             let syms = st.symbolizer.symbolize(&src, Input::AbsAddr(&missing)).unwrap_or_default();
             let frames: Vec<Frame> = missing
                 .iter()
                 .enumerate()
                 .map(|(i, &a)| match syms.get(i) {
-                    Some(s) => frame_of(a, s, "kernel.kallsyms"),
+                    Some(s) => perf_alias(frame_of(a, s, "kernel.kallsyms")),
                     None => Frame { addr: a, text: format!("0x{a:x}"), module: "unknown".into() },
                 })
                 .collect();
@@ -214,17 +213,78 @@ pub fn user_frames(pid: u32, addrs: &[u64]) -> Vec<Frame> {
     })
 }
 
-/// A stack as bpftrace prints it: a leading newline, then one frame per line.
+/// A kernel frame named as perf names it where kallsyms has several names
+/// for the function (`__x64_sys_getppid`, not `__do_sys_getppid`).
+fn perf_alias(mut f: Frame) -> Frame {
+    if let Some((name, off)) = f.text.rsplit_once('+') {
+        if let Ok(off) = off.parse::<u64>() {
+            if let Some(best) = super::kalias::preferred(f.addr.wrapping_sub(off)) {
+                if best != name {
+                    f.text = format!("{best}+{off}");
+                }
+            }
+        }
+    }
+    f
+}
+
+/// A stack as bpftrace prints it: a leading newline, then one frame per line
+/// (8 spaces in), as `printf("%s", kstack)` shows it. In perf mode the frames
+/// are `perf script`'s (`\t ffffffff8142d130 func+0x1a ([kernel.kallsyms])`)
+/// and the last has no newline, so a header line, `kstack`, `ustack` and a
+/// final empty line make one sample that `inferno-collapse-perf` and
+/// `stackcollapse-perf.pl` read.
 pub fn format_stack(frames: &[Frame], mode: StackMode) -> String {
     let mut out = String::from("\n");
-    for f in frames {
+    for (i, f) in frames.iter().enumerate() {
         match mode {
             StackMode::Bpftrace => out.push_str(&format!("        {}\n", f.text)),
-            StackMode::Perf => out.push_str(&format!("\t{:x} {} ({})\n", f.addr, f.text, f.module)),
-            StackMode::Raw => out.push_str(&format!("        {:x}\n", f.addr)),
+            StackMode::Perf => {
+                if i > 0 {
+                    out.push('\n');
+                }
+                out.push_str(&perf_frame(f));
+            }
+            // Raw addresses are not indented (bpftrace).
+            StackMode::Raw => out.push_str(&format!("{:x}\n", f.addr)),
         }
     }
     out
+}
+
+/// The same stack as a map key prints it: 4 spaces in (bpftrace 0.17), raw
+/// addresses unindented, perf frames with a tab, each frame on its own line.
+pub fn format_stack_key(frames: &[Frame], mode: StackMode) -> String {
+    let mut out = String::from("\n");
+    for f in frames {
+        match mode {
+            StackMode::Bpftrace => out.push_str(&format!("    {}\n", f.text)),
+            StackMode::Perf => {
+                out.push_str(&perf_frame(f));
+                out.push('\n');
+            }
+            // Raw addresses are not indented, in keys too (bpftrace).
+            StackMode::Raw => out.push_str(&format!("{:x}\n", f.addr)),
+        }
+    }
+    out
+}
+
+/// `\t ADDR func+0xOFF (module)` as `perf script` prints a frame: the
+/// address right-aligned in 16 columns, a hex offset, `[kernel.kallsyms]`
+/// (or `[module]`) for the kernel, the file for user code, `[unknown]`.
+fn perf_frame(f: &Frame) -> String {
+    let sym = match f.text.rsplit_once('+') {
+        Some((name, off)) if off.parse::<u64>().is_ok() => format!("{name}+0x{:x}", off.parse::<u64>().unwrap_or(0)),
+        _ if f.text.starts_with("0x") => "[unknown]".to_string(),
+        _ => f.text.clone(),
+    };
+    let module = if f.module.starts_with('/') || f.module.starts_with('[') {
+        f.module.clone()
+    } else {
+        format!("[{}]", f.module)
+    };
+    format!("\t{:>16x} {sym} ({module})", f.addr)
 }
 
 /// Function name of a frame (`func` of `func+off`).
@@ -236,4 +296,68 @@ pub fn frame_function(f: &Frame) -> &str {
 pub fn ksym_name(addr: u64) -> String {
     let frames = kernel_frames(&[addr]);
     frames.first().map(|f| frame_function(f).to_string()).unwrap_or_else(|| format!("0x{addr:x}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frames() -> Vec<Frame> {
+        vec![
+            Frame { addr: 0xffffffff8142d130, text: "do_sys_openat2+26".into(), module: "kernel.kallsyms".into() },
+            Frame { addr: 0x7f0011, text: "main+5".into(), module: "/usr/bin/true".into() },
+            Frame { addr: 0x7f0022, text: "0x7f0022".into(), module: "unknown".into() },
+        ]
+    }
+
+    #[test]
+    fn perf_frames_are_perf_script_frames() {
+        let text = format_stack(&frames(), StackMode::Perf);
+        assert_eq!(
+            text,
+            "\n\tffffffff8142d130 do_sys_openat2+0x1a ([kernel.kallsyms])\n\t          7f0011 main+0x5 (/usr/bin/true)\n\t          7f0022 [unknown] ([unknown])"
+        );
+    }
+
+    #[test]
+    fn map_keys_indent_four_spaces_and_printf_eight() {
+        let f = &frames()[..1];
+        assert_eq!(format_stack_key(f, StackMode::Bpftrace), "\n    do_sys_openat2+26\n");
+        assert_eq!(format_stack(f, StackMode::Bpftrace), "\n        do_sys_openat2+26\n");
+        assert_eq!(format_stack_key(f, StackMode::Raw), "\nffffffff8142d130\n");
+        assert_eq!(
+            format_stack_key(f, StackMode::Perf),
+            "\n\tffffffff8142d130 do_sys_openat2+0x1a ([kernel.kallsyms])\n"
+        );
+    }
+
+    /// A sample as a script prints it (header, kstack, ustack, empty line)
+    /// read the way inferno-collapse-perf and stackcollapse-perf.pl read
+    /// `perf script`: a header line, frame lines (`ADDR SYM (MODULE)`) up
+    /// to an empty line.
+    #[test]
+    fn perf_sample_collapses() {
+        let k = format_stack(&frames()[..1], StackMode::Perf);
+        let u = format_stack(&frames()[1..2], StackMode::Perf);
+        // print(`true 42 0.0: cpu-clock:${k}${u}\n`): print adds one more newline.
+        let sample = format!("true 42 0.0: cpu-clock:{k}{u}\n\n");
+        let lines: Vec<&str> = sample.lines().collect();
+        assert_eq!(lines[0], "true 42 0.0: cpu-clock:");
+        let frames: Vec<&str> = lines[1..].iter().take_while(|l| !l.is_empty()).copied().collect();
+        assert_eq!(frames.len(), 2, "{sample:?}");
+        let mut funcs = Vec::new();
+        for l in &frames {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            assert_eq!(w.len(), 3, "{l:?}");
+            assert!(u64::from_str_radix(w[0], 16).is_ok(), "{l:?}");
+            let (func, off) = w[1].rsplit_once('+').unwrap();
+            assert!(off.starts_with("0x"), "{l:?}");
+            assert!(w[2].starts_with('(') && w[2].ends_with(')'), "{l:?}");
+            funcs.push(func);
+        }
+        assert_eq!(lines.len(), 4, "no blank line inside the sample: {sample:?}");
+        assert_eq!(lines[3], "", "the sample ends with an empty line: {sample:?}");
+        funcs.reverse();
+        assert_eq!(funcs.join(";"), "main;do_sys_openat2");
+    }
 }

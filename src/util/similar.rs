@@ -15,9 +15,9 @@ pub fn no_match(what: &str, pattern: &str, close: Vec<String>, listing: &str) ->
 }
 
 /// Up to 3 candidates close to `wanted`, best first (case-insensitive):
-/// those within a small edit distance (an adjacent swap counts as one edit),
-/// then those containing `wanted` or contained in it. Only when none of
-/// those exist, candidates sharing a long common substring with `wanted`.
+/// those within a small edit distance where they differ (an adjacent swap
+/// counts as one edit), then those containing `wanted` or most of it. Only
+/// when none of those exist, candidates sharing most letter pairs with it.
 pub fn suggest<'a>(wanted: &str, candidates: impl IntoIterator<Item = &'a str>) -> Vec<String> {
     let wanted = wanted.to_ascii_lowercase();
     let wanted_len = wanted.len();
@@ -32,26 +32,26 @@ pub fn suggest<'a>(wanted: &str, candidates: impl IntoIterator<Item = &'a str>) 
         let lower = candidate.to_ascii_lowercase();
         let length_gap = lower.len().abs_diff(wanted_len);
         if length_gap <= max_distance {
-            let distance = edit_distance(&wanted, &lower);
-            if distance <= max_distance {
+            if let Some(distance) = close_name(&wanted, &lower, max_distance) {
                 scored.push((0, distance, candidate));
                 continue;
             }
         }
-        let contains = (wanted_len >= 3 && lower.contains(&wanted)) || (lower.len() >= 4 && wanted.contains(&lower));
+        // A fragment of a name, or a name with a little extra (not a mere prefix: `sys_enter`).
+        let contains = (wanted_len >= 3 && lower.contains(&wanted))
+            || (lower.len() >= 4 && lower.len() * 3 >= wanted_len * 2 && wanted.contains(&lower));
         if contains {
             scored.push((1, length_gap, candidate));
         }
     }
     if scored.is_empty() {
-        // A weaker signal: a long shared substring (tier 2, longest first).
-        let min_common = (wanted_len * 7 / 10).max(5);
-        let mut common_rows = (Vec::new(), Vec::new());
+        // A weaker signal (tier 2): most letter pairs shared, as when parts
+        // of a name are swapped (`enter_openat_sys`). A long shared prefix
+        // alone (`syscalls:sys_enter_`) is not enough.
         for &candidate in &candidates {
-            let lower = candidate.to_ascii_lowercase();
-            let common = longest_common_substring(wanted.as_bytes(), lower.as_bytes(), &mut common_rows);
-            if common >= min_common {
-                scored.push((2, usize::MAX - common, candidate));
+            let similarity = strsim::sorensen_dice(&wanted, &candidate.to_ascii_lowercase());
+            if similarity >= 0.85 {
+                scored.push((2, ((1.0 - similarity) * 1000.0) as usize, candidate));
             }
         }
     }
@@ -68,28 +68,28 @@ pub fn suggest<'a>(wanted: &str, candidates: impl IntoIterator<Item = &'a str>) 
     out
 }
 
-/// Optimal string alignment distance (Levenshtein plus adjacent transposition).
-fn edit_distance(a: &str, b: &str) -> usize {
-    strsim::osa_distance(a, b)
+/// `a` and `b` without the prefix and suffix they share.
+fn differing_parts<'a, 'b>(a: &'a [u8], b: &'b [u8]) -> (&'a [u8], &'b [u8]) {
+    let prefix = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let room = a.len().min(b.len()) - prefix;
+    let suffix = a.iter().rev().zip(b.iter().rev()).take(room).take_while(|(x, y)| x == y).count();
+    (&a[prefix..a.len() - suffix], &b[prefix..b.len() - suffix])
 }
 
-/// Length of the longest common substring; `rows` are reused scratch buffers.
-fn longest_common_substring(a: &[u8], b: &[u8], rows: &mut (Vec<usize>, Vec<usize>)) -> usize {
-    let (previous, current) = rows;
-    previous.clear();
-    previous.resize(b.len() + 1, 0);
-    current.clear();
-    current.resize(b.len() + 1, 0);
-    let mut best = 0;
-    for &x in a {
-        for (j, &y) in b.iter().enumerate() {
-            current[j + 1] = if x == y { previous[j] + 1 } else { 0 };
-            best = best.max(current[j + 1]);
-        }
-        std::mem::swap(previous, current);
+/// The edit distance (optimal string alignment: an adjacent swap is one
+/// edit) between `wanted` and `candidate` when they are close: at most
+/// `max_distance` edits, and few for the part where they differ (a shared
+/// `sys_enter_` prefix does not make `nosuch` close to `mount`).
+fn close_name(wanted: &str, candidate: &str, max_distance: usize) -> Option<usize> {
+    let distance = strsim::osa_distance(wanted, candidate);
+    if distance > max_distance {
+        return None;
     }
-    best
+    let (w, c) = differing_parts(wanted.as_bytes(), candidate.as_bytes());
+    let differing = w.len().max(c.len());
+    (distance <= differing.div_ceil(2).max(1)).then_some(distance)
 }
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -104,10 +104,14 @@ mod tests {
         assert!(by_substring.contains(&"sys_enter_openat".to_string()), "{by_substring:?}");
         assert_eq!(suggest("sched_swtich", names), vec!["sched_switch"]);
         assert!(suggest("zzzzzzzz", names).is_empty());
-        assert_eq!(edit_distance("abc", "acb"), 1);
-        assert_eq!(edit_distance("kitten", "sitting"), 3);
-        assert_eq!(edit_distance("", "abc"), 3);
-        assert_eq!(longest_common_substring(b"openat_enter", b"sys_enter_openat", &mut (Vec::new(), Vec::new())), 6);
+        // Only close names: a shared prefix alone is not close.
+        let syscalls = ["sys_enter_mount", "sys_enter_dup", "sys_enter_acct", "sys_enter_openat"];
+        assert!(suggest("sys_enter_nosuch", syscalls).is_empty(), "{:?}", suggest("sys_enter_nosuch", syscalls));
+        assert_eq!(suggest("sys_enter_opnet", syscalls), vec!["sys_enter_openat"]);
+        assert_eq!(suggest("sys_enter_mout", syscalls), vec!["sys_enter_mount"]);
+        let full = ["syscalls:sys_enter_newstat", "syscalls:sys_enter_newfstat", "syscalls:sys_enter_newlstat"];
+        assert!(suggest("syscalls:sys_enter_nosuch", full).is_empty());
+        assert!(suggest("sys_enter_nosuch", ["sys_enter", "sys_exit"]).is_empty());
         assert_eq!(suggest("sched_swtch", ["sched_switch", "sched_swap_numa"]), vec!["sched_switch"]);
         assert_eq!(suggest("enter_openat_sys", ["sys_enter_openat", "sched_switch"]), vec!["sys_enter_openat"]);
     }

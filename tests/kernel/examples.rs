@@ -299,7 +299,7 @@ fn syscall_rate() {
     assert!(!ticks.is_empty(), "no per-second line\n{run}");
     let n: u64 = ticks[0].split_whitespace().nth(1).and_then(|w| w.parse().ok()).unwrap_or(0);
     assert!(n > 0, "zero syscalls in a second?\n{run}");
-    // The script cleared its maps itself, so nothing is dumped at exit.
+    // The script clears its maps in END, so nothing is dumped at exit.
     assert!(!run.has_line(|l| l.starts_with('@')), "{run}");
 }
 

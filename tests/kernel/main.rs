@@ -7,6 +7,7 @@ mod common;
 
 mod btf;
 mod ci;
+mod compat;
 mod dispatch;
 mod docs;
 mod emit;

@@ -169,10 +169,11 @@ fn check_text_losses(out: &Outcome) {
     assert_eq!(out.code, Some(0), "{out}");
     assert!(!out.stderr.contains("queued event"), "-d must process every queued record\n{out}");
     let got = delivered(out, "delivered=");
+    // Reported as loss happens (at most once a second) and at exit.
     let lost = lost_reports(&out.stderr);
-    assert_eq!(lost.len(), 1, "one `Lost N events on probe ...` line for the flooded probe\n{out}");
-    assert_eq!(lost[0].1, "tracepoint:syscalls:sys_enter_getppid", "{out}");
-    let lost_n = lost[0].0;
+    assert!(!lost.is_empty(), "a `Lost N events on probe ...` line for the flooded probe\n{out}");
+    assert!(lost.iter().all(|(_, p)| p == "tracepoint:syscalls:sys_enter_getppid"), "{out}");
+    let lost_n: u64 = lost.iter().map(|(n, _)| n).sum();
     println!("delivered {got}, lost {lost_n}, made {FLOOD}");
     assert!(lost_n > 0, "{out}");
     assert_eq!(got + lost_n, FLOOD, "delivered ({got}) + lost ({lost_n}) must be the events made\n{out}");
@@ -208,9 +209,11 @@ fn lost_events_record_in_json() {
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| panic!("bad END record {last}\n{out}"));
     let lost = json_of_type(&records, "lost_events");
-    assert_eq!(lost.len(), 1, "one lost_events record\n{out}");
-    let lost_n =
-        lost[0]["data"]["events"].as_u64().unwrap_or_else(|| panic!("lost_events without a count: {}", lost[0]));
+    assert!(!lost.is_empty(), "a lost_events record\n{out}");
+    let lost_n: u64 = lost
+        .iter()
+        .map(|r| r["data"]["events"].as_u64().unwrap_or_else(|| panic!("lost_events without a count: {r}")))
+        .sum();
     println!("json: delivered {got}, lost {lost_n}, made {FLOOD}");
     assert!(lost_n > 0);
     assert_eq!(got + lost_n, FLOOD, "delivered ({got}) + lost ({lost_n}) must be the events made\n{out}");

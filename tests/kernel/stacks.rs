@@ -246,14 +246,15 @@ fn check_kernel_stack(def: &[String], raw: &[String], perf: &[String], k3: &[Str
             "raw {r} is {syms:?}+{off} in kallsyms, printed {d}\n{out}"
         );
     }
-    // Perf: `ADDR func+off (module)`.
+    // Perf: `ADDR func+0xOFF ([kernel.kallsyms])`, as perf script prints.
     assert_eq!(perf.len(), def.len(), "perf {perf:?} vs {def:?}\n{out}");
     for ((p, d), r) in perf.iter().zip(def).zip(raw) {
         let w: Vec<&str> = p.split_whitespace().collect();
-        assert_eq!(w.len(), 3, "perf frame {p:?} is not `ADDR func+off (module)`\n{out}");
+        assert_eq!(w.len(), 3, "perf frame {p:?} is not `ADDR func+0xOFF (module)`\n{out}");
         assert_eq!(w[0], r, "perf address\n{out}");
-        assert_eq!(w[1], d, "perf symbol\n{out}");
-        assert!(w[2].starts_with("(") && w[2].ends_with(")") && w[2].contains("kernel"), "perf module {p:?}\n{out}");
+        let (name, off) = d.rsplit_once('+').unwrap();
+        assert_eq!(w[1], format!("{name}+0x{:x}", off.parse::<u64>().unwrap()), "perf symbol\n{out}");
+        assert_eq!(w[2], "([kernel.kallsyms])", "perf module {p:?}\n{out}");
     }
     // A limit of 3: the first 3 frames.
     assert!(k3.len() <= 3 && def.len() >= 3 && k3 == &def[..3], "kstack(3) is {k3:?}, full {def:?}\n{out}");
@@ -427,8 +428,10 @@ probe("END", || {
         lines.iter().position(|l| *l == "FOLDED_STR").unwrap_or_else(|| panic!("no FOLDED_STR marker\n{out}"));
     let as_str: Vec<&str> = lines[from_str + 1..from].iter().copied().filter(|l| !l.is_empty()).collect();
     assert_eq!(as_str, folded.iter().map(String::as_str).collect::<Vec<_>>(), "m.folded() vs print_folded(m)\n{out}");
+    // Printed by END, and again at exit (every non-empty map is).
     let total = out.map_lines("total");
-    assert_eq!(total.len(), 1, "{out}");
+    assert_eq!(total.len(), 2, "{out}");
+    assert_eq!(total[0], total[1], "{out}");
     let total =
         total[0].strip_prefix("@total: ").and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("odd {total:?}"));
     (folded, total, out)

@@ -1,0 +1,102 @@
+//! `Emit` and `Control` statements: a record assembled on the stack and sent
+//! to the data ring with batched wake-ups (a failed send counts in the
+//! probe's lost slot), and the fixed 16-byte control message (kind, probe,
+//! argument) on the control ring.
+
+use super::*;
+
+impl Gen<'_> {
+    /// Assemble a record on the stack and `ringbuf_output` it.
+    pub(super) fn emit_record(
+        &mut self,
+        (ring, lost, wake): (MapId, MapId, Option<MapId>),
+        site: u32,
+        probe: u32,
+        fields: &[Expr],
+        wake_bytes: u32,
+    ) -> Result<()> {
+        let size: u32 = 8 + fields.iter().map(|f| self.ty(f).slot_size()).sum::<u32>();
+        let buf = self.alloc(size)?;
+        self.emit(Insn::store_imm(4, FP, buf, site as i32));
+        self.emit(Insn::store_imm(4, FP, buf + 4, 0));
+        let mut off = buf + 8;
+        for f in fields {
+            match self.ty(f) {
+                Ty::Int => {
+                    let r = self.int(f)?;
+                    self.emit(Insn::store(8, FP, off, r));
+                    self.release(r);
+                }
+                Ty::Bytes(n) => self.bytes(f, off, n)?,
+            }
+            off += self.ty(f).slot_size() as i16;
+        }
+        // Batched wake-ups: wake the reader only when enough data is pending,
+        // or when it said it is about to sleep (the first record after that
+        // lowers the flag and wakes it).
+        const BPF_RB_AVAIL_DATA: i32 = 0;
+        const BPF_RB_NO_WAKEUP: i32 = 1;
+        const BPF_RB_FORCE_WAKEUP: i32 = 2;
+        let flags = self.alloc(8)?;
+        let mut woken = None;
+        if let Some(wake) = wake {
+            let key = self.alloc(8)?;
+            self.emit(Insn::store_imm(8, FP, key, 0));
+            let missing = self.lookup(wake, key);
+            self.emit(Insn::load(8, R1, R0, 0));
+            let awake = self.emit(Insn::jmp_imm(Cond::Eq, R1, 0, 0));
+            self.emit(Insn::store_imm(8, R0, 0, 0));
+            self.emit(Insn::store_imm(8, FP, flags, BPF_RB_FORCE_WAKEUP));
+            woken = Some(self.emit(Insn::ja(0)));
+            self.patch_all_here(missing);
+            self.patch_here(awake);
+        }
+        self.load_map(R1, ring);
+        self.emit(Insn::mov_imm(R2, BPF_RB_AVAIL_DATA));
+        self.emit(Insn::call(h::RINGBUF_QUERY));
+        self.emit(Insn::mov_imm(R4, BPF_RB_NO_WAKEUP));
+        self.emit(Insn::jmp_imm(Cond::Lt, R0, wake_bytes as i32, 1));
+        self.emit(Insn::mov_imm(R4, BPF_RB_FORCE_WAKEUP));
+        self.emit(Insn::store(8, FP, flags, R4));
+        if let Some(at) = woken {
+            self.patch_here(at);
+        }
+        self.emit(Insn::load(8, R4, FP, flags));
+        self.load_map(R1, ring);
+        self.emit(Insn::mov_reg(R2, FP));
+        self.emit(Insn::alu_imm(Alu::Add, R2, buf as i32));
+        self.emit(Insn::mov_imm(R3, size as i32));
+        self.emit(Insn::call(h::RINGBUF_OUTPUT));
+        let sent = self.emit(Insn::jmp_imm(Cond::Eq, R0, 0, 0));
+        // Count the loss in lost[probe].
+        let key = self.alloc(8)?;
+        self.emit(Insn::store_imm(8, FP, key, probe as i32));
+        let missing = self.lookup(lost, key);
+        self.emit(Insn::load(8, R1, R0, 0));
+        self.emit(Insn::alu_imm(Alu::Add, R1, 1));
+        self.emit(Insn::store(8, R0, 0, R1));
+        self.patch_all_here(missing);
+        self.patch_here(sent);
+        Ok(())
+    }
+
+    /// Send the 16-byte control message `kind, probe, arg` on `ring` (dropped
+    /// when the ring is full).
+    pub(super) fn control(&mut self, ring: MapId, kind: u32, probe: u32, arg: &Expr) -> Result<()> {
+        let rv = self.int(arg)?;
+        self.load_map(R1, ring);
+        self.emit(Insn::mov_imm(R2, 16));
+        self.emit(Insn::mov_imm(R3, 0));
+        self.emit(Insn::call(h::RINGBUF_RESERVE));
+        let skip = self.emit(Insn::jmp_imm(Cond::Eq, R0, 0, 0));
+        self.emit(Insn::store_imm(4, R0, 0, kind as i32));
+        self.emit(Insn::store_imm(4, R0, 4, probe as i32));
+        self.emit(Insn::store(8, R0, 8, rv));
+        self.emit(Insn::mov_reg(R1, R0));
+        self.emit(Insn::mov_imm(R2, 0));
+        self.emit(Insn::call(h::RINGBUF_SUBMIT));
+        self.patch_here(skip);
+        self.release(rv);
+        Ok(())
+    }
+}

@@ -1,0 +1,87 @@
+// The command line's definition. build.rs includes this file too, to write
+// the man page and the shell completions from it, so it uses only clap.
+
+use clap::Parser;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "rtrace",
+    version,
+    about = "A Linux tracer: Rhai scripts whose probes compile straight to eBPF",
+    override_usage = "rtrace [OPTIONS] SCRIPT.rhai [ARGS...]\n       rtrace [OPTIONS] -e 'SOURCE' [ARGS...]\n       rtrace [OPTIONS] - [ARGS...]      (the script from stdin)\n       rtrace [OPTIONS] TOOL [TOOL-ARGS...]   (rtrace --list-tools)\n       rtrace -l [PATTERN]\n       rtrace --info",
+    after_help = "Exit status: 0 normally; the code given to exit(code); 1 after fail(), a failed assert or an error; 2 for usage errors.\nSignals: SIGINT/SIGTERM end the run (END runs, maps print); SIGUSR1 prints every map and tracing goes on."
+)]
+pub struct Cli {
+    /// Program source to run instead of a script file.
+    #[arg(short = 'e', value_name = "SOURCE")]
+    pub source: Option<String>,
+    /// Stop after this long (e.g. 5s, 100ms).
+    #[arg(short = 'd', value_name = "DURATION", allow_hyphen_values = true)]
+    pub duration: Option<String>,
+    /// Output format: text or json (NDJSON).
+    #[arg(short = 'f', value_name = "FORMAT", default_value = "text")]
+    pub format: String,
+    /// Write output to FILE.
+    #[arg(short = 'o', value_name = "FILE")]
+    pub output: Option<String>,
+    /// Output buffering: none, line or full (default: written after each batch of events).
+    #[arg(short = 'B', value_name = "MODE", value_parser = ["none", "line", "full"])]
+    pub buffering: Option<String>,
+    /// Quiet: no "Attaching N probes..." line.
+    #[arg(short = 'q')]
+    pub quiet: bool,
+    /// Verbose: per program, its instructions, what the verifier processed, its maps
+    /// and their sizes, and where it attaches; at exit, each probe's overhead (on
+    /// stderr); with -l, probe arguments.
+    #[arg(short = 'v')]
+    pub verbose: bool,
+    /// Print no warnings (errors still print).
+    #[arg(long = "no-warnings")]
+    pub no_warnings: bool,
+    /// Allow system() and other actions with side effects.
+    #[arg(long = "unsafe")]
+    pub allow_unsafe: bool,
+    /// Show maps, record layouts and BPF disassembly per probe; attach nothing.
+    #[arg(long)]
+    pub explain: bool,
+    /// Compile and load through the verifier; attach nothing.
+    #[arg(long = "dry-run")]
+    pub dry_run: bool,
+    /// Keep going after an error in a probe's userspace statements (count them).
+    #[arg(long = "keep-going")]
+    pub keep_going: bool,
+    /// Size of the event ring buffer, e.g. 4M (env RTRACE_RING_SIZE; default 1M).
+    #[arg(long = "ring-size", value_name = "BYTES")]
+    pub ring_size: Option<String>,
+    /// Trace only this process.
+    #[arg(short = 'p', value_name = "PID", allow_negative_numbers = true)]
+    pub pid: Option<i32>,
+    /// Run CMD (held until probes are attached), trace it, stop when it exits.
+    #[arg(short = 'c', value_name = "CMD")]
+    pub command: Option<String>,
+    /// Serve the maps as Prometheus/OpenMetrics metrics on http://ADDR:PORT/metrics.
+    #[arg(long = "serve", value_name = "ADDR:PORT")]
+    pub serve: Option<String>,
+    /// Prefix of the metric names of maps (default rtrace_).
+    #[arg(long = "metrics-prefix", value_name = "PREFIX", default_value = "rtrace_")]
+    pub metrics_prefix: String,
+    /// With --serve: run as a metrics service (no terminal output unless the
+    /// script prints; SIGHUP reloads the script).
+    #[arg(long = "exporter")]
+    pub exporter: bool,
+    /// List probes matching PATTERN.
+    #[arg(short = 'l')]
+    pub list: bool,
+    /// What this kernel offers: probe types (and why one is missing), BTF, ring buffer, helpers.
+    #[arg(long)]
+    pub info: bool,
+    /// Write the results of check(), fail() and assert() to FILE as JUnit XML.
+    #[arg(long = "junit", value_name = "FILE")]
+    pub junit: Option<String>,
+    /// List the embedded tools (`rtrace TOOL [ARGS...]` runs one).
+    #[arg(long = "list-tools")]
+    pub list_tools: bool,
+    /// SCRIPT.rhai (or - for stdin) followed by its ARGS (or only ARGS with -e; the PATTERN with -l).
+    /// Options may come anywhere; ARGS that start with '-' go after `--`.
+    pub rest: Vec<String>,
+}
