@@ -102,7 +102,8 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
             .ok_or_else(|| here(def, "the second argument of probe() must be a closure, e.g. |e| { ... }".into()))?;
         let probe_index = plan.probes.len();
         plan.probes.push(def.spec.clone());
-        let per_point = closure::needs_per_point_program(&body) || split::functions_need_per_point(&body, &def.ast, def.closure.curry().len());
+        let per_point = closure::needs_per_point_program(&body)
+            || split::functions_need_per_point(&body, &def.ast, def.closure.curry().len());
         for spec in &specs {
             let ptype = probes::probe_type(spec.kind);
             let points = ptype.expand(spec, &opts.trace, kernel).map_err(|e| here(def, e.to_string()))?;

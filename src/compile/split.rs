@@ -18,14 +18,18 @@
 //! the probe can), and, where `e` is used as a whole value, the fields of `e`
 //! that the closure and the script functions it is passed to read.
 
+mod event_reads;
 mod record;
+
+use event_reads::event_reads;
+pub use event_reads::functions_need_per_point;
 
 use std::collections::{HashMap, HashSet};
 
 use probes_ebpf::ir::Span;
 use rhai::{ASTNode, Expr as RExpr, Position, Stmt as RStmt, AST};
 
-use super::closure::{event_path, property_chain, ClosureBody};
+use super::closure::{property_chain, ClosureBody};
 use super::lower::{span, Captured, AGGREGATIONS};
 use crate::kernel::tracepoint_format::FieldKind;
 use crate::plan::site::Placement;
@@ -38,7 +42,6 @@ pub enum Place {
     /// Userspace, and why (`calls split()`).
     User(String),
 }
-
 
 /// The split of one closure.
 #[derive(Default)]
@@ -140,68 +143,21 @@ pub fn analyze(
             true
         });
     }
-    let mut w = Walk { captures, event, ctx, assigned, scopes: vec![Vec::new()], out: Split::default(), depth: 0, strict: false };
+    let mut w = Walk {
+        captures,
+        event,
+        ctx,
+        assigned,
+        scopes: vec![Vec::new()],
+        out: Split::default(),
+        depth: 0,
+        strict: false,
+    };
     w.block(&body.body);
     if let Some(ev) = event {
         w.out.whole_event = event_reads(body, ev, ast);
     }
     w.out
-}
-
-/// Whether the script functions a closure passes `e` to read `e.args`,
-/// `e.probe` or `e.func` (then each attach point needs its own program,
-/// as when the closure reads them itself).
-pub fn functions_need_per_point(body: &ClosureBody, ast: &AST, captured: usize) -> bool {
-    let Some(ev) = body.params.last().filter(|_| body.params.len() > captured) else { return false };
-    event_reads(body, ev, Some(ast)).iter().any(|p| matches!(p[0].as_str(), "args" | "probe" | "func"))
-}
-
-/// Every `ev.PATH` the closure reads, also through the script functions
-/// it passes `ev` to (and those they pass it on to).
-fn event_reads(body: &ClosureBody, ev: &str, ast: Option<&AST>) -> Vec<Vec<String>> {
-    let mut out: Vec<Vec<String>> = Vec::new();
-    let mut seen: HashSet<String> = HashSet::new();
-    let mut todo: Vec<(Vec<RStmt>, String)> = vec![(body.body.clone(), ev.to_string())];
-    // Function bodies, found only when `ev` is passed to one.
-    let mut index: Option<super::closure::ClosureIndex> = None;
-    while let Some((stmts, name)) = todo.pop() {
-        for s in &stmts {
-            s.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
-                match path.last() {
-                    Some(ASTNode::Expr(RExpr::Dot(x, _, _))) => {
-                        if matches!(&x.lhs, RExpr::Variable(v, _, _) if v.1.as_str() == name) {
-                            if let Some(p) = event_path(&x.rhs, &|_| None) {
-                                if !out.contains(&p) {
-                                    out.push(p);
-                                }
-                            }
-                        }
-                    }
-                    Some(ASTNode::Expr(RExpr::FnCall(call, _))) => {
-                        let Some(ast) = ast else { return true };
-                        for (i, a) in call.args.iter().enumerate() {
-                            if !matches!(a, RExpr::Variable(v, _, _) if v.1.as_str() == name) {
-                                continue;
-                            }
-                            let index = index.get_or_insert_with(|| super::closure::ClosureIndex::new(ast));
-                            let Some(f) = index.get(call.name.as_str()) else { continue };
-                            if f.params.len() == call.args.len() && seen.insert(format!("{}/{i}", call.name)) {
-                                todo.push((f.body, f.params[i].clone()));
-                            }
-                        }
-                    }
-                    _ => {}
-                }
-                true
-            });
-        }
-    }
-    // A stack needs its arguments resolved by the closure itself; a bare
-    // `e.args` or `e.curtask` prefix of a longer path can't be both.
-    out.retain(|p| !matches!(p[0].as_str(), "kstack" | "ustack"));
-    let all = out.clone();
-    out.retain(|p| !all.iter().any(|q| q.len() > p.len() && q.starts_with(p)));
-    out
 }
 
 fn name_of(v: &RExpr) -> Option<&str> {
@@ -277,7 +233,10 @@ impl Walk<'_> {
                     for p in self.out.order.drain(mark..) {
                         self.out.places.remove(&p.at);
                     }
-                    self.record(s, Place::User(format!("runs with the userspace statements around it, which share `{name}`")));
+                    self.record(
+                        s,
+                        Place::User(format!("runs with the userspace statements around it, which share `{name}`")),
+                    );
                     match s {
                         RStmt::Var(x, _, pos) => {
                             self.rebind(x.0.name.as_str(), Var::User(*pos));
@@ -407,17 +366,11 @@ impl Walk<'_> {
                 self.nested(b.statements());
                 return;
             }
-            RStmt::Return(value, flags, _) => {
-                if flags.contains(rhai::ASTFlags::BREAK) {
-                    Place::User("`throw`".into())
-                } else {
-                    let _ = value;
-                    Place::Kernel
-                }
-            }
-            RStmt::FnCall(call, pos) => self.call_stmt(call, *pos),
+            RStmt::Return(_, flags, _) if flags.contains(rhai::ASTFlags::BREAK) => Place::User("`throw`".into()),
+            RStmt::Return(..) => Place::Kernel,
+            RStmt::FnCall(call, _) => self.call_stmt(call),
             RStmt::Expr(e) => match e.as_ref() {
-                RExpr::FnCall(call, pos) => self.call_stmt(call, *pos),
+                RExpr::FnCall(call, _) => self.call_stmt(call),
                 RExpr::Dot(x, _, _) => self.method_stmt(&x.lhs, &x.rhs),
                 RExpr::Stmt(block) => {
                     self.record(s, Place::Kernel);
@@ -488,8 +441,7 @@ impl Walk<'_> {
         }
     }
 
-    fn call_stmt(&mut self, call: &rhai::FnCallExpr, pos: Position) -> Place {
-        let _ = pos;
+    fn call_stmt(&mut self, call: &rhai::FnCallExpr) -> Place {
         let args = &call.args;
         match (call.name.as_str(), args.len()) {
             _ if call.is_qualified() => Place::User(format!("calls {}()", call.name)),
@@ -521,7 +473,9 @@ impl Walk<'_> {
             RExpr::IntegerConstant(..) => true,
             RExpr::Variable(v, _, _) => {
                 let n = v.1.as_str();
-                self.lookup(n).is_none() && !self.assigned.contains(n) && matches!(self.captures.get(n), Some(Captured::Int(_)))
+                self.lookup(n).is_none()
+                    && !self.assigned.contains(n)
+                    && matches!(self.captures.get(n), Some(Captured::Int(_)))
             }
             _ => false,
         }

@@ -63,7 +63,8 @@ impl Continuations {
                         f
                     })
                     .collect();
-                let has_event = sp.site.fields.iter().any(|(c, _)| matches!(c, Capture::Event(_) | Capture::EventItem { .. }));
+                let has_event =
+                    sp.site.fields.iter().any(|(c, _)| matches!(c, Capture::Event(_) | Capture::EventItem { .. }));
                 let has_reads = sp.site.fields.iter().any(|(c, _)| matches!(c, Capture::Read { .. }));
                 Site {
                     has_event,
@@ -84,7 +85,16 @@ impl Continuations {
                 }
             })
             .collect();
-        Continuations { sites, errors: 0, keep_going, records: 0, stopped: false, skipped: 0, scope: Scope::new(), locals: Vec::new() }
+        Continuations {
+            sites,
+            errors: 0,
+            keep_going,
+            records: 0,
+            stopped: false,
+            skipped: 0,
+            scope: Scope::new(),
+            locals: Vec::new(),
+        }
     }
 
     /// Run the statements of one record. An error stops tracing unless

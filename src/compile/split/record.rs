@@ -4,11 +4,11 @@
 use probes_ebpf::ir::{BinOp, Expr, LocalId, Span, Stmt, StmtKind, Ty};
 use rhai::{ASTNode, Expr as RExpr, Position, Stmt as RStmt};
 
+use super::{Place, Why};
 use crate::compile::lower::index;
 use crate::compile::lower::{at, err, event_path, property_chain, span, LowerError, Lowerer, Result, AGGREGATIONS};
 use crate::kernel::tracepoint_format::FieldKind;
 use crate::plan::site::{Capture, Sem, Site};
-use super::{Place, Why};
 
 /// The node at the end of `path` is the left side of a `.` (`e` in `e.pid`).
 fn is_dot_lhs(path: &[ASTNode]) -> bool {
