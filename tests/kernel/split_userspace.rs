@@ -66,7 +66,7 @@ fn object_maps_at_the_top_level_are_state_shared_with_end() {
         n += 1;
         if e.comm in per { print(`ev ${per[e.comm]}`); }
         "#,
-        r#"print(`end n=${n} keys=${per.keys().len()} total=${per.values().reduce(|a, b| a + b)}`);"#,
+        r#"print(`end n=${n} keys=${per.keys().len()} total=${per.values().reduce(|sum, v| sum + v, 0)}`);"#,
         3,
     );
     assert_eq!(out.code, Some(0), "{out}");
