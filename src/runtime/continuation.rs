@@ -177,7 +177,7 @@ impl Continuations {
                 Capture::Emitted | Capture::Read { .. } => {}
                 Capture::EventItem { path, .. } => {
                     if let Some(f) = path.last() {
-                        arrays.entry(f.clone()).or_insert_with(Vec::new).push(value);
+                        arrays.entry(f.clone()).or_default().push(value);
                     }
                 }
                 Capture::Event(path) if arrays.contains_key(path.last().map(String::as_str).unwrap_or("")) => {
