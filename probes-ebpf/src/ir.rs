@@ -85,6 +85,23 @@ pub enum BinOp {
     Ge,
 }
 
+/// `x << y` (`left`) or `x >> y` as Rhai computes them, which generated code
+/// matches: a negative amount shifts the other way; shifting left by 64 or
+/// more gives 0, right by 64 or more gives the sign (0, or -1 for a negative
+/// `x`); `>>` is arithmetic.
+pub fn shift(left: bool, x: i64, y: i64) -> i64 {
+    let n = y.unsigned_abs();
+    if left == (y >= 0) {
+        if n < 64 {
+            x << n
+        } else {
+            0
+        }
+    } else {
+        x >> n.min(63)
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum UnOp {
     Neg,
@@ -92,10 +109,8 @@ pub enum UnOp {
     BitNot,
 }
 
-/// Slot of a `StackId`'s `lost` array counting stack-id hash collisions.
-pub const STACK_LOST_COLLISION: u32 = 0;
-/// Slot counting captures refused because the stack map was full.
-pub const STACK_LOST_FULL: u32 = 1;
+/// Slots of a `StackId`'s `lost` array (part of the wire format).
+pub use crate::record::{STACK_LOST_COLLISION, STACK_LOST_FULL};
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Expr {
@@ -158,6 +173,17 @@ pub enum Expr {
     /// String equality of two byte values (compared up to the shorter length,
     /// both NUL-terminated), yielding 0 or 1.
     StrEq(Box<Expr>, Box<Expr>),
+    /// A search in runtime strings (see [`StrOp`]), yielding an integer.
+    StrSearch(StrOp, Box<Expr>, Box<Expr>),
+    /// `buf(ptr, len)`: up to `max` bytes of memory at `ptr`, as a byte
+    /// value of `8 + max` bytes: the length read (`len` clamped to
+    /// `0..=max`, little-endian u64), then the bytes, zero-padded.
+    ReadBuf {
+        ptr: Box<Expr>,
+        len: Box<Expr>,
+        max: u32,
+        user: bool,
+    },
     /// A map's integer value for `key`, 0 when the key is missing.
     MapGet {
         map: MapId,
@@ -178,6 +204,7 @@ impl Expr {
             Expr::Comm => Ty::Bytes(16),
             Expr::CtxCharArray { len, .. } => Ty::Bytes(*len),
             Expr::CtxDataLocStr { max, .. } | Expr::ReadStr { max, .. } => Ty::Bytes(*max),
+            Expr::ReadBuf { max, .. } => Ty::Bytes(8 + *max),
             Expr::Local(id) => locals[*id as usize],
             // A string if-expression is as long as its longer branch.
             Expr::Cond(_, a, b) => match (a.ty(locals), b.ty(locals)) {
@@ -187,6 +214,17 @@ impl Expr {
             _ => Ty::Int,
         }
     }
+}
+
+/// Searches in strings read at run time (both sides NUL-terminated or
+/// as long as their buffers).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StrOp {
+    /// `strncmp(a, b, n)`: 0 when the first `n` bytes of `a` and `b` agree
+    /// (a NUL in both ends the comparison early), else 1 (bpftrace).
+    Ncmp(u32),
+    /// `strcontains(a, b)`: 1 when `b` occurs in `a` (an empty `b` does), else 0.
+    Contains,
 }
 
 /// Aggregating map updates.
@@ -258,9 +296,12 @@ pub enum StmtKind {
         map: MapId,
         key: Vec<Expr>,
     },
-    /// Send a fixed-size control message `{kind, probe, arg}` on the control ring.
+    /// Send a fixed-size control message `{kind, probe, arg}` on the control
+    /// ring. A failed reserve adds 1 to the second `u64` of slot `probe` of the
+    /// per-CPU `lost` array (the first counts lost records, see `Emit`).
     Control {
         ring: MapId,
+        lost: MapId,
         kind: u32,
         probe: u32,
         arg: Expr,

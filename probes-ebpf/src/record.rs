@@ -2,8 +2,58 @@
 //! by the code that writes records (`codegen`, through the IR's `Emit` and
 //! `Control` statements) and the runtime that reads them.
 //!
-//! Control messages travel on their own ring: a `u32` kind (below), then
-//! the kind's payload (an exit code, or a map id).
+//! A data record is a header (`u32` site id, `u32` zero) and then each
+//! field in its own 8-aligned slot ([`field_offsets`]). Control messages
+//! travel on their own ring, [`CONTROL_SIZE`] bytes each: a `u32` kind
+//! (below), the `u32` probe index, then the kind's `i64` payload (an exit
+//! code, or a map id).
+
+use crate::ir::Ty;
+
+/// Bytes before the first field of a data record: the `u32` site id and a
+/// `u32` zero.
+pub const RECORD_HEADER: u32 = 8;
+
+/// Where each field of a data record with fields of types `fields` starts,
+/// and the record's size.
+pub fn field_offsets(fields: impl IntoIterator<Item = Ty>) -> (Vec<u32>, u32) {
+    let mut at = RECORD_HEADER;
+    let offsets = fields
+        .into_iter()
+        .map(|ty| {
+            let off = at;
+            at += ty.slot_size();
+            off
+        })
+        .collect();
+    (offsets, at)
+}
+
+/// The site id a data record is for.
+pub fn record_site(rec: &[u8]) -> Option<u32> {
+    rec.get(0..4).map(|b| u32::from_le_bytes(b.try_into().unwrap_or([0; 4])))
+}
+
+/// Bytes of a control message.
+pub const CONTROL_SIZE: u32 = 16;
+/// Offsets in a control message of the `u32` kind, the `u32` probe index
+/// and the `i64` payload.
+pub const CONTROL_KIND_AT: i16 = 0;
+pub const CONTROL_PROBE_AT: i16 = 4;
+pub const CONTROL_ARG_AT: i16 = 8;
+
+/// A control message as `(kind, probe, payload)`; None when too short.
+pub fn decode_control(rec: &[u8]) -> Option<(u32, u32, i64)> {
+    let word =
+        |at: i16| rec.get(at as usize..at as usize + 4).map(|b| u32::from_le_bytes(b.try_into().unwrap_or([0; 4])));
+    let arg = rec.get(CONTROL_ARG_AT as usize..CONTROL_SIZE as usize)?;
+    Some((word(CONTROL_KIND_AT)?, word(CONTROL_PROBE_AT)?, i64::from_le_bytes(arg.try_into().ok()?)))
+}
+
+/// Slot of the stack-loss counters counting stack-id hash collisions.
+pub const STACK_LOST_COLLISION: u32 = 0;
+/// Slot of the stack-loss counters counting captures into a full stack map.
+pub const STACK_LOST_FULL: u32 = 1;
 
 /// `exit()` from a probe: the payload is the exit code.
 pub const CONTROL_EXIT: u32 = 1;
@@ -13,3 +63,27 @@ pub const CONTROL_PRINT: u32 = 2;
 pub const CONTROL_CLEAR: u32 = 3;
 /// `m.zero()` from a probe.
 pub const CONTROL_ZERO: u32 = 4;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_take_aligned_slots_after_the_header() {
+        let (at, size) = field_offsets([Ty::Int, Ty::Bytes(5), Ty::Int]);
+        assert_eq!(at, [8, 16, 24]);
+        assert_eq!(size, 32);
+        assert_eq!(field_offsets([]), (vec![], RECORD_HEADER));
+    }
+
+    #[test]
+    fn control_messages_decode() {
+        let mut m = vec![0u8; CONTROL_SIZE as usize];
+        m[0..4].copy_from_slice(&CONTROL_EXIT.to_le_bytes());
+        m[4..8].copy_from_slice(&3u32.to_le_bytes());
+        m[8..16].copy_from_slice(&(-2i64).to_le_bytes());
+        assert_eq!(decode_control(&m), Some((CONTROL_EXIT, 3, -2)));
+        assert_eq!(decode_control(&m[..15]), None);
+        assert_eq!(record_site(&m), Some(CONTROL_EXIT));
+    }
+}

@@ -269,7 +269,7 @@ fn bx(b: B) -> Box<B> {
 #[test]
 fn short_circuit_skips_the_right_side() {
     use B::*;
-    let trees = vec![
+    let trees = [
         And(bx(Leaf(0)), bx(Leaf(1))),
         Or(bx(Leaf(0)), bx(Leaf(1))),
         And(bx(Raw(0)), bx(Raw(1))),
@@ -836,8 +836,9 @@ fn map_compound_updates() {
     assert_eq!(h.at(m, 1), -100 - 7 + 3);
     assert_eq!(h.at(m, 2), -100 * 7 * -3);
     assert_eq!(h.at(m, 3), -100 / 7 / -3);
-    assert_eq!(h.at(m, 4), -100 % 7 % -3);
-    assert_eq!(-100 % 7 % -3, -2);
+    let rem = |a: i64, b: i64| a % b;
+    assert_eq!(h.at(m, 4), rem(rem(-100, 7), -3));
+    assert_eq!(rem(rem(-100, 7), -3), -2);
 }
 
 #[test]
@@ -1003,7 +1004,9 @@ fn hist_buckets() {
 
 #[test]
 fn lhist_buckets() {
-    let cases: [((i64, i64, i64), &[(i64, i64)]); 3] = [
+    // ((min, max, step), [(value, bucket)])
+    type Case<'a> = ((i64, i64, i64), &'a [(i64, i64)]);
+    let cases: [Case; 3] = [
         (
             (0, 100, 10),
             &[(-1, 0), (i64::MIN, 0), (0, 1), (5, 1), (9, 1), (10, 2), (99, 10), (100, 11), (1000, 11), (i64::MAX, 11)],
@@ -1039,10 +1042,10 @@ fn lhist_buckets() {
 fn control_records() {
     let ring = 1;
     let body = vec![
-        st(StmtKind::Control { ring, kind: 3, probe: 7, arg: bin(BinOp::Mul, ctx_i64(0), int(2)) }),
+        st(StmtKind::Control { ring, lost: 0, kind: 3, probe: 7, arg: bin(BinOp::Mul, ctx_i64(0), int(2)) }),
         st(if_(
             bin(BinOp::Lt, ctx_i64(0), int(0)),
-            vec![st(StmtKind::Control { ring, kind: 0xffff_fffe, probe: 0, arg: int(i64::MIN) })],
+            vec![st(StmtKind::Control { ring, lost: 0, kind: 0xffff_fffe, probe: 0, arg: int(i64::MIN) })],
             vec![],
         )),
     ];

@@ -13,7 +13,7 @@ use crate::config::Config;
 use crate::diag::Diagnostic;
 use crate::kernel::LiveKernel;
 use crate::runtime::exporter::{install, take_reload};
-use crate::runtime::{self, target::TracedProcess};
+use crate::runtime::{self, traced::TracedProcess};
 use crate::script::Session;
 
 /// The script as given on the command line, for reading it again.
@@ -29,6 +29,7 @@ pub struct Script {
 /// Run the top level and compile, as for the first run.
 fn build(script: &Script, source: &str, opts: &Config) -> Result<(Session, Plan)> {
     let mut session = Session::new(&script.file_name, source, &script.args)?;
+    super::tools::install_probe_check(&session);
     // The same checks as the first run, before the new top level runs: the
     // static system() check, and loops that end on Ctrl-C/SIGTERM.
     if !script.allow_unsafe {
@@ -36,7 +37,7 @@ fn build(script: &Script, source: &str, opts: &Config) -> Result<(Session, Plan)
             return Err(Diagnostic::at(&script.file_name, pos, "system() runs commands and needs --unsafe").into());
         }
     }
-    session.engine.on_progress(|_| crate::runtime::signals::user_code_should_stop().then_some(rhai::Dynamic::UNIT));
+    session.engine.on_progress(crate::runtime::signals::progress_hook);
     session.run_top_level()?;
     if session.registry.lock().unwrap().exit_code.is_some() {
         let msg = "the script calls exit() at its top level, so it has nothing to serve";

@@ -24,7 +24,7 @@ use crate::compile;
 use crate::config::{Config, ProcessEnv, Trace};
 use crate::output::sink;
 use crate::runtime;
-use crate::runtime::target::TracedProcess;
+use crate::runtime::traced::TracedProcess;
 use crate::script::{parse_duration, Session};
 
 pub use args::Cli;
@@ -50,6 +50,7 @@ pub fn main() -> i32 {
     let error = result.as_ref().err().map(one_line);
     let report = crate::script::checks::write_junit(error.as_deref());
     if let Some(line) = &error {
+        crate::runtime::limits::end_partial_line();
         eprintln!("{line}");
     }
     match (result, report) {
@@ -170,6 +171,7 @@ fn run(cli: Cli, tool: Option<(String, Vec<String>)>) -> Result<i32> {
         crate::script::checks::set_junit(path, &file_name);
     }
     let mut session = Session::new(&file_name, &source, &args)?;
+    tools::install_probe_check(&session);
     safety::prepare(&mut session, &cli)?;
     session.run_top_level()?;
     if let Some(code) = session.registry.lock().unwrap().exit_code {

@@ -9,7 +9,6 @@ use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 
 use anyhow::{anyhow, bail, Result};
-use rhai::Dynamic;
 
 use super::Cli;
 use crate::script::system::{self, Mode};
@@ -80,7 +79,7 @@ pub fn prepare(session: &mut Session, cli: &Cli) -> Result<()> {
         (true, false) => Mode::Run,
     });
     // Loops in BEGIN, timers and userspace statements end on Ctrl-C/SIGTERM.
-    session.engine.on_progress(|_| crate::runtime::signals::user_code_should_stop().then_some(Dynamic::UNIT));
+    session.engine.on_progress(crate::runtime::signals::progress_hook);
     Ok(())
 }
 

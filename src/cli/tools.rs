@@ -5,7 +5,9 @@
 use clap::CommandFactory;
 
 use super::Cli;
-use crate::script::tools;
+use crate::config::Trace;
+use crate::kernel::LiveKernel;
+use crate::script::{tools, Session};
 
 /// What the command line asks for, as far as tools are concerned.
 pub enum Invocation {
@@ -58,6 +60,13 @@ pub fn classify(argv: &[String]) -> Invocation {
         return Invocation::Normal;
     }
     Invocation::Normal
+}
+
+/// Let the script ask `probe_error(spec)` of the running kernel.
+pub fn install_probe_check(session: &Session) {
+    let check: tools::SpecCheck =
+        std::sync::Arc::new(|spec| crate::probes::check::attach_problem(spec, &Trace::default(), &LiveKernel));
+    session.registry.lock().unwrap().spec_check = Some(check);
 }
 
 /// `rtrace --list-tools`: one line per tool.

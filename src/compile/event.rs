@@ -8,6 +8,7 @@ use rhai::{Expr as RExpr, Position};
 use super::fields;
 use super::lower::index;
 use super::lower::{err, property_chain, str_literal, userspace_only, LowerError, Lowerer, Result};
+use crate::kernel::btf::Shape;
 use crate::kernel::tracepoint_format::FieldKind;
 use crate::probes::event::btf_slot;
 use crate::symbols::stacks::StackMode;
@@ -54,6 +55,10 @@ impl Lowerer<'_> {
     /// `e.args.X...`, `e.curtask.X...`, or `t.X...` of a local holding a BTF
     /// struct pointer. `None` for every other property access.
     pub(crate) fn pointer_access(&mut self, lhs: &RExpr, rhs: &RExpr, pos: Position) -> Option<Result<fields::Access>> {
+        if let RExpr::FnCall(c, _) = lhs {
+            // `kptr(v, "struct sock").member`.
+            return (c.name == "kptr" && c.args.len() == 2).then(|| self.kptr_member(&c.args, rhs, pos));
+        }
         let RExpr::Variable(v, _, _) = lhs else { return None };
         let (chain, rest) = property_chain(rhs);
         if rest || chain.is_empty() {
@@ -62,7 +67,7 @@ impl Lowerer<'_> {
         let name = v.1.as_str();
         if let Some((id, to)) = self.btf_local(name) {
             // `t.pid` where `let t = e.curtask;`: members through BTF.
-            let Some(btf) = crate::kernel::btf::kernel() else { return Some(err(pos, "this kernel has no BTF")) };
+            let Some(btf) = self.target.btf else { return Some(err(pos, "this kernel has no BTF")) };
             let names: Vec<String> = chain.iter().map(|c| c.0.clone()).collect();
             let base = fields::Base { value: Expr::Local(id), ty: to, pointee: true, name: name.to_string() };
             let user = self.local_user.contains(&id);
@@ -78,7 +83,7 @@ impl Lowerer<'_> {
             "curtask" if chain.len() == 1 => Some(Ok(fields::Access {
                 expr: Expr::Builtin(Builtin::CurTask),
                 char_pointer: false,
-                pointee: crate::kernel::btf::kernel().and_then(|b| b.struct_named("task_struct")),
+                pointee: self.target.btf.and_then(|b| b.struct_named("task_struct")),
             })),
             "curtask" | "args" if chain.len() >= 2 => Some(self.member_chain(&chain)),
             _ => None,
@@ -232,7 +237,7 @@ impl Lowerer<'_> {
         let mut user = false;
         let (base, rest) = match chain[0].0.as_str() {
             "curtask" => {
-                let Some(btf) = crate::kernel::btf::kernel() else { return no_btf(chain[0].1) };
+                let Some(btf) = self.target.btf else { return no_btf(chain[0].1) };
                 let Some(task) = btf.struct_named("task_struct") else { return no_btf(chain[0].1) };
                 let name = format!("{ev}.curtask");
                 (fields::Base { value: Expr::Builtin(Builtin::CurTask), ty: task, pointee: true, name }, &chain[1..])
@@ -252,11 +257,11 @@ impl Lowerer<'_> {
                             ),
                         );
                     };
-                    let Some(btf) = crate::kernel::btf::kernel() else { return no_btf(fpos) };
+                    let Some(btf) = self.target.btf else { return no_btf(fpos) };
                     let value = btf_slot(btf, i as u32, params[i].ty);
                     if chain.len() == 2 {
                         let (char_pointer, pointee) = match btf.shape(params[i].ty) {
-                            crate::kernel::btf::Shape::Pointer { to } => (btf.is_char(to), fields::composite(btf, to)),
+                            Shape::Pointer { to } => (btf.is_char(to), fields::composite(btf, to)),
                             _ => (false, None),
                         };
                         return Ok(fields::Access { expr: value, char_pointer, pointee });
@@ -280,12 +285,12 @@ impl Lowerer<'_> {
                     let unqualified = unqualified.join(" ");
                     let struct_name =
                         unqualified.strip_prefix("struct ").and_then(|t| t.strip_suffix('*')).map(str::trim);
-                    let pointee = struct_name.and_then(|n| crate::kernel::btf::kernel()?.struct_named(n));
+                    let pointee = struct_name.and_then(|n| self.target.btf?.struct_named(n));
                     if chain.len() == 2 {
                         return Ok(fields::Access { expr: value, char_pointer: false, pointee });
                     }
                     let Some(id) = pointee else {
-                        if crate::kernel::btf::kernel().is_none() {
+                        if self.target.btf.is_none() {
                             return no_btf(fpos);
                         }
                         return err(chain[2].1, format!("`{name}` is `{c_type}`, not a pointer to a struct"));
@@ -294,7 +299,7 @@ impl Lowerer<'_> {
                 }
             }
         };
-        let Some(btf) = crate::kernel::btf::kernel() else { return no_btf(chain[0].1) };
+        let Some(btf) = self.target.btf else { return no_btf(chain[0].1) };
         let names: Vec<String> = rest.iter().map(|c| c.0.clone()).collect();
         fields::walk(btf, base, &names).map(|a| user_access(a, user)).map_err(|(i, msg)| {
             let pos = rest.get(i).or(rest.last()).map(|c| c.1).unwrap_or(chain[0].1);

@@ -66,7 +66,7 @@ mod tests {
     use probes_ebpf::ir::Span;
 
     fn exit_stmt(arg: Expr) -> Stmt {
-        Stmt { kind: StmtKind::Control { ring: 1, kind: CONTROL_EXIT, probe: 0, arg }, span: Span::default() }
+        Stmt { kind: StmtKind::Control { ring: 1, lost: 2, kind: CONTROL_EXIT, probe: 0, arg }, span: Span::default() }
     }
 
     #[test]

@@ -113,6 +113,8 @@ pub fn render(session: &Session, plan: &Plan, source: &str) -> String {
                         Capture::Emitted => "emitted".into(),
                         Capture::EventItem { path, index } => format!("e.{}[{index}]", path.join(".")),
                         Capture::Read { line, col } => format!("str() at {line}:{col}"),
+                        Capture::KptrBase { ty, .. } => format!("kptr(.., \"{ty}\")"),
+                        Capture::KptrMember { path, .. } => format!("kptr(..).{}", path.join(".")),
                     };
                     format!("{name}: {}", ty_text(ty))
                 })

@@ -2,11 +2,13 @@
 //! `e.curtask.real_parent.tgid`. A chain of member names becomes address
 //! arithmetic on a kernel pointer and one `bpf_probe_read_kernel` per
 //! pointer followed; the last member is read as its type says (integers,
-//! bitfields, pointers, `char[N]` as a string).
+//! bitfields, pointers, `char[N]` as a string). A member name that is not
+//! a member but the name of a struct that begins with this one reads the
+//! same address as that struct (`e.args.sk.tcp_sock.bytes_acked`).
 
 use probes_ebpf::ir::{BinOp, Expr};
 
-use crate::kernel::btf::{KernelBtf, Shape};
+use crate::kernel::btf::{BtfTypes, Shape};
 
 /// A value on the way down a member chain.
 enum Place {
@@ -30,7 +32,7 @@ pub struct Access {
 }
 
 /// The struct or union a pointer to `to` leads to, if any.
-pub fn composite(btf: &KernelBtf, to: u32) -> Option<u32> {
+pub fn composite(btf: &dyn BtfTypes, to: u32) -> Option<u32> {
     match btf.shape(to) {
         Shape::Composite { id } => Some(id),
         _ => None,
@@ -48,7 +50,7 @@ pub struct Base {
 
 /// Follow `members` from `base`. Errors are messages for the script position
 /// of the member (index into `members`) that failed.
-pub fn walk(btf: &KernelBtf, base: Base, members: &[String]) -> Result<Access, (usize, String)> {
+pub fn walk(btf: &dyn BtfTypes, base: Base, members: &[String]) -> Result<Access, (usize, String)> {
     let mut place = match btf.shape(base.ty) {
         _ if base.pointee => Place::Pointer { value: base.value, to: base.ty },
         Shape::Pointer { to } => Place::Pointer { value: base.value, to },
@@ -74,6 +76,12 @@ pub fn walk(btf: &KernelBtf, base: Base, members: &[String]) -> Result<Access, (
             }
         };
         let Some(m) = btf.member(composite, name) else {
+            // A struct that begins with this one (`sk.tcp_sock`, the kernel's tcp_sk(sk)).
+            if let Some(outer) = btf.struct_named(name).filter(|&o| btf.starts_with(o, composite)) {
+                place = Place::Pointer { value: addr, to: outer };
+                written = format!("{written}.{name}");
+                continue;
+            }
             let mut names = btf.member_names(composite);
             let close = crate::util::similar::suggest(name, names.iter().map(String::as_str));
             if !close.is_empty() {
@@ -114,7 +122,7 @@ fn read(addr: Expr, size: u32, signed: bool) -> Expr {
     Expr::ReadMem { addr: Box::new(addr), size, signed, user: false }
 }
 
-fn finish(btf: &KernelBtf, place: Place, written: &str) -> Result<Access, (usize, String)> {
+fn finish(btf: &dyn BtfTypes, place: Place, written: &str) -> Result<Access, (usize, String)> {
     let last = usize::MAX;
     Ok(match place {
         Place::Pointer { value, to } => {

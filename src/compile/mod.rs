@@ -9,19 +9,22 @@ pub mod exit_flag;
 pub mod explain;
 pub mod fields;
 pub mod lower;
+mod map_names;
 pub mod maps;
 pub mod split;
 pub mod userspace_uses;
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use anyhow::{anyhow, Result};
-use probes_ebpf::ir::{self, MapId, MapLayout, ValueKind};
+use probes_ebpf::ir::{self, MapId, MapLayout};
 
 use crate::config::{Config, Trace};
 use crate::diag::{Diagnostic, Pos};
 use crate::kernel::Kernel;
+use crate::plan::maps::MapTable;
 use crate::plan::site::{MapShape, Site};
 pub use crate::plan::{CompiledProgram, Plan, SitePlan};
 use crate::probes::spec::{self, ProbeKind};
@@ -43,27 +46,17 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
     let reg = session.registry.lock().unwrap();
     let file = &session.file_name;
     let map_count = reg.maps.len() as MapId;
-    let control_ring = map_count;
-    let data_ring = map_count + 1;
-    let lost_map = map_count + 2;
     let mut plan = Plan {
         begin: vec![],
         end: vec![],
         programs: vec![],
         shapes: vec![],
-        control_ring,
-        data_ring,
-        lost_map,
-        stack_lost: lost_map + 1,
-        wake_map: lost_map + 2,
+        maps: MapTable::default(),
         sites: vec![],
-        stack_maps: vec![],
         probes: vec![],
-        follow_map: None,
-        stop_map: 0,
     };
-    let stack_maps = std::cell::RefCell::new(Vec::new());
-    let stack_base = lost_map + 3;
+    // Stack maps are added to the table as the probes ask for them.
+    let table = RefCell::new(MapTable::new(reg.maps.len()));
     let mut pending: Vec<Pending> = Vec::new();
     let mut total_points = 0usize;
     let here = |def: &ProbeDef, msg: String| anyhow::Error::from(Diagnostic::at(file, def.pos, msg));
@@ -128,21 +121,21 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
                 let probe_name = if per_point { group[0].name.clone() } else { spec.full_name() };
                 let target = lower::ProgramCtx {
                     event: program.event.as_ref(),
+                    btf: kernel.btf(),
                     probe_name: &probe_name,
                     context: program.context,
                     start_ns: opts.start_ns,
                     str_max: opts.str_max,
-                    control_ring,
+                    control_ring: table.borrow().control_ring(),
                     probe_index: probe_index as u32,
-                    data_ring,
-                    lost_map,
-                    wake_map: lost_map + 2,
+                    data_ring: table.borrow().data_ring(),
+                    lost_map: table.borrow().lost(),
+                    wake_map: table.borrow().wake(),
                     first_site: plan.sites.len() as u32,
                     wake_bytes: opts.wake_bytes(),
                     join_max: opts.join_max,
-                    stack_maps: &stack_maps,
-                    stack_base,
-                    stack_lost: lost_map + 1,
+                    maps: &table,
+                    stack_lost: table.borrow().stack_lost(),
                     stack_depth: opts.stack_depth,
                     functions: Some(&def.ast),
                 };
@@ -205,23 +198,14 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
         }
     }
     plan.shapes = (0..map_count).map(|id| unified.get(&id).cloned().unwrap_or_else(MapShape::unused)).collect();
-    let mut layouts: Vec<MapLayout> = plan.shapes.iter().map(|s| s.layout.clone()).collect();
-    layouts.push(MapLayout { key: vec![], value: ValueKind::RingBuf });
-    layouts.push(MapLayout { key: vec![], value: ValueKind::RingBuf });
-    layouts.push(MapLayout { key: vec![], value: ValueKind::Agg(ir::AggKind::Sum) });
-    layouts.push(MapLayout { key: vec![], value: ValueKind::Agg(ir::AggKind::Sum) });
-    layouts.push(MapLayout { key: vec![], value: ValueKind::Value(ir::Ty::Int) });
-    for (i, (depth, user, _)) in stack_maps.borrow().iter().enumerate() {
-        layouts.push(MapLayout { key: vec![], value: ValueKind::StackTrace { depth: *depth } });
-        plan.stack_maps.push((stack_base + i as MapId, *depth, *user));
+    if let Some((pos, msg)) = map_names::check(&reg.maps, &plan.shapes) {
+        return Err(Diagnostic::at(file, pos, msg).into());
     }
-
-    if opts.trace.follow_children && !pending.is_empty() {
-        plan.follow_map = Some(layouts.len() as MapId);
-        layouts.push(MapLayout { key: vec![ir::Ty::Int], value: ValueKind::Value(ir::Ty::Int) });
-    }
-    plan.stop_map = layouts.len() as MapId;
-    layouts.push(MapLayout { key: vec![], value: ValueKind::Value(ir::Ty::Int) });
+    let mut table = table.into_inner();
+    let follow_map = (opts.trace.follow_children && !pending.is_empty()).then(|| table.alloc_follow());
+    let stop_map = table.alloc_stop();
+    let layouts: Vec<MapLayout> = table.layouts(&plan.shapes);
+    plan.maps = table;
     let pid = ir::Expr::Builtin(ir::Builtin::Pid);
     for Pending { lowered, name, ptype, program: spec, points, probe, dispatch } in pending {
         let site_ids = lowered.sites.iter().map(|s| s.id).collect();
@@ -230,7 +214,7 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
         // -p: every probe only sees the traced process; -c: the command and
         // the processes it starts. Not `interval`: a timer, whoever it interrupts.
         let timer = points.iter().all(|p| p.name.starts_with("interval:"));
-        let not_target = match (plan.follow_map, opts.trace.pid) {
+        let not_target = match (follow_map, opts.trace.pid) {
             _ if timer => None,
             (Some(map), _) => {
                 Some(ir::Expr::Unary(ir::UnOp::Not, Box::new(ir::Expr::MapContains { map, key: vec![pid.clone()] })))
@@ -243,8 +227,8 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
         if let Some(cond) = not_target {
             body.insert(0, leave_if(cond));
         }
-        body.insert(0, leave_if(stopped(plan.stop_map)));
-        exit_flag::mark_exits(&mut body, plan.stop_map);
+        body.insert(0, leave_if(stopped(stop_map)));
+        exit_flag::mark_exits(&mut body, stop_map);
         let program = ir::Program {
             name: name.clone(),
             context: spec.context,
@@ -273,9 +257,9 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
             dispatch,
         });
     }
-    if let Some(map) = plan.follow_map {
+    if let Some(map) = follow_map {
         plan.programs.extend(
-            follow_programs(map, plan.stop_map, layouts, kernel)
+            follow_programs(map, stop_map, layouts, kernel)
                 .map_err(|e| Diagnostic::new(file, None, format!("-c: {e}")))?,
         );
     }

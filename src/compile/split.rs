@@ -592,6 +592,12 @@ impl Walk<'_> {
                 return Ok(Kind::Any);
             }
         }
+        if let RExpr::FnCall(c, _) = lhs {
+            // `kptr(v, "struct sock").member`.
+            if c.name == "kptr" && c.args.len() == 2 && !rest && !chain.is_empty() {
+                return self.call(c).map(|_| Kind::Any);
+            }
+        }
         if let Some(why) = trailing_call(rhs) {
             return Err(why.into());
         }
@@ -649,6 +655,17 @@ impl Walk<'_> {
             }
             "str" if !args.is_empty() && args.len() <= 2 => kinds[0].clone().map(|_| Kind::Str),
             "ksym" if args.len() == 1 => kinds[0].clone().map(|_| Kind::Int),
+            // Kernel string searches, buffers and typed pointers
+            // (`lower/strings.rs`); userspace has its own strncmp/strcontains.
+            "strncmp" | "strcontains" | "buf" | "kptr" => {
+                let ks = kinds.into_iter().collect::<std::result::Result<Vec<Kind>, Why>>()?;
+                let _ = ks;
+                Ok(match name {
+                    "kptr" => Kind::Pointer,
+                    "buf" => Kind::Any,
+                    _ => Kind::Int,
+                })
+            }
             n if AGGREGATIONS.contains(&n) || n == "exit" => Ok(Kind::Any),
             _ => Err(format!("calls {name}()").into()),
         }

@@ -68,6 +68,42 @@ const BTF_KIND_STRUCT: u32 = 4;
 const BTF_KIND_TYPEDEF: u32 = 8;
 const BTF_KIND_FUNC: u32 = 12;
 
+/// The kernel's types, as compile and the probe types ask about them:
+/// named structs, the prototypes of kernel functions and BTF-typed
+/// tracepoints, and what a type id is. [`KernelBtf`] answers from the
+/// running kernel's BTF; tests answer from a small fixture table
+/// (`kernel::fake_btf`), so member chains compile the same on every machine.
+pub trait BtfTypes: Sync {
+    /// Type id of `struct NAME`.
+    fn struct_named(&self, name: &str) -> Option<u32>;
+    /// The BTF id a `tp_btf` program attaches by: the `btf_trace_EVENT` typedef.
+    fn tracepoint_id(&self, event: &str) -> Option<u32>;
+    /// The id of kernel function `name` (fentry/fexit attach by it).
+    fn function_id(&self, name: &str) -> Option<u32>;
+    /// Arguments of raw tracepoint `event` as the kernel passes them to BPF
+    /// (without the prototype's leading `void *__data`).
+    fn tracepoint_params(&self, event: &str) -> Option<Vec<Param>>;
+    /// Arguments and return type of kernel function `name`.
+    fn function_params(&self, name: &str) -> Option<(Vec<Param>, u32)>;
+    /// Names of every raw tracepoint with a BTF prototype (`tp_btf` targets), sorted.
+    fn tracepoint_names(&self) -> Vec<String>;
+    /// How a value of type `id` is read.
+    fn shape(&self, id: u32) -> Shape;
+    /// Whether `id` is C's `char` (what strings are made of; not `u8` or `bool`).
+    fn is_char(&self, id: u32) -> bool;
+    /// Member `name` of the struct or union `id`, looking inside anonymous
+    /// struct/union members as C does.
+    fn member(&self, id: u32, name: &str) -> Option<Member>;
+    /// Member names of struct or union `id` (anonymous members flattened), for hints.
+    fn member_names(&self, id: u32) -> Vec<String>;
+    /// Struct `outer` begins with struct `inner` (its first member, or that
+    /// member's first member, ... at offset 0), as `struct tcp_sock` begins
+    /// with `struct sock`: a pointer to `inner` then also points to `outer`.
+    fn starts_with(&self, outer: u32, inner: u32) -> bool;
+    /// The C spelling of type `id` (`struct task_struct *`, `unsigned int`).
+    fn type_name(&self, id: u32) -> String;
+}
+
 impl KernelBtf {
     fn ty(&self, id: u32) -> Option<BtfType<'_>> {
         self.btf.type_by_id(TypeId::from(id))
@@ -79,27 +115,42 @@ impl KernelBtf {
         (id > 0).then_some(id as u32)
     }
 
-    /// Type id of `struct NAME`.
-    pub fn struct_named(&self, name: &str) -> Option<u32> {
+    fn params(&self, proto: BtfType<'_>) -> Option<Vec<Param>> {
+        let proto = FuncProto::try_from(proto).ok()?;
+        Some(
+            proto
+                .iter()
+                .enumerate()
+                .map(|(i, p)| Param {
+                    name: p
+                        .name
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .filter(|n| !n.is_empty())
+                        .unwrap_or(format!("arg{i}")),
+                    ty: u32::from(p.ty),
+                })
+                .collect(),
+        )
+    }
+}
+
+impl BtfTypes for KernelBtf {
+    fn struct_named(&self, name: &str) -> Option<u32> {
         self.find(name, BTF_KIND_STRUCT)
     }
 
-    /// The BTF id a `tp_btf` program attaches by: the `btf_trace_EVENT` typedef.
-    pub fn tracepoint_id(&self, event: &str) -> Option<u32> {
+    fn tracepoint_id(&self, event: &str) -> Option<u32> {
         self.find(&format!("btf_trace_{event}"), BTF_KIND_TYPEDEF)
     }
 
-    /// The id of kernel function `name` (fentry/fexit attach by it).
-    pub fn function_id(&self, name: &str) -> Option<u32> {
+    fn function_id(&self, name: &str) -> Option<u32> {
         self.find(name, BTF_KIND_FUNC)
     }
 
-    /// Arguments of raw tracepoint `event` as the kernel passes them to BPF
-    /// (the prototype's leading `void *__data` is not one of them).
-    /// The prototype only has types; the names come from the kernel's
-    /// `__probestub_EVENT` (or, on older kernels, `__bpf_trace_EVENT`)
-    /// function, which has the same parameters.
-    pub fn tracepoint_params(&self, event: &str) -> Option<Vec<Param>> {
+    fn tracepoint_params(&self, event: &str) -> Option<Vec<Param>> {
+        // The prototype only has types; the names come from the kernel's
+        // `__probestub_EVENT` (or, on older kernels, `__bpf_trace_EVENT`)
+        // function, which has the same parameters.
         let typedef = self.ty(self.tracepoint_id(event)?)?;
         let ptr = typedef.next_type()?.skip_mods_and_typedefs();
         let proto = ptr.next_type()?.skip_mods_and_typedefs();
@@ -128,34 +179,14 @@ impl KernelBtf {
         )
     }
 
-    /// Arguments and return type of kernel function `name`.
-    pub fn function_params(&self, name: &str) -> Option<(Vec<Param>, u32)> {
+    fn function_params(&self, name: &str) -> Option<(Vec<Param>, u32)> {
         let func = self.ty(self.function_id(name)?)?;
         let proto = func.next_type()?;
         let ret = FuncProto::try_from(proto).ok()?.referenced_type_id();
         Some((self.params(proto)?, u32::from(ret)))
     }
 
-    fn params(&self, proto: BtfType<'_>) -> Option<Vec<Param>> {
-        let proto = FuncProto::try_from(proto).ok()?;
-        Some(
-            proto
-                .iter()
-                .enumerate()
-                .map(|(i, p)| Param {
-                    name: p
-                        .name
-                        .map(|n| n.to_string_lossy().into_owned())
-                        .filter(|n| !n.is_empty())
-                        .unwrap_or(format!("arg{i}")),
-                    ty: u32::from(p.ty),
-                })
-                .collect(),
-        )
-    }
-
-    /// Names of every raw tracepoint with a BTF prototype (`tp_btf` targets), sorted.
-    pub fn tracepoint_names(&self) -> Vec<String> {
+    fn tracepoint_names(&self) -> Vec<String> {
         let mut v: Vec<String> = (1..self.btf.len() as u32)
             .filter_map(|id| {
                 let t = self.ty(id)?;
@@ -169,8 +200,7 @@ impl KernelBtf {
         v
     }
 
-    /// How a value of type `id` is read.
-    pub fn shape(&self, id: u32) -> Shape {
+    fn shape(&self, id: u32) -> Shape {
         let Some(t) = self.ty(id) else { return Shape::Other };
         let t = t.skip_mods_and_typedefs();
         match t.kind() {
@@ -196,8 +226,7 @@ impl KernelBtf {
         }
     }
 
-    /// Whether `id` is C's `char` (what strings are made of; not `u8` or `bool`).
-    pub fn is_char(&self, id: u32) -> bool {
+    fn is_char(&self, id: u32) -> bool {
         let Some(t) = self.ty(id) else { return false };
         let t = t.skip_mods_and_typedefs();
         match Int::try_from(t) {
@@ -209,9 +238,7 @@ impl KernelBtf {
         }
     }
 
-    /// Member `name` of the struct or union `id`, looking inside anonymous
-    /// struct/union members as C does.
-    pub fn member(&self, id: u32, name: &str) -> Option<Member> {
+    fn member(&self, id: u32, name: &str) -> Option<Member> {
         let comp = Composite::try_from(self.ty(id)?.skip_mods_and_typedefs()).ok()?;
         for m in comp.iter() {
             let (bit_offset, bitfield_bits) = match m.attr {
@@ -232,8 +259,29 @@ impl KernelBtf {
         None
     }
 
-    /// Member names of struct or union `id` (anonymous members flattened), for hints.
-    pub fn member_names(&self, id: u32) -> Vec<String> {
+    /// Struct `outer` begins with struct `inner` (its first member, or that
+    /// member's first member, ... at offset 0), as `struct tcp_sock` begins
+    /// with `struct sock`: a pointer to `inner` then also points to `outer`.
+    fn starts_with(&self, outer: u32, inner: u32) -> bool {
+        let mut id = outer;
+        for _ in 0..8 {
+            let Shape::Composite { id: c } = self.shape(id) else { return false };
+            if c == inner {
+                return true;
+            }
+            let Some(comp) = self.ty(c).and_then(|t| Composite::try_from(t.skip_mods_and_typedefs()).ok()) else {
+                return false;
+            };
+            let Some(first) = comp.iter().next() else { return false };
+            if !matches!(first.attr, MemberAttr::Normal { offset: 0 }) {
+                return false;
+            }
+            id = u32::from(first.ty);
+        }
+        false
+    }
+
+    fn member_names(&self, id: u32) -> Vec<String> {
         let Some(comp) = self.ty(id).and_then(|t| Composite::try_from(t.skip_mods_and_typedefs()).ok()) else {
             return vec![];
         };
@@ -247,8 +295,7 @@ impl KernelBtf {
         out
     }
 
-    /// The C spelling of type `id` (`struct task_struct *`, `unsigned int`).
-    pub fn type_name(&self, id: u32) -> String {
+    fn type_name(&self, id: u32) -> String {
         let Some(t) = self.ty(id) else { return "void".into() };
         let name = || t.name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         match t.kind() {

@@ -1,8 +1,9 @@
 //! A kernel made of fixtures captured on a real machine
 //! (`tests/fixtures/kernel/`): its tracepoint list, some tracepoint
-//! formats, raw tracepoint names and a few kernel functions, and no kprobe
-//! PMU or fentry. compile runs against it without root, with the same
-//! answers on every machine (BTF still comes from /sys/kernel/btf/vmlinux).
+//! formats, raw tracepoint names, a few kernel functions and a small table
+//! of kernel types (`btf.txt`, see `fake_btf`), and no kprobe PMU or
+//! fentry. compile runs against it without root, with the same answers on
+//! every machine.
 //!
 //! To add a format: copy `/sys/kernel/tracing/events/CAT/NAME/format` to
 //! `tests/fixtures/kernel/formats/CAT/NAME`.
@@ -12,6 +13,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
 
+use super::btf::BtfTypes;
+use super::fake_btf::FakeBtf;
 use super::tracefs::unknown_tracepoint_message_in;
 use super::tracepoint_format::{parse_format, TracepointFormat};
 use super::Kernel;
@@ -22,6 +25,7 @@ pub struct FakeKernel {
     formats: BTreeMap<(String, String), String>,
     raw: Vec<String>,
     functions: Vec<String>,
+    btf: FakeBtf,
 }
 
 fn lines(path: &Path) -> Vec<String> {
@@ -55,7 +59,9 @@ impl FakeKernel {
         raw.sort();
         let mut functions = lines(&dir.join("kernel_functions"));
         functions.sort();
-        FakeKernel { tracepoints, formats, raw, functions }
+        let btf_path = dir.join("btf.txt");
+        let btf_text = std::fs::read_to_string(&btf_path).unwrap_or_else(|e| panic!("{}: {e}", btf_path.display()));
+        FakeKernel { tracepoints, formats, raw, functions, btf: FakeBtf::parse(&btf_text) }
     }
 }
 
@@ -91,5 +97,8 @@ impl Kernel for FakeKernel {
     }
     fn kprobes_available(&self) -> bool {
         false
+    }
+    fn btf(&self) -> Option<&dyn BtfTypes> {
+        Some(&self.btf)
     }
 }

@@ -8,6 +8,8 @@ pub mod arch;
 pub mod btf;
 #[cfg(test)]
 pub mod fake;
+#[cfg(test)]
+pub mod fake_btf;
 pub mod introspect;
 pub mod kallsyms;
 pub mod link;
@@ -19,14 +21,15 @@ pub mod verifier;
 
 use anyhow::Result;
 
+use btf::BtfTypes;
 use tracepoint_format::TracepointFormat;
 
 /// What compile (and the probe types, while expanding specs and deciding
 /// programs) ask of the kernel: tracepoints and their formats, raw
-/// tracepoints, kernel functions, feature probes. [`LiveKernel`] asks the
-/// running kernel; [`fake::FakeKernel`] answers from fixtures, so the
-/// compiler runs without root. (BTF is read from /sys/kernel/btf/vmlinux,
-/// which needs no root, through [`btf::kernel`].)
+/// tracepoints, kernel functions, kernel types (BTF), feature probes.
+/// [`LiveKernel`] asks the running kernel; [`fake::FakeKernel`] answers
+/// from fixtures, so the compiler runs without root and gives the same
+/// answers on every machine.
 pub trait Kernel: Sync {
     /// A tracepoint's parsed format; an unknown one is a one-line error
     /// with close names.
@@ -45,6 +48,8 @@ pub trait Kernel: Sync {
     fn fentry_available(&self) -> bool;
     /// The kprobe PMU exists (CONFIG_KPROBES).
     fn kprobes_available(&self) -> bool;
+    /// The kernel's types; None when it has no BTF.
+    fn btf(&self) -> Option<&dyn BtfTypes>;
 }
 
 /// The running kernel.
@@ -74,5 +79,8 @@ impl Kernel for LiveKernel {
     }
     fn kprobes_available(&self) -> bool {
         sys::kprobes_available()
+    }
+    fn btf(&self) -> Option<&dyn BtfTypes> {
+        btf::kernel().map(|b| b as &dyn BtfTypes)
     }
 }

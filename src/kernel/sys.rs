@@ -13,6 +13,7 @@ use anyhow::{anyhow, Result};
 use libbpf_rs::libbpf_sys;
 use probes_ebpf::insn::{to_bytes, Insn};
 
+use super::btf::BtfTypes;
 use super::link::{Attachment, LoadAttrs};
 use super::verifier::LoadError;
 

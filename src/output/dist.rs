@@ -327,7 +327,7 @@ mod tests {
     fn hist_answers_upper_bounds() {
         // 300..=480: every value in the [256, 512) bucket.
         let values: Vec<i64> = (300..=480).collect();
-        let d = dist(super::super::maps::fixtures::hist_of(&values));
+        let d = dist(super::super::fixtures::hist_of(&values));
         assert_eq!(d.percentile(50.0), Ok(511));
         assert_eq!(d.max(), Ok(511));
         assert_eq!(d.min(), Ok(256));
@@ -337,7 +337,7 @@ mod tests {
 
     #[test]
     fn lhist_answers_upper_bounds() {
-        let d = dist(super::super::maps::fixtures::lhist_of(&[5, 15, 25, 35, 200], 0, 100, 10));
+        let d = dist(super::super::fixtures::lhist_of(&[5, 15, 25, 35, 200], 0, 100, 10));
         assert_eq!(d.percentile(20.0), Ok(9));
         assert_eq!(d.percentile(60.0), Ok(29));
         assert_eq!(d.percentile(100.0), Ok(i64::MAX), "the from-max bucket has no upper bound");

@@ -3,10 +3,8 @@
 
 use std::fmt::Write;
 
-use super::maps::{
-    average, bucket, hist_visible_range, join_key, lhist_bucket_bounds, lhist_inner_buckets, lhist_visible_range,
-    sorted_entries, MapDump, MapKind, MapValue,
-};
+use super::layout::{average, hist_rows, join_key, lhist_rows, sorted_entries, MapKind, Row, Span};
+use super::value::{MapDump, MapValue};
 
 /// The map as one `map`, `hist` or `stats` record; an empty map gives an
 /// empty string, as bpftrace prints nothing for it.
@@ -87,42 +85,27 @@ fn push_json_value(out: &mut String, value: &MapValue) {
 
 /// `[{"min": 4, "max": 7, "count": 1}, ...]`; the negative bucket has only `"max": -1`.
 fn push_hist_json(out: &mut String, counts: &[u64]) {
-    out.push('[');
-    for (n, i) in hist_visible_range(counts).into_iter().flatten().enumerate() {
-        if n > 0 {
-            out.push_str(", ");
-        }
-        let count = bucket(counts, i);
-        let _ = match i {
-            0 => write!(out, "{{\"max\": -1, \"count\": {count}}}"),
-            1 => write!(out, "{{\"min\": 0, \"max\": 0, \"count\": {count}}}"),
-            2 => write!(out, "{{\"min\": 1, \"max\": 1, \"count\": {count}}}"),
-            i => {
-                write!(out, "{{\"min\": {}, \"max\": {}, \"count\": {count}}}", 1u64 << (i - 2), (1u64 << (i - 1)) - 1)
-            }
-        };
-    }
-    out.push(']');
+    push_rows_json(out, &hist_rows(counts));
 }
 
 /// Like [`push_hist_json`]; the below-min bucket has only `"max": min - 1`,
 /// the from-max bucket only `"min": max`.
 fn push_lhist_json(out: &mut String, counts: &[u64], min: i64, max: i64, step: i64) {
-    let inner = lhist_inner_buckets(min, max, step);
+    push_rows_json(out, &lhist_rows(counts, min, max, step));
+}
+
+/// Histogram rows as bpftrace's JSON: inclusive `min` and `max`.
+fn push_rows_json(out: &mut String, rows: &[Row]) {
     out.push('[');
-    let rows = lhist_visible_range(counts, min, max, step);
-    for (n, i) in rows.into_iter().flatten().enumerate() {
+    for (n, row) in rows.iter().enumerate() {
         if n > 0 {
             out.push_str(", ");
         }
-        let count = bucket(counts, i);
-        let _ = if i == 0 {
-            write!(out, "{{\"max\": {}, \"count\": {count}}}", min.wrapping_sub(1))
-        } else if i as i64 == inner + 1 {
-            write!(out, "{{\"min\": {max}, \"count\": {count}}}")
-        } else {
-            let (low, high) = lhist_bucket_bounds(i, min, step);
-            write!(out, "{{\"min\": {low}, \"max\": {}, \"count\": {count}}}", high.wrapping_sub(1))
+        let count = row.count;
+        let _ = match row.span {
+            Span::Below(below) => write!(out, "{{\"max\": {}, \"count\": {count}}}", below.wrapping_sub(1)),
+            Span::From(from) => write!(out, "{{\"min\": {from}, \"count\": {count}}}"),
+            Span::Range(low, high) => write!(out, "{{\"min\": {low}, \"max\": {}, \"count\": {count}}}", high - 1),
         };
     }
     out.push(']');
@@ -153,7 +136,7 @@ mod tests {
     //! Expected strings are bpftrace 0.17's `-f json` output for the
     //! statements quoted on the fixtures.
 
-    use super::super::maps::fixtures;
+    use super::super::fixtures;
     use super::*;
 
     #[test]

@@ -1,81 +1,17 @@
-//! Decoded map contents, bpftrace's sort orders, histogram buckets, and the
-//! text layout of `print(@m)` / the exit dump.
+//! The text layout of `print(@m)` and the exit dump, as bpftrace 0.17
+//! prints it; the order and the rows come from `layout.rs`.
 
-use std::cmp::Ordering;
 use std::fmt::Write;
-use std::ops::RangeInclusive;
 
-pub use super::dist::lhist_inner_buckets;
-pub use super::value::{KeyPart, MapDump, MapValue};
-
-/// Buckets in a log2 histogram: index 0 holds negative values, 1 holds 0,
-/// 2 holds 1, and index k >= 3 holds `[2^(k-2), 2^(k-1))`, up to k = 64.
-pub const HIST_LEN: usize = 65;
+use super::layout::{average, hist_rows, join_key, lhist_rows, sorted_entries, MapKind, Row, Span};
+#[cfg(test)]
+use super::layout::{hist_bucket, lhist_bucket, lhist_len, HIST_LEN};
+#[cfg(test)]
+use super::value::KeyPart;
+use super::value::{MapDump, MapValue};
 
 /// Width of the `|@@@...|` bar column.
 const BAR_WIDTH: usize = 52;
-
-/// How a map is sorted and laid out; follows from the kind of its values.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MapKind {
-    /// `Int` values: sorted by value, one line per entry.
-    Int,
-    /// `Str` values: sorted by key, one line per entry.
-    Str,
-    /// `Hist` / `Lhist` values: sorted by total count, one bar chart per entry.
-    Hist,
-    /// `Avg` / `Stats` values: sorted by average, followed by a blank line.
-    Stats,
-    /// `Quantiles` values: sorted by count, one summary line per entry.
-    Quantiles,
-}
-
-impl MapValue {
-    pub fn kind(&self) -> MapKind {
-        match self {
-            MapValue::Int(_) => MapKind::Int,
-            MapValue::Str(_) => MapKind::Str,
-            MapValue::Hist(_) | MapValue::Lhist { .. } => MapKind::Hist,
-            MapValue::Avg { .. } | MapValue::Stats { .. } => MapKind::Stats,
-            MapValue::Quantiles { .. } => MapKind::Quantiles,
-        }
-    }
-}
-
-impl MapDump {
-    /// The kind of the map's values; `None` when it has no entries.
-    pub fn kind(&self) -> Option<MapKind> {
-        self.entries.first().map(|(_, value)| value.kind())
-    }
-}
-
-#[cfg(test)]
-/// Log2 histogram bucket of `v` (see [`HIST_LEN`]).
-pub fn hist_bucket(v: i64) -> usize {
-    match v {
-        v if v < 0 => 0,
-        0 => 1,
-        v => 2 + (63 - v.leading_zeros() as usize),
-    }
-}
-
-#[cfg(test)]
-/// Linear histogram bucket of `v`: 0 below `min`, `1 + (v - min) / step` up
-/// to `max`, and `1 + (max - min) / step` from `max` on (the `[max, ...)` bucket).
-pub fn lhist_bucket(v: i64, min: i64, max: i64, step: i64) -> usize {
-    if v < min {
-        return 0;
-    }
-    let step = step.max(1) as u64;
-    let offset = if v > max { max.wrapping_sub(min) } else { v.wrapping_sub(min) };
-    1 + (offset as u64 / step) as usize
-}
-
-/// Number of buckets of a linear histogram, including the below-min and
-/// from-max buckets.
-pub fn lhist_len(min: i64, max: i64, step: i64) -> usize {
-    lhist_inner_buckets(min, max, step) as usize + 2
-}
 
 /// The map as bpftrace prints it with `print(@m)` or at exit, ending in a
 /// newline (two after avg/stats maps). An empty map prints as one newline;
@@ -154,31 +90,24 @@ fn push_text_value(out: &mut String, value: &MapValue) {
 }
 
 fn push_hist_text(out: &mut String, counts: &[u64]) {
-    let Some(rows) = hist_visible_range(counts) else {
-        return;
-    };
-    let max_count = max_count(counts, 0..=HIST_LEN - 1);
-    for i in rows {
-        push_bar_row(out, &hist_bucket_label(i), bucket(counts, i), max_count);
-    }
+    push_rows(out, &hist_rows(counts), |row| hist_bucket_label(row.index));
 }
 
 fn push_lhist_text(out: &mut String, counts: &[u64], min: i64, max: i64, step: i64) {
-    let inner = lhist_inner_buckets(min, max, step);
-    let Some(rows) = lhist_visible_range(counts, min, max, step) else {
-        return;
-    };
-    let max_count = max_count(counts, 0..=inner as usize + 1);
-    for i in rows {
-        let label = if i == 0 {
-            format!("(..., {})", lhist_number_label(min))
-        } else if i as i64 == inner + 1 {
-            format!("[{}, ...)", lhist_number_label(max))
-        } else {
-            let (low, high) = lhist_bucket_bounds(i, min, step);
-            format!("[{}, {})", lhist_number_label(low), lhist_number_label(high))
-        };
-        push_bar_row(out, &label, bucket(counts, i), max_count);
+    push_rows(out, &lhist_rows(counts, min, max, step), |row| match row.span {
+        Span::Below(min) => format!("(..., {})", lhist_number_label(min)),
+        Span::From(max) => format!("[{}, ...)", lhist_number_label(max)),
+        Span::Range(low, high) => {
+            format!("[{}, {})", lhist_number_label(low as i64), lhist_number_label(high as i64))
+        }
+    });
+}
+
+/// One bar row per histogram row, bars scaled to the largest count.
+fn push_rows(out: &mut String, rows: &[Row], label: impl Fn(&Row) -> String) {
+    let max_count = rows.iter().map(|r| r.count).max().unwrap_or(0);
+    for row in rows {
+        push_bar_row(out, &label(row), row.count, max_count);
     }
 }
 
@@ -220,418 +149,12 @@ fn lhist_number_label(n: i64) -> String {
     }
 }
 
-/// Key parts rendered as bpftrace does (strings unquoted), joined by `separator`.
-pub(super) fn join_key(key: &[KeyPart], separator: &str) -> String {
-    let parts: Vec<String> = key
-        .iter()
-        .map(|part| match part {
-            KeyPart::Int(v) => v.to_string(),
-            KeyPart::Str(s) => s.clone(),
-        })
-        .collect();
-    parts.join(separator)
-}
-
-/// avg()/stats() average: `total / count` truncated toward zero, 0 when empty.
-pub(super) fn average(count: u64, total: i64) -> i64 {
-    match count as i64 {
-        0 => 0,
-        count => total.wrapping_div(count),
-    }
-}
-
-pub(super) fn bucket(counts: &[u64], index: usize) -> u64 {
-    counts.get(index).copied().unwrap_or(0)
-}
-
-fn max_count(counts: &[u64], range: RangeInclusive<usize>) -> u64 {
-    range.map(|i| bucket(counts, i)).max().unwrap_or(0)
-}
-
-/// Buckets a log2 histogram prints: first to last non-empty one.
-pub(super) fn hist_visible_range(counts: &[u64]) -> Option<RangeInclusive<usize>> {
-    non_empty_range(counts, 0..=HIST_LEN - 1)
-}
-
-/// Buckets a linear histogram prints: first to last non-empty one.
-pub(super) fn lhist_visible_range(counts: &[u64], min: i64, max: i64, step: i64) -> Option<RangeInclusive<usize>> {
-    let last = lhist_inner_buckets(min, max, step) as usize + 1;
-    non_empty_range(counts, 0..=last)
-}
-
-fn non_empty_range(counts: &[u64], range: RangeInclusive<usize>) -> Option<RangeInclusive<usize>> {
-    let mut non_empty = range.filter(|&i| bucket(counts, i) > 0);
-    let first = non_empty.next()?;
-    let last = non_empty.next_back().unwrap_or(first);
-    Some(first..=last)
-}
-
-/// `[low, high)` of inner linear histogram bucket `index` (1-based).
-pub(super) fn lhist_bucket_bounds(index: usize, min: i64, step: i64) -> (i64, i64) {
-    let index = index as i64;
-    let low = (index - 1).wrapping_mul(step).wrapping_add(min);
-    let high = index.wrapping_mul(step).wrapping_add(min);
-    (low, high)
-}
-
-/// Entries in bpftrace's print order.
-///
-/// Int maps sort by value, hist maps by total count, avg/stats maps by
-/// average, all ascending; string-valued maps sort by key. Ties between
-/// equal values, which bpftrace leaves in hash-table order, go by key; for
-/// hist and avg/stats maps in bpftrace's order of the raw key bytes.
-pub(super) fn sorted_entries(dump: &MapDump) -> Vec<&(Vec<KeyPart>, MapValue)> {
-    let mut entries: Vec<&(Vec<KeyPart>, MapValue)> = dump.entries.iter().collect();
-    match dump.kind() {
-        None => {}
-        Some(MapKind::Int) => {
-            entries.sort_by(|(key_a, a), (key_b, b)| int_value(a).cmp(&int_value(b)).then_with(|| key_a.cmp(key_b)))
-        }
-        Some(MapKind::Str) => entries.sort_by(|(key_a, _), (key_b, _)| compare_keys(key_a, key_b, key_part_order)),
-        Some(MapKind::Hist | MapKind::Quantiles) => entries.sort_by(|(key_a, a), (key_b, b)| {
-            hist_total(a).cmp(&hist_total(b)).then_with(|| compare_keys(key_a, key_b, key_part_byte_order))
-        }),
-        Some(MapKind::Stats) => entries.sort_by(|(key_a, a), (key_b, b)| {
-            stats_average(a).cmp(&stats_average(b)).then_with(|| compare_keys(key_a, key_b, key_part_byte_order))
-        }),
-    }
-    entries
-}
-
-fn int_value(value: &MapValue) -> i64 {
-    match value {
-        MapValue::Int(v) => *v,
-        _ => 0,
-    }
-}
-
-fn hist_total(value: &MapValue) -> u64 {
-    match value {
-        MapValue::Hist(counts) | MapValue::Lhist { counts, .. } | MapValue::Quantiles { counts, .. } => {
-            counts.iter().fold(0u64, |sum, &c| sum.wrapping_add(c))
-        }
-        _ => 0,
-    }
-}
-
-fn stats_average(value: &MapValue) -> i64 {
-    match value {
-        MapValue::Avg { count, total } | MapValue::Stats { count, total } => average(*count, *total),
-        _ => 0,
-    }
-}
-
-fn compare_keys(a: &[KeyPart], b: &[KeyPart], compare_part: fn(&KeyPart, &KeyPart) -> Ordering) -> Ordering {
-    a.iter()
-        .zip(b)
-        .map(|(x, y)| compare_part(x, y))
-        .find(|order| order.is_ne())
-        .unwrap_or_else(|| a.len().cmp(&b.len()))
-}
-
-/// bpftrace's key order for maps sorted by key: integers as unsigned
-/// 64-bit numbers (negative after positive), strings bytewise.
-fn key_part_order(x: &KeyPart, y: &KeyPart) -> Ordering {
-    match (integer_bits(x), integer_bits(y)) {
-        (Some(a), Some(b)) => a.cmp(&b),
-        _ => x.cmp(y),
-    }
-}
-
-/// Order of the raw key bytes: integers as little-endian bytes, strings bytewise.
-fn key_part_byte_order(x: &KeyPart, y: &KeyPart) -> Ordering {
-    match (integer_bits(x), integer_bits(y)) {
-        (Some(a), Some(b)) => a.to_le_bytes().cmp(&b.to_le_bytes()),
-        _ => x.cmp(y),
-    }
-}
-
-fn integer_bits(part: &KeyPart) -> Option<u64> {
-    match part {
-        KeyPart::Int(v) => Some(*v as u64),
-        KeyPart::Str(_) => None,
-    }
-}
-
-/// Maps filled like the bpftrace statements quoted on each function, shared by
-/// the text and JSON tests, which compare against bpftrace 0.17's output.
-#[cfg(test)]
-pub(super) mod fixtures {
-    use super::*;
-
-    fn int(v: i64) -> KeyPart {
-        KeyPart::Int(v)
-    }
-
-    fn s(v: &str) -> KeyPart {
-        KeyPart::Str(v.to_string())
-    }
-
-    pub fn hist_of(values: &[i64]) -> MapValue {
-        let mut counts = vec![0; HIST_LEN];
-        for &v in values {
-            counts[hist_bucket(v)] += 1;
-        }
-        MapValue::Hist(counts)
-    }
-
-    pub fn lhist_of(values: &[i64], min: i64, max: i64, step: i64) -> MapValue {
-        let mut counts = vec![0; lhist_len(min, max, step)];
-        for &v in values {
-            counts[lhist_bucket(v, min, max, step)] += 1;
-        }
-        MapValue::Lhist { min, max, step, counts }
-    }
-
-    fn keyed(entries: Vec<(Vec<KeyPart>, MapValue)>) -> MapDump {
-        MapDump { name: "m".to_string(), keyless: false, entries }
-    }
-
-    fn keyless(value: MapValue) -> MapDump {
-        MapDump { name: "m".to_string(), keyless: true, entries: vec![(vec![], value)] }
-    }
-
-    /// `@m = count()` three times.
-    pub fn keyless_count() -> MapDump {
-        keyless(MapValue::Int(3))
-    }
-
-    /// `@m[3] = count()` once, `@m[-5]` twice, `@m[10]` three times.
-    pub fn int_keys() -> MapDump {
-        keyed(vec![
-            (vec![int(10)], MapValue::Int(3)),
-            (vec![int(3)], MapValue::Int(1)),
-            (vec![int(-5)], MapValue::Int(2)),
-        ])
-    }
-
-    /// `@m["b\"q"] = sum(5); @m["a b"] = sum(-3); @m["tab\there"] = sum(100); @m["x\\y"] = sum(7)`.
-    pub fn string_keys() -> MapDump {
-        keyed(vec![
-            (vec![s("b\"q")], MapValue::Int(5)),
-            (vec![s("tab\there")], MapValue::Int(100)),
-            (vec![s("a b")], MapValue::Int(-3)),
-            (vec![s("x\\y")], MapValue::Int(7)),
-        ])
-    }
-
-    /// `@m[1, "a"] = count()` once, `@m[2, "b"]` twice, `@m[-1, "c"]` three times.
-    pub fn tuple_keys() -> MapDump {
-        keyed(vec![
-            (vec![int(-1), s("c")], MapValue::Int(3)),
-            (vec![int(1), s("a")], MapValue::Int(1)),
-            (vec![int(2), s("b")], MapValue::Int(2)),
-        ])
-    }
-
-    /// `@m = hist(5); @m = hist(0); @m = hist(1500)`.
-    pub fn hist_keyless() -> MapDump {
-        keyless(hist_of(&[5, 0, 1500]))
-    }
-
-    /// `@m[1] = hist()` of -3, -1, 1, 2; `@m[2] = hist(1)`; `@m[3] = hist(1024)` three times.
-    pub fn hist_keyed_negative() -> MapDump {
-        keyed(vec![
-            (vec![int(1)], hist_of(&[-3, -1, 1, 2])),
-            (vec![int(2)], hist_of(&[1])),
-            (vec![int(3)], hist_of(&[1024, 1024, 1024])),
-        ])
-    }
-
-    /// `@m = hist()` of 1048576, 1073741824, 1500000000, 1073741824, 5000.
-    pub fn hist_large() -> MapDump {
-        keyless(hist_of(&[1048576, 1073741824, 1500000000, 1073741824, 5000]))
-    }
-
-    /// `@m = hist(1073741824); @m = hist(3221225472)`.
-    pub fn hist_2g() -> MapDump {
-        keyless(hist_of(&[1073741824, 3221225472]))
-    }
-
-    /// `@m = lhist(v, 1024, 4096, 512)` for v in 50, 5000, 1600, 4096.
-    pub fn lhist_outside() -> MapDump {
-        keyless(lhist_of(&[50, 5000, 1600, 4096], 1024, 4096, 512))
-    }
-
-    /// `@m = lhist(v, 0, 4194304, 524288)` for v in 524288, 1048576, 1048576, 2097152.
-    pub fn lhist_km_labels() -> MapDump {
-        keyless(lhist_of(&[524288, 1048576, 1048576, 2097152], 0, 4194304, 524288))
-    }
-
-    /// `@m[k] = lhist(v, 0, 100, 10)`: "x" gets 5 and 99, "y" 100, "z" 0 three times.
-    pub fn lhist_keyed() -> MapDump {
-        keyed(vec![
-            (vec![s("z")], lhist_of(&[0, 0, 0], 0, 100, 10)),
-            (vec![s("x")], lhist_of(&[5, 99], 0, 100, 10)),
-            (vec![s("y")], lhist_of(&[100], 0, 100, 10)),
-        ])
-    }
-
-    /// `@m[1, "a"] = stats(10); @m[2, "b"] = stats(3); @m[3, "c"] = stats(-4);
-    /// @m[3, "c"] = stats(-5); @m[4, "d"] = stats(1000000); @m[4, "d"] = stats(7)`.
-    pub fn stats_keyed() -> MapDump {
-        keyed(vec![
-            (vec![int(4), s("d")], MapValue::Stats { count: 2, total: 1000007 }),
-            (vec![int(1), s("a")], MapValue::Stats { count: 1, total: 10 }),
-            (vec![int(2), s("b")], MapValue::Stats { count: 1, total: 3 }),
-            (vec![int(3), s("c")], MapValue::Stats { count: 2, total: -9 }),
-        ])
-    }
-
-    /// `@m = stats(-5); @m = stats(2)`.
-    pub fn stats_keyless() -> MapDump {
-        keyless(MapValue::Stats { count: 2, total: -3 })
-    }
-
-    /// `@m = avg(7); @m = avg(8)`.
-    pub fn avg_keyless() -> MapDump {
-        keyless(MapValue::Avg { count: 2, total: 15 })
-    }
-
-    /// `@m[1] = avg(-7); @m[1] = avg(-8); @m[2] = avg(3); @m[3] = avg(100); @m[3] = avg(1)`.
-    pub fn avg_keyed() -> MapDump {
-        keyed(vec![
-            (vec![int(3)], MapValue::Avg { count: 2, total: 101 }),
-            (vec![int(2)], MapValue::Avg { count: 1, total: 3 }),
-            (vec![int(1)], MapValue::Avg { count: 2, total: -15 }),
-        ])
-    }
-
-    /// `@m[1] = min(5); @m[1] = min(-2); @m[2] = min(7); @m[3] = min(-20)`.
-    pub fn min_keyed() -> MapDump {
-        keyed(vec![
-            (vec![int(1)], MapValue::Int(-2)),
-            (vec![int(2)], MapValue::Int(7)),
-            (vec![int(3)], MapValue::Int(-20)),
-        ])
-    }
-
-    /// `@m["a"] = max(5); @m["a"] = max(50); @m["b"] = max(7); @m["c"] = max(1)`.
-    pub fn max_keyed() -> MapDump {
-        keyed(vec![
-            (vec![s("a")], MapValue::Int(50)),
-            (vec![s("b")], MapValue::Int(7)),
-            (vec![s("c")], MapValue::Int(1)),
-        ])
-    }
-
-    /// `@m[2] = "two"; @m[1] = "one"; @m[-1] = "neg"; @m[10] = "a\"b\\c"`.
-    pub fn string_values() -> MapDump {
-        keyed(vec![
-            (vec![int(2)], MapValue::Str("two".to_string())),
-            (vec![int(1)], MapValue::Str("one".to_string())),
-            (vec![int(-1)], MapValue::Str("neg".to_string())),
-            (vec![int(10)], MapValue::Str("a\"b\\c".to_string())),
-        ])
-    }
-
-    /// `@m = "hello world"`.
-    pub fn string_value_keyless() -> MapDump {
-        keyless(MapValue::Str("hello world".to_string()))
-    }
-
-    /// `@m["b", 1] = "x"; @m["a", 2] = "y"; @m["a", 1] = "z"`.
-    pub fn tuple_string_values() -> MapDump {
-        keyed(vec![
-            (vec![s("b"), int(1)], MapValue::Str("x".to_string())),
-            (vec![s("a"), int(2)], MapValue::Str("y".to_string())),
-            (vec![s("a"), int(1)], MapValue::Str("z".to_string())),
-        ])
-    }
-
-    /// `@m[1] = count(); delete(@m[1])`.
-    pub fn empty_count() -> MapDump {
-        keyed(vec![])
-    }
-
-    /// `@m = hist(3); zero(@m)`.
-    pub fn zeroed_hist() -> MapDump {
-        keyless(MapValue::Hist(vec![0; HIST_LEN]))
-    }
-
-    /// `@m[1] = lhist(3, 0, 10, 1); @m[2] = lhist(3, 0, 10, 1); zero(@m)`.
-    pub fn zeroed_lhist_keyed() -> MapDump {
-        let zeroed = lhist_of(&[], 0, 10, 1);
-        keyed(vec![(vec![int(2)], zeroed.clone()), (vec![int(1)], zeroed)])
-    }
-
-    /// `@m[1] = hist(5); @m[256] = hist(5); @m[2] = hist(5); @m[2] = hist(5)`.
-    pub fn hist_ties() -> MapDump {
-        keyed(vec![(vec![int(2)], hist_of(&[5, 5])), (vec![int(1)], hist_of(&[5])), (vec![int(256)], hist_of(&[5]))])
-    }
-
-    /// `@m[1] = stats(5); @m[256] = stats(5); @m[2] = stats(1)`.
-    pub fn stats_ties() -> MapDump {
-        keyed(vec![
-            (vec![int(1)], MapValue::Stats { count: 1, total: 5 }),
-            (vec![int(2)], MapValue::Stats { count: 1, total: 1 }),
-            (vec![int(256)], MapValue::Stats { count: 1, total: 5 }),
-        ])
-    }
-
-    /// `@m[2, "a"] = stats(1); @m[1, "b"] = stats(1); @m[1, "a"] = stats(1); @m[256, "a"] = stats(1)`.
-    pub fn tuple_stats_ties() -> MapDump {
-        let one = MapValue::Stats { count: 1, total: 1 };
-        keyed(vec![
-            (vec![int(1), s("a")], one.clone()),
-            (vec![int(2), s("a")], one.clone()),
-            (vec![int(1), s("b")], one.clone()),
-            (vec![int(256), s("a")], one),
-        ])
-    }
-
-    /// `@m = lhist(v, 0, 10, 1)`: 5 26 times, 6 15 times, 8 7 times.
-    pub fn bar_rounding() -> MapDump {
-        let mut values = vec![5; 26];
-        values.extend([6; 15]);
-        values.extend([8; 7]);
-        keyless(lhist_of(&values, 0, 10, 1))
-    }
-
-    /// `@m = lhist(v, 1000000, 1000300, 100)` for v in 1000123, 1000000, 1000299, 1000299.
-    pub fn wide_labels() -> MapDump {
-        keyless(lhist_of(&[1000123, 1000000, 1000299, 1000299], 1000000, 1000300, 100))
-    }
-
-    /// `@m["k"] = sum(1099511627776); @m["n"] = sum(-1099511627776); @m["z"] = sum(0)`.
-    pub fn large_sums() -> MapDump {
-        keyed(vec![
-            (vec![s("k")], MapValue::Int(1099511627776)),
-            (vec![s("n")], MapValue::Int(-1099511627776)),
-            (vec![s("z")], MapValue::Int(0)),
-        ])
-    }
-
-    /// The exit dump of `@h = hist(5); @h = hist(0); @h = hist(1500);
-    /// @l = lhist(42, 0, 100, 10); @s[1, "a"] = stats(10); @s[2, "b"] = stats(3);
-    /// @a = avg(7); @a = avg(8); @c["x"] = count(); @c["y"] = count(); @c["y"] = count()`,
-    /// in bpftrace's order of map names.
-    pub fn exit_dump_maps() -> Vec<MapDump> {
-        let named = |name: &str, mut dump: MapDump| {
-            dump.name = name.to_string();
-            dump
-        };
-        vec![
-            named("a", keyless(MapValue::Avg { count: 2, total: 15 })),
-            named("c", keyed(vec![(vec![s("y")], MapValue::Int(2)), (vec![s("x")], MapValue::Int(1))])),
-            named("h", keyless(hist_of(&[5, 0, 1500]))),
-            named("l", keyless(lhist_of(&[42], 0, 100, 10))),
-            named(
-                "s",
-                keyed(vec![
-                    (vec![int(1), s("a")], MapValue::Stats { count: 1, total: 10 }),
-                    (vec![int(2), s("b")], MapValue::Stats { count: 1, total: 3 }),
-                ]),
-            ),
-        ]
-    }
-}
-
 #[cfg(test)]
 mod tests {
     //! Expected strings are bpftrace 0.17's output for the statements quoted
     //! on the fixtures.
 
+    use super::super::fixtures;
     use super::*;
 
     #[test]

@@ -9,7 +9,7 @@
 
 use std::fmt::Write;
 
-use super::maps::{lhist_bucket_bounds, lhist_inner_buckets, KeyPart, MapDump, MapValue, HIST_LEN};
+use super::layout::{lhist_bucket_bounds, lhist_inner_buckets, KeyPart, MapDump, MapValue, HIST_LEN};
 
 /// The exposition format of one scrape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

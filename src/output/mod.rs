@@ -5,9 +5,13 @@
 //! does. Callers decode BPF maps into a [`MapDump`] first; these functions
 //! only sort and format. [`sink`] writes the result to stdout or a file.
 
+pub mod bytes;
 pub mod dist;
+#[cfg(test)]
+mod fixtures;
 mod json;
 pub mod junit;
+mod layout;
 mod maps;
 pub mod metrics;
 pub mod overhead;
@@ -17,4 +21,6 @@ pub mod sink;
 mod value;
 
 pub use json::{format_attached_json, format_lost_events_json, format_map_json, format_printf_json};
-pub use maps::{format_attached_text, format_map_text, lhist_len, KeyPart, MapDump, MapValue, HIST_LEN};
+pub use layout::{lhist_len, HIST_LEN};
+pub use maps::{format_attached_text, format_map_text};
+pub use value::{KeyPart, MapDump, MapValue};

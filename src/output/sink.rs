@@ -121,10 +121,22 @@ pub fn flush_all() {
     }
 }
 
+/// The script's text output on stdout ends in the middle of a line (a
+/// `printf` without `\n`): an error line must not be glued to it.
+static PARTIAL_LINE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether stdout was left in the middle of a line.
+pub fn partial_line() -> bool {
+    PARTIAL_LINE.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// A line printed by the script (`print`, `printf`); `text` has no trailing newline
 /// unless the script wrote one.
 pub fn script_text(text: &str) {
     with(|s| {
+        if s.format == Format::Text && !text.is_empty() && TARGET.lock().map(|t| t.is_none()).unwrap_or(false) {
+            PARTIAL_LINE.store(!text.ends_with('\n'), std::sync::atomic::Ordering::Relaxed);
+        }
         note(match s.format {
             Format::Text => s.out.write_all(text.as_bytes()),
             Format::Json => s.out.write_all(format_printf_json(text).as_bytes()),

@@ -20,9 +20,9 @@ pub enum MapValue {
     Avg { count: u64, total: i64 },
     /// stats(): printed as `count N, average A, total T`.
     Stats { count: u64, total: i64 },
-    /// Log2 histogram counts indexed by `maps::hist_bucket`; at most `HIST_LEN` are used.
+    /// Log2 histogram counts indexed by `layout::hist_bucket`; at most `HIST_LEN` are used.
     Hist(Vec<u64>),
-    /// Linear histogram counts indexed by `maps::lhist_bucket`.
+    /// Linear histogram counts indexed by `layout::lhist_bucket`.
     Lhist { min: i64, max: i64, step: i64, counts: Vec<u64> },
     /// quantiles(): counts indexed by `probes_ebpf::quantile::bucket`;
     /// `unit_ns` > 0 when the values are durations in units of that many ns.

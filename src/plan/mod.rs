@@ -1,16 +1,18 @@
 //! The compile → runtime contract: the `Plan` compile hands over (programs
 //! with their code and attach points, userspace sites, map shapes and the
-//! ids of rtrace's own maps), in a module both sides import, so neither
-//! imports the other. The record wire format is in `probes_ebpf::record`.
+//! table of every map id with its role), in a module both sides import, so
+//! neither imports the other. The record wire format is in
+//! `probes_ebpf::record`.
 
+pub mod maps;
 pub mod site;
 
-use probes_ebpf::ir::MapId;
 use probes_ebpf::Generated;
 
 use crate::kernel::link::LoadAttrs;
 use crate::probes::{AttachPoint, ProbeType};
 use crate::script::ProbeDef;
+use maps::MapTable;
 use site::{MapShape, Site};
 
 /// A run of userspace statements of one probe, ready for the runtime.
@@ -56,25 +58,14 @@ pub struct Plan {
     pub begin: Vec<ProbeDef>,
     pub end: Vec<ProbeDef>,
     pub programs: Vec<CompiledProgram>,
-    /// Shape of every script map, by id; the control ring is the last id.
+    /// Shape of every script map, by id.
     pub shapes: Vec<MapShape>,
-    pub control_ring: MapId,
-    pub data_ring: MapId,
-    pub lost_map: MapId,
-    /// Per-CPU counts of failed stack captures (slot 0 collisions, 1 map full).
-    pub stack_lost: MapId,
-    /// One slot the reader raises before it sleeps: the next record wakes it.
-    pub wake_map: MapId,
+    /// Every map id (the script's and rtrace's own) with its role.
+    pub maps: MapTable,
     /// Userspace statement runs, indexed by site id.
     pub sites: Vec<SitePlan>,
-    /// Stack maps: (map id, depth, user).
-    pub stack_maps: Vec<(MapId, u32, bool)>,
     /// Kernel probes' spec text, indexed by probe number (as in control messages).
     pub probes: Vec<String>,
-    /// `-c`: the map of followed pids (the command and its descendants).
-    pub follow_map: Option<MapId>,
-    /// A one-slot array every program checks first: non-zero = stopped.
-    pub stop_map: MapId,
 }
 
 impl Plan {

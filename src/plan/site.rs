@@ -12,14 +12,34 @@ pub enum Capture {
     /// `e.pid` (`["pid"]`), `e.args.filename` (`["args", "filename"]`).
     Event(Vec<String>),
     /// A kernel `let` value: its name and its position in `Site::scope`.
-    Local { name: String, slot: usize },
+    Local {
+        name: String,
+        slot: usize,
+    },
     /// One value given to `emit()`.
     Emitted,
     /// Element `index` of a `char **` field (`e.args.argv`), shipped as strings.
-    EventItem { path: Vec<String>, index: usize },
+    EventItem {
+        path: Vec<String>,
+        index: usize,
+    },
     /// The string a `str(ptr)` call at `line:col` of a userspace statement
     /// reads: memory only the probe can read, so the kernel reads it.
-    Read { line: u32, col: u32 },
+    Read {
+        line: u32,
+        col: u32,
+    },
+    /// `kptr(v, "struct T").a.b` in a userspace statement (occurrence `id`):
+    /// the value `v` the kernel cast, and the member it read there, so that
+    /// userspace's `kptr(v, T)` answers with that member.
+    KptrBase {
+        id: usize,
+        ty: String,
+    },
+    KptrMember {
+        id: usize,
+        path: Vec<String>,
+    },
 }
 
 /// A run of consecutive userspace statements, and the values the kernel
@@ -68,6 +88,8 @@ pub enum Sem {
     Ksym,
     /// A boolean (0 or 1 in the kernel; `true`/`false` in userspace).
     Bool,
+    /// `buf(ptr, len)`: a length and bytes, shown hex-escaped in userspace.
+    Buf,
 }
 
 /// A map's final shape.

@@ -8,7 +8,7 @@
 use probes_ebpf::ir::{BinOp, Expr};
 
 use crate::kernel::arch;
-use crate::kernel::btf::{self, KernelBtf, Param, Shape};
+use crate::kernel::btf::{BtfTypes, Param, Shape};
 use crate::kernel::tracepoint_format::TracepointFormat;
 
 /// The event of one program, as its probe type describes it.
@@ -82,8 +82,9 @@ impl EventContext for PtRegsEvent {
 pub struct RawArgsEvent {
     /// The arguments' names and BTF types, where known.
     pub params: Option<Vec<Param>>,
-    /// fexit: the BTF type of the return value.
-    pub retval: Option<u32>,
+    /// fexit: the return value, read from the slot after the arguments
+    /// as its BTF type says ([`btf_slot`]).
+    pub retval: Option<Expr>,
     pub func: Option<String>,
 }
 
@@ -97,12 +98,7 @@ impl EventContext for RawArgsEvent {
         (i < 10).then_some(Ok(Expr::CtxInt { offset: i * 8, size: 8, signed: false }))
     }
     fn retval(&self) -> Option<Expr> {
-        let ty = self.retval?;
-        let n = self.params.as_ref().map_or(0, |a| a.len()) as u32;
-        Some(match btf::kernel() {
-            Some(btf) => btf_slot(btf, n, ty),
-            None => Expr::CtxInt { offset: n * 8, size: 8, signed: true },
-        })
+        self.retval.clone()
     }
     fn func(&self) -> Option<&str> {
         self.func.as_deref()
@@ -115,7 +111,7 @@ impl EventContext for RawArgsEvent {
 /// Argument slot `i` of a BTF-typed context (`u64 args[]`) holding a value
 /// of type `ty`: the whole slot is loaded, then cut to the type's width and
 /// sign (the bits above a narrow argument are not defined).
-pub fn btf_slot(btf: &KernelBtf, i: u32, ty: u32) -> Expr {
+pub fn btf_slot(btf: &dyn BtfTypes, i: u32, ty: u32) -> Expr {
     let slot = Expr::CtxInt { offset: i * 8, size: 8, signed: true };
     match btf.shape(ty) {
         Shape::Int { size, signed } if size < 8 => {

@@ -10,7 +10,7 @@ use std::os::fd::BorrowedFd;
 use anyhow::{anyhow, bail, Result};
 use probes_ebpf::ir::ContextKind;
 
-use super::event::{PtRegsEvent, RawArgsEvent};
+use super::event::{btf_slot, PtRegsEvent, RawArgsEvent};
 use super::listing::{field_decl, kernel_name, matches, or_star, ListQuery, Listing};
 use super::{AttachPoint, AttachTarget, ProbeType, ProgramSpec};
 use crate::config::Trace;
@@ -52,6 +52,16 @@ fn availability(function: &str, trampoline_only: bool, k: &dyn Kernel) -> Result
     Err(format!("this kernel has no kprobes (CONFIG_KPROBES is off: no {KPROBE_PMU}) and {why_fentry}"))
 }
 
+/// Whether the program for `point` (a kernel function) can attach here: the
+/// error a run would give, with the tracepoint to use instead where one exists.
+pub fn check_point(point: &AttachPoint, trampoline_only: bool, k: &dyn Kernel) -> Result<(), String> {
+    let AttachTarget::KernelFunction { function, ret } = &point.target else { return Ok(()) };
+    availability(function, trampoline_only, k).map_err(|why| {
+        let hint = alternative(function, *ret, k).map(|t| format!("; use {t} instead")).unwrap_or_default();
+        format!("cannot attach {}: {why}{hint}", point.name)
+    })
+}
+
 /// A tracepoint covering the same event as kernel function `func`, if any.
 pub fn alternative(func: &str, ret: bool, k: &dyn Kernel) -> Option<String> {
     let base = ["__x64_sys_", "__ia32_sys_", "__se_sys_", "__do_sys_", "ksys_", "do_sys_", "vfs_", "do_"]
@@ -84,8 +94,7 @@ impl KernelFunctionProbe {
     /// since they are cheaper) rather than a kprobe.
     fn trampoline(&self, point: &AttachPoint, k: &dyn Kernel) -> bool {
         let AttachTarget::KernelFunction { function, .. } = &point.target else { return false };
-        self.trampoline_only
-            || (k.fentry_available() && crate::kernel::btf::kernel().is_some_and(|b| b.function_id(function).is_some()))
+        self.trampoline_only || (k.fentry_available() && k.btf().is_some_and(|b| b.function_id(function).is_some()))
     }
 
     /// The BTF attach target of a trampoline at `point`.
@@ -100,8 +109,9 @@ impl KernelFunctionProbe {
             let hint = alternative(function, *ret, k).map(|t| format!("; use {t} instead")).unwrap_or_default();
             bail!("cannot attach {}: {why}{hint}", point.name);
         }
-        let id = crate::kernel::btf::kernel()
-            .and_then(|k| k.function_id(function))
+        let id = k
+            .btf()
+            .and_then(|b| b.function_id(function))
             .ok_or_else(|| anyhow!("cannot attach {}: {function} has no BTF entry", point.name))?;
         Ok(LoadAttrs { expected_attach_type: if *ret { BPF_TRACE_FEXIT } else { BPF_TRACE_FENTRY }, attach_btf_id: id })
     }
@@ -120,8 +130,12 @@ impl ProbeType for KernelFunctionProbe {
             return Ok(ProgramSpec::new(BPF_PROG_TYPE_KPROBE, ContextKind::PtRegs, PtRegsEvent { func, user: false }));
         }
         // Trampolines see the arguments as `u64 args[]` (return value last).
-        let (params, retval) = match crate::kernel::btf::kernel().and_then(|k| k.function_params(function)) {
-            Some((params, retval)) if per_point => (Some(params), ret.then_some(retval)),
+        let btf = k.btf();
+        let (params, retval) = match btf.and_then(|b| b.function_params(function).map(|p| (b, p))) {
+            Some((b, (params, retval))) if per_point => {
+                let retval = ret.then(|| btf_slot(b, params.len() as u32, retval));
+                (Some(params), retval)
+            }
             _ => (None, None),
         };
         let event = RawArgsEvent { params, retval, func };
@@ -172,7 +186,7 @@ impl ProbeType for KernelFunctionProbe {
             }
             return Ok(out);
         }
-        let btf = if q.verbose { crate::kernel::btf::kernel() } else { None };
+        let btf = if q.verbose { k.btf() } else { None };
         for f in k.kernel_functions().iter().filter(|f| matches(func, f)) {
             // -lv: the BTF signature (`struct file * file`, ..., `ssize_t retval`).
             let details = match btf.and_then(|b| b.function_params(f).map(|p| (b, p))) {

@@ -4,6 +4,7 @@
 //! `e.argN`, `e.args.X`, `e.retval` and `e.func`), and attaching. [`TYPES`]
 //! is the one list of probe types (names and aliases) for specs and `-l`.
 
+pub mod check;
 pub mod event;
 pub mod kernel_function;
 pub mod listing;

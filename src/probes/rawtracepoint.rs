@@ -22,11 +22,9 @@ use crate::util::wildcard::{has_wildcard, wildcard_match};
 pub struct RawTracepoint;
 
 impl ProbeType for RawTracepoint {
-    fn program(&self, point: &AttachPoint, per_point: bool, _k: &dyn Kernel) -> Result<ProgramSpec> {
+    fn program(&self, point: &AttachPoint, per_point: bool, k: &dyn Kernel) -> Result<ProgramSpec> {
         let params = match &point.target {
-            AttachTarget::RawTracepoint { event } if per_point => {
-                crate::kernel::btf::kernel().and_then(|k| k.tracepoint_params(event))
-            }
+            AttachTarget::RawTracepoint { event } if per_point => k.btf().and_then(|b| b.tracepoint_params(event)),
             _ => None,
         };
         let event = RawArgsEvent { params, retval: None, func: None };
@@ -53,7 +51,7 @@ impl ProbeType for RawTracepoint {
         let mut out = Listing::default();
         let Some(name) = kernel_name(q.rest) else { return Ok(out) };
         for n in expand_raw_tracepoints(name, k)? {
-            out.add_with(format!("rawtracepoint:{n}"), btf_params(&n, q.verbose));
+            out.add_with(format!("rawtracepoint:{n}"), btf_params(&n, q.verbose, k));
         }
         Ok(out)
     }
@@ -70,8 +68,8 @@ impl ProbeType for RawTracepoint {
 
 /// `-lv`: a raw tracepoint's BTF arguments as declarations (none without BTF
 /// or `verbose`).
-pub fn btf_params(event: &str, verbose: bool) -> Vec<String> {
-    let Some(b) = crate::kernel::btf::kernel().filter(|_| verbose) else { return vec![] };
+pub fn btf_params(event: &str, verbose: bool, k: &dyn Kernel) -> Vec<String> {
+    let Some(b) = k.btf().filter(|_| verbose) else { return vec![] };
     match b.tracepoint_params(event) {
         Some(ps) => ps.iter().map(|p| field_decl(&p.name, &b.type_name(p.ty))).collect(),
         None => vec![],

@@ -12,7 +12,7 @@ use super::event::RawArgsEvent;
 use super::listing::{kernel_name, ListQuery, Listing};
 use super::{AttachPoint, AttachTarget, ProbeType, ProgramSpec};
 use crate::config::Trace;
-use crate::kernel::btf;
+use crate::kernel::btf::BtfTypes;
 use crate::kernel::link::{Attachment, LoadAttrs};
 use crate::kernel::sys::{self, BPF_PROG_TYPE_TRACING, BPF_TRACE_RAW_TP};
 use crate::kernel::Kernel;
@@ -26,18 +26,18 @@ impl ProbeType for TpBtf {
     fn per_point(&self, _points: &[AttachPoint], _k: &dyn Kernel) -> bool {
         true
     }
-    fn program(&self, point: &AttachPoint, _per_point: bool, _k: &dyn Kernel) -> Result<ProgramSpec> {
+    fn program(&self, point: &AttachPoint, _per_point: bool, k: &dyn Kernel) -> Result<ProgramSpec> {
         let params = match &point.target {
-            AttachTarget::BtfTracepoint { event } => btf::kernel().and_then(|k| k.tracepoint_params(event)),
+            AttachTarget::BtfTracepoint { event } => k.btf().and_then(|b| b.tracepoint_params(event)),
             _ => None,
         };
         let event = RawArgsEvent { params, retval: None, func: None };
         let mut spec = ProgramSpec::new(BPF_PROG_TYPE_TRACING, ContextKind::RawTracepoint, event);
-        spec.load = load_attrs(point).map_err(|e| e.to_string());
+        spec.load = load_attrs(point, k).map_err(|e| e.to_string());
         Ok(spec)
     }
-    fn expand(&self, spec: &ProbeSpec, _trace: &Trace, _k: &dyn Kernel) -> Result<Vec<AttachPoint>> {
-        let Some(kernel) = btf::kernel() else {
+    fn expand(&self, spec: &ProbeSpec, _trace: &Trace, k: &dyn Kernel) -> Result<Vec<AttachPoint>> {
+        let Some(kernel) = k.btf() else {
             bail!(
                 "tp_btf probes need kernel BTF (/sys/kernel/btf/vmlinux), which this kernel lacks; use rawtracepoint:"
             );
@@ -54,11 +54,11 @@ impl ProbeType for TpBtf {
             .map(|event| AttachPoint { name: format!("tp_btf:{event}"), target: AttachTarget::BtfTracepoint { event } })
             .collect())
     }
-    fn list(&self, q: &ListQuery, _k: &dyn Kernel) -> Result<Listing> {
+    fn list(&self, q: &ListQuery, k: &dyn Kernel) -> Result<Listing> {
         let mut out = Listing::default();
-        let (Some(name), Some(kernel)) = (kernel_name(q.rest), btf::kernel()) else { return Ok(out) };
+        let (Some(name), Some(kernel)) = (kernel_name(q.rest), k.btf()) else { return Ok(out) };
         for n in matching(kernel, name) {
-            let details = super::rawtracepoint::btf_params(&n, q.verbose);
+            let details = super::rawtracepoint::btf_params(&n, q.verbose, k);
             out.add_with(format!("tp_btf:{n}"), details);
         }
         Ok(out)
@@ -69,19 +69,18 @@ impl ProbeType for TpBtf {
 }
 
 /// The BTF attach target of the program at `point`.
-fn load_attrs(point: &AttachPoint) -> Result<LoadAttrs> {
+fn load_attrs(point: &AttachPoint, k: &dyn Kernel) -> Result<LoadAttrs> {
     let AttachTarget::BtfTracepoint { event } = &point.target else {
         bail!("not a BTF tracepoint: {}", point.name);
     };
-    let id = btf::kernel()
-        .and_then(|k| k.tracepoint_id(event))
-        .ok_or_else(|| anyhow!("{} has no BTF prototype", point.name))?;
+    let id =
+        k.btf().and_then(|b| b.tracepoint_id(event)).ok_or_else(|| anyhow!("{} has no BTF prototype", point.name))?;
     Ok(LoadAttrs { expected_attach_type: BPF_TRACE_RAW_TP, attach_btf_id: id })
 }
 
 /// The vmlinux raw tracepoints with a BTF prototype matching `pattern`
 /// (a name or a `*`/`?` wildcard), sorted.
-pub fn matching(kernel: &btf::KernelBtf, pattern: &str) -> Vec<String> {
+pub fn matching(kernel: &dyn BtfTypes, pattern: &str) -> Vec<String> {
     if has_wildcard(pattern) {
         kernel.tracepoint_names().into_iter().filter(|n| wildcard_match(pattern, n)).collect()
     } else if kernel.tracepoint_id(pattern).is_some() {

@@ -5,12 +5,15 @@
 //! Once `exit()` or `fail()` ran in userspace, no further record runs.
 
 use probes_ebpf::ir::Ty;
+use probes_ebpf::record;
 use rhai::{Dynamic, Scope, AST};
 
 use crate::plan::site::Capture;
 use crate::plan::site::Sem;
 use crate::plan::Plan;
-use crate::runtime::stacks;
+use std::sync::Arc;
+
+use crate::runtime::stacks::StackMaps;
 use crate::script::Session;
 
 struct Site {
@@ -44,25 +47,19 @@ pub struct Continuations {
     scope: Scope<'static>,
     /// The kernel `let` values of the record being run, reused likewise.
     locals: Vec<Dynamic>,
+    /// The run's stack maps, for stack fields.
+    stacks: Arc<StackMaps>,
 }
 
 impl Continuations {
-    pub fn new(plan: &Plan, keep_going: bool) -> Continuations {
+    pub fn new(plan: &Plan, keep_going: bool, stacks: Arc<StackMaps>) -> Continuations {
         let sites = plan
             .sites
             .iter()
             .map(|sp| {
-                let mut offset = 8usize;
-                let fields = sp
-                    .site
-                    .fields
-                    .iter()
-                    .map(|(cap, ty)| {
-                        let f = (cap.clone(), *ty, offset);
-                        offset += ty.slot_size() as usize;
-                        f
-                    })
-                    .collect();
+                let (offsets, _) = record::field_offsets(sp.site.fields.iter().map(|(_, ty)| *ty));
+                let fields =
+                    sp.site.fields.iter().zip(offsets).map(|((cap, ty), at)| (cap.clone(), *ty, at as usize)).collect();
                 let has_event =
                     sp.site.fields.iter().any(|(c, _)| matches!(c, Capture::Event(_) | Capture::EventItem { .. }));
                 let has_reads = sp.site.fields.iter().any(|(c, _)| matches!(c, Capture::Read { .. }));
@@ -94,6 +91,7 @@ impl Continuations {
             skipped: 0,
             scope: Scope::new(),
             locals: Vec::new(),
+            stacks,
         }
     }
 
@@ -105,7 +103,7 @@ impl Continuations {
             self.skipped += 1;
             return Ok(());
         }
-        let Some(id) = rec.get(0..4).map(|b| u32::from_le_bytes(b.try_into().unwrap_or([0; 4]))) else {
+        let Some(id) = record::record_site(rec) else {
             return Ok(());
         };
         let Some(site) = self.sites.get(id as usize) else { return Ok(()) };
@@ -115,9 +113,12 @@ impl Continuations {
                 .iter()
                 .enumerate()
                 .map(|(i, (_, ty, off))| match site.sems.get(i) {
-                    Some(Sem::Stack { map, user, mode }) => {
-                        Dynamic::from(stacks::render(*map, decode(rec, *off, *ty).as_int().unwrap_or(-1), *user, *mode))
-                    }
+                    Some(Sem::Stack { map, user, mode }) => Dynamic::from(self.stacks.render(
+                        *map,
+                        decode(rec, *off, *ty).as_int().unwrap_or(-1),
+                        *user,
+                        *mode,
+                    )),
                     _ => decode(rec, *off, *ty),
                 })
                 .collect();
@@ -155,14 +156,23 @@ impl Continuations {
         locals.clear();
         locals.resize(site.scope.len(), Dynamic::UNIT);
         let mut arrays: std::collections::BTreeMap<String, Vec<Dynamic>> = std::collections::BTreeMap::new();
+        let mut kptr_bases: std::collections::HashMap<usize, (i64, String)> = Default::default();
+        let mut kptr_members: Vec<(usize, Vec<String>, Dynamic)> = Vec::new();
         for (i, (cap, ty, off)) in site.fields.iter().enumerate() {
             let mut value = decode(rec, *off, *ty);
             match site.sems.get(i) {
                 Some(Sem::Stack { map, user, mode }) => {
                     let v = value.as_int().unwrap_or(-1);
-                    value = Dynamic::from(stacks::render(*map, v, *user, *mode));
+                    value = Dynamic::from(self.stacks.render(*map, v, *user, *mode));
                 }
                 Some(Sem::Bool) => value = Dynamic::from(value.as_int().unwrap_or(0) != 0),
+                Some(Sem::Buf) => {
+                    let n = match ty {
+                        Ty::Bytes(n) => *n as usize,
+                        Ty::Int => 0,
+                    };
+                    value = Dynamic::from(crate::output::bytes::escape_buf(rec.get(*off..*off + n).unwrap_or(&[])));
+                }
                 Some(Sem::Ksym) => {
                     value = Dynamic::from(crate::symbols::stacks::ksym_name(value.as_int().unwrap_or(0) as u64))
                 }
@@ -175,6 +185,10 @@ impl Continuations {
                     }
                 }
                 Capture::Emitted | Capture::Read { .. } => {}
+                Capture::KptrBase { id, ty } => {
+                    kptr_bases.insert(*id, (value.as_int().unwrap_or(0), ty.clone()));
+                }
+                Capture::KptrMember { id, path } => kptr_members.push((*id, path.clone(), value)),
                 Capture::EventItem { path, .. } => {
                     if let Some(f) = path.last() {
                         arrays.entry(f.clone()).or_default().push(value);
@@ -208,6 +222,13 @@ impl Continuations {
         if !args.is_empty() {
             event.insert("args".into(), Dynamic::from(args));
         }
+        let mut kptrs: std::collections::HashMap<(i64, String), rhai::Map> = Default::default();
+        for (id, path, value) in kptr_members {
+            if let Some(base) = kptr_bases.get(&id) {
+                insert_path(kptrs.entry(base.clone()).or_default(), &path, value);
+            }
+        }
+        crate::script::userlib::set_kptrs(kptrs);
         if let Some(name) = &site.event {
             if site.has_event {
                 scope.push(name.as_str(), event);

@@ -13,7 +13,7 @@ use rhai::Dynamic;
 use crate::output::dist::Distribution;
 use crate::output::{self, KeyPart, MapDump, MapValue};
 use crate::plan::site::{MapShape, Sem};
-use crate::runtime::stacks;
+use crate::runtime::stacks::StackMaps;
 use crate::script::api::MapBackend;
 use crate::script::MapHandle;
 
@@ -25,6 +25,8 @@ pub struct KernelMap {
     pub shape: MapShape,
     pub map: libbpf_rs::MapHandle,
     ncpus: usize,
+    /// The run's stack maps, for keys that are stacks.
+    stacks: Arc<StackMaps>,
 }
 
 fn kernel_name(name: &str) -> String {
@@ -32,7 +34,7 @@ fn kernel_name(name: &str) -> String {
 }
 
 /// Create the kernel map for a script map.
-pub fn create(handle: &MapHandle, shape: &MapShape) -> Result<Arc<KernelMap>> {
+pub fn create(handle: &MapHandle, shape: &MapShape, stacks: &Arc<StackMaps>) -> Result<Arc<KernelMap>> {
     let layout = &shape.layout;
     let opts = &handle.options();
     let map_type = match (layout.is_array(), layout.is_percpu(), opts.lru) {
@@ -64,7 +66,7 @@ pub fn create(handle: &MapHandle, shape: &MapShape) -> Result<Arc<KernelMap>> {
         create_map(map_type, &kernel_name(&handle.name()), layout.key_size(), layout.value_size(), max_entries, flags)
             .map_err(|e| anyhow!("cannot create map '{}': {e}", handle.name()))?;
     let ncpus = libbpf_rs::num_possible_cpus().unwrap_or(1);
-    Ok(Arc::new(KernelMap { name: handle.name(), shape: shape.clone(), map, ncpus }))
+    Ok(Arc::new(KernelMap { name: handle.name(), shape: shape.clone(), map, ncpus, stacks: stacks.clone() }))
 }
 
 /// Create the ring buffer for control messages.
@@ -93,10 +95,10 @@ impl KernelMap {
             let sem = self.shape.key_sems.get(i).copied().unwrap_or(Sem::Plain);
             parts.push(match (ty, sem) {
                 (Ty::Int, Sem::Stack { map, user, mode }) => {
-                    KeyPart::Str(stacks::render_key(map, i64_at(slot, 0), user, mode))
+                    KeyPart::Str(self.stacks.render_key(map, i64_at(slot, 0), user, mode))
                 }
                 (Ty::Int, Sem::Ksym) => KeyPart::Str(crate::symbols::stacks::ksym_name(i64_at(slot, 0) as u64)),
-                (Ty::Int, Sem::Plain) => KeyPart::Int(i64_at(slot, 0)),
+                (Ty::Int, Sem::Plain | Sem::Buf) => KeyPart::Int(i64_at(slot, 0)),
                 (Ty::Int, Sem::Bool) => KeyPart::Str((i64_at(slot, 0) != 0).to_string()),
                 (Ty::Bytes(_), _) => KeyPart::Str(str_at(slot)),
             });
@@ -126,13 +128,13 @@ impl KernelMap {
                 off += size;
                 match (ty, self.shape.key_sems.get(i).copied().unwrap_or(Sem::Plain)) {
                     (Ty::Bytes(_), _) => names.push(str_at(slot)),
-                    (Ty::Int, Sem::Stack { map, user, .. }) => match stacks::frames(map, i64_at(slot, 0), user) {
+                    (Ty::Int, Sem::Stack { map, user, .. }) => match self.stacks.frames(map, i64_at(slot, 0), user) {
                         Ok((_, frames)) => names
                             .extend(frames.iter().rev().map(|f| crate::symbols::stacks::frame_function(f).to_string())),
                         Err(why) => names.push(format!("[{why}]")),
                     },
                     (Ty::Int, Sem::Ksym) => names.push(crate::symbols::stacks::ksym_name(i64_at(slot, 0) as u64)),
-                    (Ty::Int, Sem::Plain) => names.push(i64_at(slot, 0).to_string()),
+                    (Ty::Int, Sem::Plain | Sem::Buf) => names.push(i64_at(slot, 0).to_string()),
                     (Ty::Int, Sem::Bool) => names.push((i64_at(slot, 0) != 0).to_string()),
                 }
             }
@@ -439,9 +441,10 @@ fn value_dynamic(v: &MapValue) -> Dynamic {
     }
 }
 
-/// The per-CPU array counting records lost per probe.
+/// The per-CPU array counting, per probe, records lost (first `u64`) and
+/// control messages lost (second `u64`).
 pub fn create_lost_counters(probes: u32) -> Result<libbpf_rs::MapHandle> {
-    create_map(MapType::PercpuArray, "rtrace_lost", 4, 8, probes, 0)
+    create_map(MapType::PercpuArray, "rtrace_lost", 4, 16, probes, 0)
         .map_err(|e| anyhow!("cannot create the lost-event counters: {e}"))
 }
 

@@ -4,6 +4,8 @@
 //! `exit()` taken from the reader's side slot, output write errors ending the
 //! run, and lost control messages reported.
 
+use std::sync::atomic::AtomicU64;
+
 use anyhow::{anyhow, Result};
 
 use super::reader::Reader;
@@ -44,12 +46,57 @@ pub fn check_output() -> Result<()> {
     }
 }
 
-/// Say how many control messages (`print(m)`, `clear`, `zero` from probes) were lost.
-pub fn report_lost_controls(reader: &Reader) {
+/// Per probe, what the kernel could not deliver, summed over the CPUs:
+/// (records the data ring had no room for, control messages the control
+/// ring had no room for). Slot `i` of the per-CPU lost array holds both
+/// counters of probe `i`, one `u64` each.
+pub fn kernel_losses(lost: &libbpf_rs::MapHandle, probes: usize) -> Vec<(u64, u64)> {
+    use libbpf_rs::MapCore;
+    let word =
+        |s: &[u8], at: usize| u64::from_le_bytes(s.get(at..at + 8).and_then(|b| b.try_into().ok()).unwrap_or([0; 8]));
+    (0..probes)
+        .map(|i| {
+            let slots = lost.lookup_percpu(&(i as u32).to_le_bytes(), libbpf_rs::MapFlags::ANY).ok().flatten();
+            slots.unwrap_or_default().iter().fold((0, 0), |(r, c), s| (r + word(s, 0), c + word(s, 8)))
+        })
+        .collect()
+}
+
+/// Control messages the reader dropped because the Rhai thread fell behind
+/// (for the metrics endpoint; the reader counts them as it drops them).
+pub static DROPPED_CONTROLS: AtomicU64 = AtomicU64::new(0);
+
+/// Say how many control messages (`print(m)`, `clear`, `zero` from probes)
+/// were lost: per probe, those the kernel found no room for on the control
+/// ring; then those userspace dropped because it fell behind.
+pub fn report_lost_controls(probes: &[String], lost: &libbpf_rs::MapHandle, reader: &Reader) {
+    for (probe, (_, n)) in probes.iter().zip(kernel_losses(lost, probes.len())) {
+        if n > 0 {
+            eprintln!("Lost {n} control messages (print/clear/zero) on probe {probe}: the control ring was full");
+        }
+    }
     let n = reader.lost_controls();
     if n > 0 {
         eprintln!(
             "rtrace: lost {n} control message(s) (print/clear/zero from probes): userspace fell behind; exit() is never lost"
         );
+    }
+}
+
+/// Before an error line on stderr: when stdout and stderr are the same
+/// terminal, pipe or file and the script's output stopped in the middle of
+/// a line, end that line first, so the error starts a line of its own.
+pub fn end_partial_line() {
+    if !sink::partial_line() {
+        return;
+    }
+    let id = |fd: i32| {
+        // SAFETY: fstat only writes into the zeroed stat buffer it is given.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        (unsafe { libc::fstat(fd, &mut st) } == 0).then_some((st.st_dev, st.st_ino))
+    };
+    let (out, err) = (id(1), id(2));
+    if out.is_some() && out == err {
+        eprintln!();
     }
 }

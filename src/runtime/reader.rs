@@ -118,6 +118,7 @@ impl ControlOut {
             self.shared.exit.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert((c.1, c.2));
         } else if self.tx.try_send(c).is_err() {
             self.shared.lost_controls.fetch_add(1, Ordering::SeqCst);
+            super::limits::DROPPED_CONTROLS.fetch_add(1, Ordering::Relaxed);
         }
     }
 }
@@ -143,11 +144,8 @@ fn read_loop(
         })
         .and_then(|b| {
             b.add(&control_ring, |rec: &[u8]| {
-                if rec.len() >= 16 {
-                    let kind = u32::from_le_bytes(rec[0..4].try_into().unwrap_or([0; 4]));
-                    let probe = u32::from_le_bytes(rec[4..8].try_into().unwrap_or([0; 4]));
-                    let arg = i64::from_le_bytes(rec[8..16].try_into().unwrap_or([0; 8]));
-                    controls.borrow_mut().push((kind, probe, arg));
+                if let Some(c) = probes_ebpf::record::decode_control(rec) {
+                    controls.borrow_mut().push(c);
                 }
                 0
             })
@@ -227,10 +225,8 @@ fn for_each_user_stack_pid(batch: &[u8], ustacks: &[Vec<usize>], mut f: impl FnM
         let len = u32::from_le_bytes(batch[off..off + 4].try_into().unwrap_or([0; 4])) as usize;
         let rec = batch.get(off + 4..off + 4 + len).unwrap_or(&[]);
         off += 4 + len;
-        let Some(site) = rec.get(0..4).map(|b| u32::from_le_bytes(b.try_into().unwrap_or([0; 4])) as usize) else {
-            continue;
-        };
-        for &at in ustacks.get(site).map(Vec::as_slice).unwrap_or(&[]) {
+        let Some(site) = probes_ebpf::record::record_site(rec) else { continue };
+        for &at in ustacks.get(site as usize).map(Vec::as_slice).unwrap_or(&[]) {
             if let Some(v) = rec.get(at..at + 8) {
                 let pid = (u64::from_le_bytes(v.try_into().unwrap_or([0; 8])) >> 32) as u32;
                 if pid != 0 {

@@ -15,7 +15,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use anyhow::{anyhow, bail, Result};
-use libbpf_rs::{MapCore, MapFlags};
 
 use super::kmaps::KernelMap;
 use super::{probe_stats, Loaded};
@@ -113,6 +112,8 @@ pub fn start(
 /// Built-in family names; a map must not be exported under one of them.
 const BUILTIN: &[&str] = &[
     "rtrace_lost_events",
+    "rtrace_lost_control_messages",
+    "rtrace_dropped_control_messages",
     "rtrace_records",
     "rtrace_callback_errors",
     "rtrace_probe_runs",
@@ -254,21 +255,29 @@ fn folded_dump(map: &KernelMap) -> Result<MapDump, String> {
 fn builtin(sources: &Sources) -> Vec<Family> {
     let probe = |i: usize| vec![("probe".to_string(), sources.probes[i].clone())];
     let mut lost = Family::new("rtrace_lost_events", Type::Counter, "Events a probe could not put on the ring buffer");
-    for i in 0..sources.probes.len() {
-        let slots = sources.lost.lookup_percpu(&(i as u32).to_le_bytes(), MapFlags::ANY).ok().flatten();
-        let n: u64 = slots
-            .unwrap_or_default()
-            .iter()
-            .map(|s| u64::from_le_bytes(s.get(..8).and_then(|b| b.try_into().ok()).unwrap_or([0; 8])))
-            .sum();
-        lost.push(probe(i), Number::Int(n as i64));
+    let mut lost_controls = Family::new(
+        "rtrace_lost_control_messages",
+        Type::Counter,
+        "Control messages (print/clear/zero) a probe could not put on the control ring",
+    );
+    for (i, (records, controls)) in
+        super::limits::kernel_losses(&sources.lost, sources.probes.len()).into_iter().enumerate()
+    {
+        lost.push(probe(i), Number::Int(records as i64));
+        lost_controls.push(probe(i), Number::Int(controls as i64));
     }
+    let mut dropped = Family::new(
+        "rtrace_dropped_control_messages",
+        Type::Counter,
+        "Control messages dropped in userspace because it fell behind",
+    );
+    dropped.push(Vec::new(), Number::Int(super::limits::DROPPED_CONTROLS.load(Ordering::Relaxed) as i64));
     let mut records = Family::new("rtrace_records", Type::Counter, "Records delivered to userspace statements");
     records.push(Vec::new(), Number::Int(RECORDS.load(Ordering::Relaxed) as i64));
     let mut errors =
         Family::new("rtrace_callback_errors", Type::Counter, "Errors in userspace statements (with --keep-going)");
     errors.push(Vec::new(), Number::Int(CALLBACK_ERRORS.load(Ordering::Relaxed) as i64));
-    let mut out = vec![lost, records, errors];
+    let mut out = vec![lost, lost_controls, dropped, records, errors];
     if sources.stats {
         let mut runs = Family::new("rtrace_probe_runs", Type::Counter, "Times a probe's BPF programs ran");
         let mut secs =

@@ -1,6 +1,6 @@
 //! Ctrl-C / SIGTERM end tracing the way bpftrace does: the loop notices, then
 //! detaches, runs END and prints maps. Userspace code notices too (the Rhai
-//! progress hook asks [`user_code_should_stop`]), so a loop in BEGIN, a timer
+//! progress hook is [`progress_hook`]), so a loop in BEGIN, a timer
 //! or a probe's userspace statement can't keep the run alive. Once the run
 //! is shutting down, a signal stops END's code, and a second signal in all
 //! ends the process at once (the kernel detaches whatever is still attached
@@ -55,10 +55,19 @@ pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
 }
 
-/// Whether running userspace code should stop now: a signal came that the
-/// current phase has not already acted on.
-pub fn user_code_should_stop() -> bool {
-    COUNT.load(Ordering::SeqCst) > GRACE.load(Ordering::SeqCst)
+/// Rhai operations a piece of userspace code may still run after the first
+/// signal: enough for any callback to finish its event (its output is not
+/// lost), far too few for a loop to keep the run alive.
+const OPERATIONS_AFTER_SIGNAL: u64 = 100_000;
+
+/// The engine's progress hook: userspace code stops when a signal came that
+/// the current phase has not already acted on. A loop in BEGIN, a timer or a callback ends
+/// once a signal came and it ran on past [`OPERATIONS_AFTER_SIGNAL`]
+/// (at once after a second signal).
+pub fn progress_hook(operations: u64) -> Option<rhai::Dynamic> {
+    let (count, grace) = (COUNT.load(Ordering::SeqCst), GRACE.load(Ordering::SeqCst));
+    let stop = count > grace && (operations >= OPERATIONS_AFTER_SIGNAL || count > grace + 1);
+    stop.then_some(rhai::Dynamic::UNIT)
 }
 
 /// The event loop has ended: END runs and maps print unless another signal

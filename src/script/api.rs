@@ -156,9 +156,13 @@ pub fn register(engine: &mut Engine, registry: &SharedRegistry) {
     });
 
     let r = registry.clone();
-    engine.register_fn("map", move || new_map(&r, None, MapOptions::default()));
+    engine.register_fn("map", move |ctx: NativeCallContext| {
+        new_map(&r, None, MapOptions { pos: ctx.call_position(), ..MapOptions::default() })
+    });
     let r = registry.clone();
-    engine.register_fn("map", move |name: &str| new_map(&r, Some(name.to_string()), MapOptions::default()));
+    engine.register_fn("map", move |ctx: NativeCallContext, name: &str| {
+        new_map(&r, Some(name.to_string()), MapOptions { pos: ctx.call_position(), ..MapOptions::default() })
+    });
     let r = registry.clone();
     engine.register_fn("map", move |ctx: NativeCallContext, name: &str, opts: rhai::Map| -> RhaiResult<MapHandle> {
         let mut options = MapOptions { pos: ctx.call_position(), ..MapOptions::default() };
@@ -235,7 +239,7 @@ pub fn register(engine: &mut Engine, registry: &SharedRegistry) {
         let r = registry.clone();
         engine.register_fn(name, move |ctx: NativeCallContext, d: Dynamic, f: FnPtr| -> RhaiResult<()> {
             let period = duration_arg(&d, ctx.call_position())?;
-            r.lock().unwrap().timers.push(Timer { period, repeat, closure: f });
+            r.lock().unwrap().timers.push(Timer { period, repeat, closure: f, pos: ctx.call_position() });
             Ok(())
         });
     }

@@ -3,8 +3,11 @@
 //! calls into userspace closures (`BEGIN`, `END`, `every`).
 
 pub mod api;
+pub mod calls;
 pub mod checks;
 pub mod dist;
+pub mod formatting;
+pub mod habits;
 pub mod kernel_reads;
 pub mod modules;
 pub mod positional;
@@ -45,6 +48,8 @@ pub struct Timer {
     pub period: Duration,
     pub repeat: bool,
     pub closure: FnPtr,
+    /// Where `every()`/`after()` was called.
+    pub pos: Position,
 }
 
 /// Everything the top level registered, filled in by the API functions.
@@ -61,6 +66,8 @@ pub struct Registry {
     pub exit_from_kernel: bool,
     /// `check(name, ok, detail)` results, in order.
     pub checks: Vec<crate::output::junit::CheckResult>,
+    /// Answers `probe_error(spec)`; set by the command line, which knows the kernel.
+    pub spec_check: Option<tools::SpecCheck>,
 }
 
 pub type SharedRegistry = Arc<Mutex<Registry>>;
@@ -86,10 +93,13 @@ impl Session {
         userlib::register(&mut engine, &registry);
         checks::register(&mut engine, &registry);
         positional::register(&mut engine);
-        tools::register(&mut engine);
+        tools::register(&mut engine, &registry);
+        formatting::register(&mut engine);
         modules::install(&mut engine);
-        let ast =
-            engine.compile(source).map_err(|e| Diagnostic::at(file_name, e.1, format!("syntax error: {}", e.0)))?;
+        let ast = engine.compile(source).map_err(|e| {
+            let hint = habits::syntax_hint(source, e.1).map(|h| format!(": {h}")).unwrap_or_default();
+            Diagnostic::at(file_name, e.1, format!("syntax error: {}{hint}", e.0))
+        })?;
         statements::collect(&ast);
         let mut scope = Scope::new();
         let argv: rhai::Array = args.iter().map(|a| Dynamic::from(a.clone())).collect();
@@ -109,7 +119,10 @@ impl Session {
         }
         self.name_maps();
         modules::share_imports(&mut self.engine, &ast);
-        self.compile_probe_sources()
+        self.compile_probe_sources()?;
+        // Every call is checked before anything is attached.
+        calls::check(self)?;
+        Ok(())
     }
 
     /// Turn `probe(spec, "|e| ...")` strings into closures, seeing the top level's variables.
@@ -153,10 +166,21 @@ impl Session {
     pub fn call(&self, probe_ast: &AST, f: &FnPtr) -> Result<()> {
         let result = f.call::<Dynamic>(&self.engine, probe_ast, ()).map(|_| ()).or_else(|e| match *e {
             rhai::EvalAltResult::ErrorTerminated(..) => Ok(()),
-            _ => Err(self.runtime_error(&e)),
+            _ => Err(self.runtime_error_near(&e, self.registered_at(f))),
         });
         crate::output::sink::flush();
         result
+    }
+
+    /// Where the closure `f` was handed to `probe()`, `every()` or `after()`:
+    /// the position for its errors that have none of their own (a stack
+    /// overflow unwinds to the call from rtrace, which has no position).
+    fn registered_at(&self, f: &FnPtr) -> Position {
+        let reg = self.registry.lock().unwrap_or_else(|e| e.into_inner());
+        let probe = reg.probes.iter().find(|p| p.closure.fn_name() == f.fn_name()).map(|p| p.pos);
+        probe
+            .or_else(|| reg.timers.iter().find(|t| t.closure.fn_name() == f.fn_name()).map(|t| t.pos))
+            .unwrap_or(Position::NONE)
     }
 
     /// A Rhai runtime error as one line naming the script position.
@@ -178,6 +202,12 @@ impl Session {
         }
         if let rhai::EvalAltResult::ErrorInFunctionCall(_, _, inner, _) = e {
             return self.runtime_error_near(inner, pos);
+        }
+        if let rhai::EvalAltResult::ErrorStackOverflow(_) = e {
+            msg = format!(
+                "Stack overflow: function calls nested over {} deep; does a recursion never end?",
+                self.engine.max_call_levels()
+            );
         }
         Diagnostic::at(&self.file_name, pos, msg).into()
     }

@@ -12,6 +12,8 @@ const STDLIB: &[(&str, &str)] = &[
     ("opts", include_str!("../../stdlib/opts.rhai")),
     ("hist", include_str!("../../stdlib/hist.rhai")),
     ("cexpr", include_str!("../../stdlib/cexpr.rhai")),
+    ("net", include_str!("../../stdlib/net.rhai")),
+    ("stacks", include_str!("../../stdlib/stacks.rhai")),
 ];
 
 /// Install the resolver on `engine`.

@@ -20,7 +20,7 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Sender, TrySendError};
-use rhai::{Dynamic, Engine, EvalAltResult, NativeCallContext, Position};
+use rhai::{Dynamic, EvalAltResult, Position};
 
 use crate::output::{printf, sink};
 
@@ -132,20 +132,19 @@ pub fn command_text(fmt: &str, args: &[Dynamic]) -> Result<String, String> {
     printf::format(fmt, args).map_err(|e| e.replacen("printf", "system", 1))
 }
 
-/// Every call of `system()`, whatever route reached it.
-fn request(ctx: &NativeCallContext, fmt: &str, args: &[Dynamic]) -> RhaiResult<()> {
-    let pos = ctx.call_position();
+/// Every call of `system()`, whatever route reached it (registered by formatting.rs).
+pub fn request(pos: Position, fmt: &str, args: &[Dynamic]) -> RhaiResult<Dynamic> {
     match mode() {
         Mode::Refuse => fail_at("system() runs commands and needs --unsafe", pos),
         Mode::Skip => {
             if !SKIP_NOTED.swap(true, Ordering::SeqCst) {
                 eprintln!("rtrace: note: system() does not run commands under --explain or --dry-run");
             }
-            Ok(())
+            Ok(Dynamic::UNIT)
         }
         Mode::Run => {
             let cmd = command_text(fmt, args).or_else(|e| fail_at(e, pos))?;
-            let Ok(w) = worker().lock() else { return Ok(()) };
+            let Ok(w) = worker().lock() else { return Ok(Dynamic::UNIT) };
             if let Some(tx) = &w.commands {
                 match tx.try_send(cmd) {
                     Ok(()) => {}
@@ -154,38 +153,13 @@ fn request(ctx: &NativeCallContext, fmt: &str, args: &[Dynamic]) -> RhaiResult<(
                     }
                 }
             }
-            Ok(())
+            Ok(Dynamic::UNIT)
         }
     }
 }
 
 fn fail_at<T>(msg: impl Into<String>, pos: Position) -> RhaiResult<T> {
     Err(Box::new(EvalAltResult::ErrorRuntime(Dynamic::from(msg.into()), pos)))
-}
-
-/// Register `system(fmt)` .. `system(fmt, a1..a6)`.
-pub fn register(engine: &mut Engine) {
-    engine.register_fn("system", |ctx: NativeCallContext, f: &str| request(&ctx, f, &[]));
-    engine.register_fn("system", |ctx: NativeCallContext, f: &str, a: Dynamic| request(&ctx, f, &[a]));
-    engine.register_fn("system", |ctx: NativeCallContext, f: &str, a: Dynamic, b: Dynamic| request(&ctx, f, &[a, b]));
-    engine.register_fn("system", |ctx: NativeCallContext, f: &str, a: Dynamic, b: Dynamic, c: Dynamic| {
-        request(&ctx, f, &[a, b, c])
-    });
-    engine.register_fn("system", |ctx: NativeCallContext, f: &str, a: Dynamic, b: Dynamic, c: Dynamic, d: Dynamic| {
-        request(&ctx, f, &[a, b, c, d])
-    });
-    engine.register_fn(
-        "system",
-        |ctx: NativeCallContext, f: &str, a: Dynamic, b: Dynamic, c: Dynamic, d: Dynamic, e: Dynamic| {
-            request(&ctx, f, &[a, b, c, d, e])
-        },
-    );
-    engine.register_fn(
-        "system",
-        |ctx: NativeCallContext, f: &str, a: Dynamic, b: Dynamic, c: Dynamic, d: Dynamic, e: Dynamic, g: Dynamic| {
-            request(&ctx, f, &[a, b, c, d, e, g])
-        },
-    );
 }
 
 /// At exit: wait up to [`EXIT_WAIT`] for the queued commands, then stop
@@ -254,9 +228,11 @@ mod tests {
 
     fn engine() -> Engine {
         let mut e = Engine::new();
-        register(&mut e);
+        crate::script::formatting::register(&mut e);
         e
     }
+
+    use rhai::Engine;
 
     #[test]
     fn every_route_refuses_without_unsafe() {
@@ -271,6 +247,7 @@ mod tests {
             r#"eval("system(\"true\")")"#,
             r#"fn run_it(c) { system(c) } run_it("true")"#,
             r#"system("echo %d", 1)"#,
+            r#"system("echo %d%d%d%d%d%d%d%d", 1, 2, 3, 4, 5, 6, 7, 8)"#,
         ] {
             let err = e.run(src).expect_err(src).to_string();
             assert!(err.contains("needs --unsafe"), "{src}: {err}");

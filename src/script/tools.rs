@@ -1,8 +1,17 @@
 //! The tools shipped in stdlib/tools/ (embedded by build.rs), and the script
 //! functions that tools need and every script may use: `sprintf`, `eprint`,
-//! `eprintf`, `rtrace_pid`.
+//! `eprintf`, `rtrace_pid`, `probe_error`.
 
-use rhai::{Dynamic, Engine, EvalAltResult, NativeCallContext};
+use std::sync::Arc;
+
+use rhai::{Dynamic, Engine, EvalAltResult, Position};
+
+use super::formatting::spread;
+
+use super::SharedRegistry;
+
+/// Why a probe spec can't be attached on this kernel (`None`: it can).
+pub type SpecCheck = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
 include!(concat!(env!("OUT_DIR"), "/tools.rs"));
 
@@ -30,57 +39,37 @@ pub fn description(name: &str, source: &str) -> String {
 
 type RhaiResult<T> = Result<T, Box<EvalAltResult>>;
 
-fn formatted(ctx: &NativeCallContext, fmt: &str, args: &[Dynamic]) -> RhaiResult<String> {
-    crate::output::printf::format(fmt, args)
-        .map_err(|e| Box::new(EvalAltResult::ErrorRuntime(Dynamic::from(e), ctx.call_position())))
+fn formatted(pos: Position, fmt: &str, args: &[Dynamic]) -> RhaiResult<String> {
+    crate::output::printf::format(fmt, args).map_err(|e| Box::new(EvalAltResult::ErrorRuntime(Dynamic::from(e), pos)))
 }
 
-/// `sprintf(fmt, ...)` (up to 6 values, or one array of them), `eprint(text)`
-/// and `eprintf(fmt, ...)` (to stderr).
-pub fn register(engine: &mut Engine) {
-    engine.register_fn("sprintf", |ctx: NativeCallContext, fmt: &str| formatted(&ctx, fmt, &[]));
-    engine.register_fn("sprintf", |ctx: NativeCallContext, fmt: &str, a: rhai::Array| formatted(&ctx, fmt, &a));
-    engine.register_fn("sprintf", |ctx: NativeCallContext, fmt: &str, a: Dynamic| {
-        if a.is_array() {
-            return formatted(&ctx, fmt, &a.into_array().unwrap_or_default());
-        }
-        formatted(&ctx, fmt, &[a])
+/// `sprintf(fmt, values...)` (or one array of values): the formatted text.
+pub fn sprintf(pos: Position, fmt: &str, values: &[Dynamic]) -> RhaiResult<Dynamic> {
+    formatted(pos, fmt, &spread(values)).map(Dynamic::from)
+}
+
+/// `eprintf(fmt, values...)` (or one array of values): the text on stderr.
+pub fn eprintf(pos: Position, fmt: &str, values: &[Dynamic]) -> RhaiResult<Dynamic> {
+    let text = formatted(pos, fmt, &spread(values))?;
+    crate::output::sink::flush();
+    eprint!("{text}");
+    Ok(Dynamic::UNIT)
+}
+
+/// `rtrace_pid()`, `eprint(text)` and `probe_error(spec)` ("" when `spec`
+/// can be attached here, else the error a run would give); sprintf and
+/// eprintf: formatting.rs.
+pub fn register(engine: &mut Engine, registry: &SharedRegistry) {
+    let r = registry.clone();
+    engine.register_fn("probe_error", move |spec: &str| -> String {
+        let check = r.lock().unwrap().spec_check.clone();
+        check.and_then(|c| c(spec)).unwrap_or_default()
     });
-    engine.register_fn("sprintf", |ctx: NativeCallContext, fmt: &str, a: Dynamic, b: Dynamic| {
-        formatted(&ctx, fmt, &[a, b])
-    });
-    engine.register_fn("sprintf", |ctx: NativeCallContext, fmt: &str, a: Dynamic, b: Dynamic, c: Dynamic| {
-        formatted(&ctx, fmt, &[a, b, c])
-    });
-    engine.register_fn(
-        "sprintf",
-        |ctx: NativeCallContext, fmt: &str, a: Dynamic, b: Dynamic, c: Dynamic, d: Dynamic| {
-            formatted(&ctx, fmt, &[a, b, c, d])
-        },
-    );
-    engine.register_fn(
-        "sprintf",
-        |ctx: NativeCallContext, fmt: &str, a: Dynamic, b: Dynamic, c: Dynamic, d: Dynamic, e: Dynamic| {
-            formatted(&ctx, fmt, &[a, b, c, d, e])
-        },
-    );
-    engine.register_fn(
-        "sprintf",
-        |ctx: NativeCallContext, fmt: &str, a: Dynamic, b: Dynamic, c: Dynamic, d: Dynamic, e: Dynamic, f: Dynamic| {
-            formatted(&ctx, fmt, &[a, b, c, d, e, f])
-        },
-    );
     // rtrace's own process id, so that a tool can leave out its own events.
     engine.register_fn("rtrace_pid", || std::process::id() as i64);
     engine.register_fn("eprint", |text: &str| {
         crate::output::sink::flush();
         eprintln!("{text}");
-    });
-    engine.register_fn("eprintf", |ctx: NativeCallContext, fmt: &str, a: rhai::Array| -> RhaiResult<()> {
-        let text = formatted(&ctx, fmt, &a)?;
-        crate::output::sink::flush();
-        eprint!("{text}");
-        Ok(())
     });
 }
 

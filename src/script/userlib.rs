@@ -12,13 +12,14 @@ fn fail_at<T>(msg: impl Into<String>, pos: Position) -> RhaiResult<T> {
     Err(Box::new(EvalAltResult::ErrorRuntime(Dynamic::from(msg.into()), pos)))
 }
 
-fn do_printf(ctx: &NativeCallContext, fmt: &str, args: &[Dynamic]) -> RhaiResult<()> {
+/// `printf(fmt, values...)`: the text goes to the output (registered by formatting.rs).
+pub fn printf(pos: Position, fmt: &str, args: &[Dynamic]) -> RhaiResult<Dynamic> {
     match printf::format(fmt, args) {
         Ok(text) => {
             sink::script_text(&text);
-            Ok(())
+            Ok(Dynamic::UNIT)
         }
-        Err(e) => fail_at(e, ctx.call_position()),
+        Err(e) => fail_at(e, pos),
     }
 }
 
@@ -35,33 +36,23 @@ pub fn local_time(fmt: &str) -> String {
     }
 }
 
+thread_local! {
+    /// The members the kernel read for `kptr(v, T).a.b` in the userspace
+    /// statements running now, by (v, T).
+    static KPTRS: std::cell::RefCell<std::collections::HashMap<(i64, String), rhai::Map>> = Default::default();
+}
+
+/// `"struct sock *"` and `"struct  sock"` name one type: `struct sock`.
+fn kptr_type(written: &str) -> String {
+    written.trim().trim_end_matches('*').split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Set what `kptr(v, T)` answers in the userspace statements about to run.
+pub fn set_kptrs(members: std::collections::HashMap<(i64, String), rhai::Map>) {
+    KPTRS.with(|k| *k.borrow_mut() = members);
+}
+
 pub fn register(engine: &mut Engine, registry: &SharedRegistry) {
-    engine.register_fn("printf", |ctx: NativeCallContext, fmt: &str| do_printf(&ctx, fmt, &[]));
-    engine.register_fn("printf", |ctx: NativeCallContext, fmt: &str, a: Dynamic| do_printf(&ctx, fmt, &[a]));
-    engine.register_fn("printf", |ctx: NativeCallContext, fmt: &str, a: Dynamic, b: Dynamic| {
-        do_printf(&ctx, fmt, &[a, b])
-    });
-    engine.register_fn("printf", |ctx: NativeCallContext, fmt: &str, a: Dynamic, b: Dynamic, c: Dynamic| {
-        do_printf(&ctx, fmt, &[a, b, c])
-    });
-    engine.register_fn(
-        "printf",
-        |ctx: NativeCallContext, fmt: &str, a: Dynamic, b: Dynamic, c: Dynamic, d: Dynamic| {
-            do_printf(&ctx, fmt, &[a, b, c, d])
-        },
-    );
-    engine.register_fn(
-        "printf",
-        |ctx: NativeCallContext, fmt: &str, a: Dynamic, b: Dynamic, c: Dynamic, d: Dynamic, e: Dynamic| {
-            do_printf(&ctx, fmt, &[a, b, c, d, e])
-        },
-    );
-    engine.register_fn(
-        "printf",
-        |ctx: NativeCallContext, fmt: &str, a: Dynamic, b: Dynamic, c: Dynamic, d: Dynamic, e: Dynamic, f: Dynamic| {
-            do_printf(&ctx, fmt, &[a, b, c, d, e, f])
-        },
-    );
     // As statements (`time("%H:%M\n");`, `join(arr);`) these print, as in bpftrace.
     engine.register_fn("time", |ctx: NativeCallContext| printing(&ctx, "time", local_time("%H:%M:%S"), "\n"));
     engine.register_fn("time", |ctx: NativeCallContext, fmt: &str| printing(&ctx, "time", local_time(fmt), ""));
@@ -71,10 +62,27 @@ pub fn register(engine: &mut Engine, registry: &SharedRegistry) {
     });
     // Strings captured by the kernel arrive as strings already.
     engine.register_fn("str", |s: &str| s.to_string());
+    // bpftrace's string searches, also for userspace statements: strncmp
+    // is 0 when the first n bytes agree.
+    engine.register_fn("strncmp", |a: &str, b: &str, n: i64| -> i64 {
+        let n = n.max(0) as usize;
+        let (a, b) = (a.as_bytes(), b.as_bytes());
+        (a[..a.len().min(n)] != b[..b.len().min(n)]) as i64
+    });
+    engine.register_fn("strcontains", |a: &str, b: &str| a.contains(b));
+    // `kptr(v, "struct T").member` in a userspace statement: the members the
+    // kernel read there, as an object map.
+    engine.register_fn("kptr", |ctx: NativeCallContext, v: i64, ty: &str| -> RhaiResult<rhai::Map> {
+        KPTRS.with(|k| k.borrow().get(&(v, kptr_type(ty))).cloned()).ok_or_else(|| {
+            Box::new(EvalAltResult::ErrorRuntime(
+                "kptr(v, type) is read in a probe: follow it with a member (kptr(v, \"struct T\").field) or read it in a kernel `let`".into(),
+                ctx.call_position(),
+            ))
+        })
+    });
     engine.register_fn("str", |s: &str, _len: i64| s.to_string());
     // str(address): the string the kernel read for this record (kernel_reads.rs).
     super::kernel_reads::register(engine);
-    super::system::register(engine);
     // Symbols: kernel addresses, user addresses of a process.
     engine.register_fn("ksym", |addr: i64| crate::symbols::stacks::ksym_name(addr as u64));
     engine.register_fn("usym", |addr: i64, pid: i64| {

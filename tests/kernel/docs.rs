@@ -47,6 +47,7 @@ const PAGES: &[&str] = &[
     "probes-user.md",
     "split.md",
     "stacks.md",
+    "tools.md",
     "tutorial.md",
     "zh/tutorial.md",
 ];
@@ -56,7 +57,6 @@ const PAGES: &[&str] = &[
 const NOT_RUN: &[(&str, &str)] = &[
     ("ci.md", "its examples need the runnable-example markers (a run that serves or waits must be bounded)"),
     ("fleet.md", "its examples start long-running services (--serve, --exporter) with no bound"),
-    ("tools.md", "its examples need the runnable-example markers"),
 ];
 
 /// A command that has not ended after this long is killed and fails.
@@ -635,6 +635,7 @@ page_tests! {
     probes_user => "probes-user.md",
     split => "split.md",
     stacks => "stacks.md",
+    tools => "tools.md",
     tutorial => "tutorial.md",
     zh_tutorial => "zh/tutorial.md",
 }

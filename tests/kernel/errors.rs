@@ -164,3 +164,90 @@ fn unreadable_script_file() {
     let line = assert_clean_error(&out);
     assert!(line.contains("/nonexistent/rtt_no_such_script.rhai"), "{line}");
 }
+
+#[test]
+fn runaway_recursion_names_the_closure_in_begin_timers_and_probes() {
+    let Some(_g) = setup() else { return };
+    let me = pid();
+    for (closure, at) in [
+        ("probe(\"BEGIN\", || { f(1); });", "2:1"),
+        ("every(\"10ms\", || { f(1); });", "2:1"),
+        (&*format!("probe(\"tracepoint:syscalls:sys_enter_getppid\", |e| {{ if e.pid == {me} {{ f(1); }} }});"), "2:"),
+    ] {
+        let src = format!("fn f(x) {{ f(x + 1) }}\n{closure}\n");
+        let mut t = Tracer::start(&["-e", &src]);
+        t.wait_attached();
+        getppid_n(1);
+        let out = t.finish();
+        assert_eq!(out.code, Some(1), "{out}");
+        let lines = out.stderr_lines();
+        assert_eq!(lines.len(), 1, "{out}");
+        assert!(lines[0].starts_with(&format!("-e:{at}")) && lines[0].contains("Stack overflow"), "{out}");
+        assert!(!lines[0].contains(":?:"), "{out}");
+    }
+}
+
+#[test]
+fn a_runtime_error_starts_a_line_of_its_own() {
+    let Some(_g) = setup() else { return };
+    // stdout and stderr on one pipe, as on a terminal.
+    let src = r#"probe("BEGIN", || { printf("partial"); let x = [1]; print(x[5]); });"#;
+    let out =
+        std::process::Command::new("sh").args(["-c", &format!("'{RTRACE}' -q -e '{src}' 2>&1")]).output().expect("sh");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert_eq!(lines[0], "partial", "{text}");
+    assert!(lines[1].starts_with("-e:1:") && lines[1].contains("out of bounds"), "{text}");
+    // Apart, stdout keeps exactly what the script printed.
+    let apart = std::process::Command::new(RTRACE).args(["-q", "-e", src]).output().expect("rtrace");
+    assert_eq!(String::from_utf8_lossy(&apart.stdout), "partial", "{apart:?}");
+}
+
+#[test]
+fn two_maps_of_one_name_and_different_shapes_are_an_error_at_the_second() {
+    let Some(_g) = setup() else { return };
+    let src = "let a = map(\"x\");\nlet b = map(\"x\");\nprobe(\"tracepoint:syscalls:sys_enter_getppid\", |e| {\n    a[e.pid] = count();\n    b = sum(1);\n});\n";
+    let (line, path) = reject_file("names.rhai", src, &[]);
+    assert!(line.starts_with(&format!("{path}:2:9: error:")), "{line}");
+    assert!(line.contains("'x'") && line.contains("another name"), "{line}");
+    // Same shape: one name is fine (a module imported twice declares its map twice).
+    let same = src.replace("b = sum(1)", "b[e.pid] = count()");
+    let out = run(&["-q", "--dry-run", "-e", &same]);
+    assert_eq!(out.code, Some(0), "{out}");
+    assert_tracing_still_works();
+}
+
+#[test]
+fn shifts_by_a_variable_agree_between_kernel_and_userspace() {
+    let Some(_g) = setup() else { return };
+    // (value, amount): in range, 64 and beyond, negative (the other way).
+    let cases: [(i64, i64); 8] = [(1, 3), (1, 64), (1, 100), (-8, 70), (5, -1), (16, -2), (1, -64), (-1, 63)];
+    let mut body = String::new();
+    for (i, (x, y)) in cases.iter().enumerate() {
+        // `z` is 0, unknown to the compiler: the amount is a run-time value.
+        body += &format!("l[{i}] = {x} << ({y} + z); r[{i}] = {x} >> ({y} + z);\n");
+    }
+    let src = format!(
+        "let l = map();\nlet r = map();\nprobe(\"tracepoint:syscalls:sys_enter_getppid\", |e| {{\n    if e.pid == {} {{ let z = e.pid - e.pid;\n{body} }}\n}});\nprobe(\"END\", || {{\n    for i in 0..{} {{ printf(\"%d %d %d %d\\n\", l[i], r[i], K[i][0] << K[i][1], K[i][0] >> K[i][1]); }}\n}});\n",
+        pid(),
+        cases.len()
+    );
+    let consts: Vec<String> = cases.iter().map(|(x, y)| format!("[{x}, {y}]")).collect();
+    let src = format!("const K = [{}];\n{src}", consts.join(", "));
+    let mut t = Tracer::start(&["-e", &src]);
+    t.wait_attached();
+    getppid_n(1);
+    let out = t.interrupt_and_finish();
+    assert_eq!(out.code, Some(0), "{out}");
+    let rows: Vec<&str> = out.lines().into_iter().filter(|l| l.split(' ').count() == 4).collect();
+    assert_eq!(rows.len(), cases.len(), "{out}");
+    for ((x, y), row) in cases.iter().zip(rows) {
+        let v: Vec<i64> = row.split(' ').map(|n| n.parse().unwrap()).collect();
+        assert_eq!(v[0], v[2], "{x} << {y}: kernel {} vs userspace {}\n{out}", v[0], v[2]);
+        assert_eq!(v[1], v[3], "{x} >> {y}: kernel {} vs userspace {}\n{out}", v[1], v[3]);
+    }
+    // Rhai's rule, spelled out: 64 or more shifts everything out.
+    assert!(out.lines().iter().filter(|l| l.starts_with("0 ")).count() >= 3, "{out}");
+}

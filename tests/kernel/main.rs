@@ -6,6 +6,7 @@
 mod common;
 
 mod btf;
+mod calls;
 mod ci;
 mod compat;
 mod dispatch;
@@ -16,6 +17,7 @@ mod examples;
 mod exit;
 mod filters;
 mod list;
+mod loss;
 mod maps;
 mod output;
 mod perf;
@@ -23,9 +25,11 @@ mod probes;
 mod safety;
 mod semantics;
 mod serve;
+mod specs;
 mod split;
 mod split_userspace;
 mod stacks;
 mod target;
 mod tools;
+mod tools_kernel;
 mod uprobe;

@@ -130,6 +130,9 @@ fn maps_are_served_as_counters_histograms_and_labels() {
     // Built-in metrics.
     let read_probe = "tracepoint:syscalls:sys_enter_read";
     assert_eq!(value(&body, &format!("rtrace_lost_events_total{{probe=\"{read_probe}\"}}")).as_deref(), Some("0"));
+    let lost_controls = format!("rtrace_lost_control_messages_total{{probe=\"{read_probe}\"}}");
+    assert_eq!(value(&body, &lost_controls).as_deref(), Some("0"), "{body}");
+    assert_eq!(value(&body, "rtrace_dropped_control_messages_total").as_deref(), Some("0"), "{body}");
     let runs = value(&body, "rtrace_probe_runs_total{probe=\"tracepoint:syscalls:sys_enter_getppid\"}")
         .unwrap_or_else(|| panic!("no probe runs\n{body}"));
     assert!(runs.parse::<u64>().unwrap() >= 5, "{body}");

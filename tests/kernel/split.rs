@@ -453,7 +453,7 @@ probe("END", || { print(`ticks=${ticks} afters=${afters}`); });
     let ticks: Vec<&str> = out.lines().into_iter().filter(|l| l.starts_with("tick ")).collect();
     let want: Vec<String> = (1..=10).map(|i| format!("tick {i}")).collect();
     assert_eq!(ticks, want, "{out}");
-    assert_eq!(out.line_index("ticks=10 afters=1").is_some(), true, "{out}");
+    assert!(out.line_index("ticks=10 afters=1").is_some(), "{out}");
     let a = out.line_index("after 1").expect("after() never ran");
     assert!(out.line_index("tick 2").unwrap() < a && a < out.line_index("tick 3").unwrap(), "{out}");
 }

@@ -373,8 +373,10 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| {
     let mut t = Tracer::start(&["-e", &src]);
     assert_eq!(t.wait_attached(), 1);
     fx.run(&["calls", "1"]);
-    std::thread::sleep(Duration::from_millis(300));
-    let out = if t.is_running() { t.interrupt_and_finish() } else { t.finish() };
+    // The first stack symbolized can take a while; Ctrl-C before it prints
+    // would stop that userspace statement.
+    t.wait_line("the printed stack", Duration::from_secs(10), |l| l == "KR2");
+    let out = t.interrupt_and_finish();
     assert_eq!(out.code, Some(0), "{out}");
     let key = stack_map_entries(&out.stdout, "m");
     assert_eq!(key.len(), 1, "{out}");

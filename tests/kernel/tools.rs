@@ -29,14 +29,14 @@ fn run_fixture(bin: &PathBuf, n: usize) {
 }
 
 /// Start `rtrace TOOL ARGS...` and wait until it has attached.
-fn start_tool(args: &[&str]) -> Tracer {
+pub(crate) fn start_tool(args: &[&str]) -> Tracer {
     let mut t = Tracer::start(args);
     t.wait_attached();
     t
 }
 
 /// The lines of `out` that contain every one of `words`.
-fn lines_with<'a>(out: &'a Outcome, words: &[&str]) -> Vec<&'a str> {
+pub(crate) fn lines_with<'a>(out: &'a Outcome, words: &[&str]) -> Vec<&'a str> {
     out.stdout.lines().filter(|l| words.iter().all(|w| l.contains(w))).collect()
 }
 

@@ -1,9 +1,9 @@
-//! `Emit` and `Control` statements: a record assembled on the stack and sent
-//! to the data ring with batched wake-ups (a failed send counts in the
-//! probe's lost slot), and the fixed 16-byte control message (kind, probe,
-//! argument) on the control ring.
+//! `Emit` statements: a record assembled on the stack and sent to the data
+//! ring with batched wake-ups (a failed send counts in the probe's lost
+//! slot). `Control` statements are in `control.rs`.
 
 use super::*;
+use crate::record::field_offsets;
 
 impl Gen<'_> {
     /// Assemble a record on the stack and `ringbuf_output` it.
@@ -15,12 +15,18 @@ impl Gen<'_> {
         fields: &[Expr],
         wake_bytes: u32,
     ) -> Result<()> {
-        let size: u32 = 8 + fields.iter().map(|f| self.ty(f).slot_size()).sum::<u32>();
-        let buf = self.alloc(size)?;
+        let (offsets, size) = field_offsets(fields.iter().map(|f| self.ty(f)));
+        let buf = self.alloc(size).map_err(|_| {
+            self.err(format!(
+                "these statements send {} kernel values ({size} bytes) to userspace in one record, more than fits the \
+                 {MAX_STACK}-byte BPF stack: send fewer values, or shorter strings (str(p, LEN))",
+                fields.len()
+            ))
+        })?;
         self.emit(Insn::store_imm(4, FP, buf, site as i32));
         self.emit(Insn::store_imm(4, FP, buf + 4, 0));
-        let mut off = buf + 8;
-        for f in fields {
+        for (f, at) in fields.iter().zip(offsets) {
+            let off = buf + at as i16;
             match self.ty(f) {
                 Ty::Int => {
                     let r = self.int(f)?;
@@ -29,7 +35,6 @@ impl Gen<'_> {
                 }
                 Ty::Bytes(n) => self.bytes(f, off, n)?,
             }
-            off += self.ty(f).slot_size() as i16;
         }
         // Batched wake-ups: wake the reader only when enough data is pending,
         // or when it said it is about to sleep (the first record after that
@@ -77,26 +82,6 @@ impl Gen<'_> {
         self.emit(Insn::store(8, R0, 0, R1));
         self.patch_all_here(missing);
         self.patch_here(sent);
-        Ok(())
-    }
-
-    /// Send the 16-byte control message `kind, probe, arg` on `ring` (dropped
-    /// when the ring is full).
-    pub(super) fn control(&mut self, ring: MapId, kind: u32, probe: u32, arg: &Expr) -> Result<()> {
-        let rv = self.int(arg)?;
-        self.load_map(R1, ring);
-        self.emit(Insn::mov_imm(R2, 16));
-        self.emit(Insn::mov_imm(R3, 0));
-        self.emit(Insn::call(h::RINGBUF_RESERVE));
-        let skip = self.emit(Insn::jmp_imm(Cond::Eq, R0, 0, 0));
-        self.emit(Insn::store_imm(4, R0, 0, kind as i32));
-        self.emit(Insn::store_imm(4, R0, 4, probe as i32));
-        self.emit(Insn::store(8, R0, 8, rv));
-        self.emit(Insn::mov_reg(R1, R0));
-        self.emit(Insn::mov_imm(R2, 0));
-        self.emit(Insn::call(h::RINGBUF_SUBMIT));
-        self.patch_here(skip);
-        self.release(rv);
         Ok(())
     }
 }

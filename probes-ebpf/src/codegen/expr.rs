@@ -225,17 +225,8 @@ impl Gen<'_> {
                 let ra = self.int(a)?;
                 if let (Some(k), true) = (
                     small_const(b),
-                    matches!(
-                        op,
-                        BinOp::Add
-                            | BinOp::Sub
-                            | BinOp::Mul
-                            | BinOp::And
-                            | BinOp::Or
-                            | BinOp::Xor
-                            | BinOp::Shl
-                            | BinOp::Shr
-                    ),
+                    matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::And | BinOp::Or | BinOp::Xor)
+                        || (matches!(op, BinOp::Shl | BinOp::Shr) && (0..64).contains(&small_const(b).unwrap_or(-1))),
                 ) {
                     let alu = alu_of(*op);
                     self.emit(Insn::alu_imm(alu, ra, k));
@@ -279,6 +270,7 @@ impl Gen<'_> {
                 Ok(ra)
             }
             Expr::StrEq(a, b) => self.str_eq(a, b),
+            Expr::StrSearch(op, a, b) => self.str_search(*op, a, b),
             Expr::MapGet { map, key } => {
                 match self.prog.maps[*map as usize].value {
                     ValueKind::Agg(kind) => return self.agg_read(*map, key, kind),
@@ -310,7 +302,8 @@ impl Gen<'_> {
             | Expr::Comm
             | Expr::CtxCharArray { .. }
             | Expr::CtxDataLocStr { .. }
-            | Expr::ReadStr { .. } => Err(self.err("a string is used where a number is expected")),
+            | Expr::ReadStr { .. }
+            | Expr::ReadBuf { .. } => Err(self.err("a string is used where a number is expected")),
         }
     }
 
@@ -346,6 +339,7 @@ impl Gen<'_> {
                 self.emit(Insn::jmp_imm(Cond::Sge, R1, 0, 1));
                 self.emit(Insn::alu_imm(Alu::Neg, a, 0));
             }
+            BinOp::Shl | BinOp::Shr => self.shift_regs(op == BinOp::Shl, a, b)?,
             BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => {
                 let c = compare_cond(op).unwrap();
                 self.emit(Insn::jmp_reg(c, a, b, 2));
@@ -457,6 +451,7 @@ impl Gen<'_> {
                 self.emit(Insn::call(if *user { h::PROBE_READ_USER_STR } else { h::PROBE_READ_KERNEL_STR }));
                 self.release(p);
             }
+            Expr::ReadBuf { ptr, len: n, max, user } => self.read_buf(ptr, n, *max, *user, dst, slot)?,
             Expr::Local(id) => {
                 let Ty::Bytes(n) = self.local_ty(*id) else {
                     return Err(self.err("a number is used where a string is expected"));

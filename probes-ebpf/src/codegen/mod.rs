@@ -19,9 +19,12 @@ use crate::ir::*;
 
 mod aggread;
 mod alloc;
+mod control;
 mod emit;
 mod expr;
 mod maps;
+mod shift;
+mod strings;
 
 /// Kernel limit on a BPF program's stack.
 pub const MAX_STACK: i32 = 512;
@@ -196,7 +199,7 @@ impl Gen<'_> {
                 self.emit(Insn::alu_imm(Alu::Add, R2, key_off as i32));
                 self.emit(Insn::call(h::MAP_DELETE_ELEM));
             }
-            StmtKind::Control { ring, kind, probe, arg } => self.control(*ring, *kind, *probe, arg)?,
+            StmtKind::Control { ring, lost, kind, probe, arg } => self.control((*ring, *lost), *kind, *probe, arg)?,
             StmtKind::Emit { ring, lost, wake, site, probe, fields, wake_bytes } => {
                 self.emit_record((*ring, *lost, *wake), *site, *probe, fields, *wake_bytes)?;
             }
@@ -235,7 +238,12 @@ fn stack_ids_in(stmts: &[Stmt], out: &mut Vec<MapId>) {
                 }
             }
             Expr::ReadMem { addr: a, .. } | Expr::ReadStr { ptr: a, .. } | Expr::Unary(_, a) => expr(a, out),
-            Expr::Binary(_, a, b) | Expr::LogicalAnd(a, b) | Expr::LogicalOr(a, b) | Expr::StrEq(a, b) => {
+            Expr::Binary(_, a, b)
+            | Expr::LogicalAnd(a, b)
+            | Expr::LogicalOr(a, b)
+            | Expr::StrEq(a, b)
+            | Expr::StrSearch(_, a, b)
+            | Expr::ReadBuf { ptr: a, len: b, .. } => {
                 expr(a, out);
                 expr(b, out);
             }

@@ -181,7 +181,10 @@ impl Lowerer<'_> {
                 err(pos, format!("{name}() is an aggregation: assign it to a map, e.g. `m[e.comm] = {name}(...)`"))
             }
             ("exit", _) => err(pos, "exit() is a statement, not a value"),
-            _ => Err(userspace_only(&format!("`{name}(...)`"), pos)),
+            _ => match self.string_call(name, args, pos) {
+                Some(r) => r,
+                None => Err(userspace_only(&format!("`{name}(...)`"), pos)),
+            },
         }
     }
 }
@@ -234,8 +237,7 @@ pub(crate) fn fold(op: BinOp, a: Expr, b: Expr) -> Expr {
             BinOp::And => Some(x & y),
             BinOp::Or => Some(x | y),
             BinOp::Xor => Some(x ^ y),
-            BinOp::Shl if (0..64).contains(&y) => Some(x << y),
-            BinOp::Shr if (0..64).contains(&y) => Some(x >> y),
+            BinOp::Shl | BinOp::Shr => Some(probes_ebpf::ir::shift(op == BinOp::Shl, x, y)),
             BinOp::Eq => Some((x == y) as i64),
             BinOp::Ne => Some((x != y) as i64),
             BinOp::Lt => Some((x < y) as i64),

@@ -14,13 +14,16 @@ mod aggregate;
 mod expr;
 pub(crate) mod index;
 mod stmt;
+pub(crate) mod strings;
 
 pub(crate) use super::closure::{event_path, property_chain, ClosureBody};
 pub(crate) use aggregate::AGGREGATIONS;
 pub(crate) use expr::{bin_op, fold, str_literal, ty_name};
 
 use super::maps::{MapUse, UseKind};
+use crate::kernel::btf::BtfTypes;
 use crate::kernel::tracepoint_format::FieldKind;
+use crate::plan::maps::MapTable;
 use crate::plan::site::{Capture, Sem, Site};
 use crate::probes::event::EventContext;
 use crate::script::MapHandle;
@@ -35,6 +38,8 @@ pub struct ProgramCtx<'a> {
     /// What the probe type says the event holds: `e.argN`, `e.retval`,
     /// `e.func`, `e.args.*`, and whether pointers are user memory.
     pub event: &'a dyn EventContext,
+    /// The kernel's types (`e.curtask`, member chains); None without BTF.
+    pub btf: Option<&'a dyn BtfTypes>,
     /// `ktime` at start, for `e.elapsed`.
     pub start_ns: i64,
     /// Default maximum length of `str()`.
@@ -54,10 +59,8 @@ pub struct ProgramCtx<'a> {
     pub wake_bytes: u32,
     /// Strings read from a `char **` field for `join()` (RTRACE_JOIN_MAX).
     pub join_max: u32,
-    /// Stack maps requested so far, shared by all probes: (depth, user, mode);
-    /// the map id of entry i is `stack_base + i`.
-    pub stack_maps: &'a std::cell::RefCell<Vec<(u32, bool, StackMode)>>,
-    pub stack_base: MapId,
+    /// Every map id; stack maps are added as probes ask for them (shared by all probes).
+    pub maps: &'a std::cell::RefCell<MapTable>,
     /// The per-CPU counts of failed stack captures.
     pub stack_lost: MapId,
     /// Frames kept per stack unless the script gives a limit.
@@ -69,19 +72,11 @@ pub struct ProgramCtx<'a> {
 impl ProgramCtx<'_> {
     /// The stack map for stacks of this shape.
     pub(crate) fn stack_map(&self, depth: u32, user: bool, mode: StackMode) -> MapId {
-        let mut maps = self.stack_maps.borrow_mut();
-        let i = match maps.iter().position(|m| *m == (depth, user, mode)) {
-            Some(i) => i,
-            None => {
-                maps.push((depth, user, mode));
-                maps.len() - 1
-            }
-        };
-        self.stack_base + i as MapId
+        self.maps.borrow_mut().stack(depth, user, mode)
     }
 
     pub(crate) fn stack_info(&self, map: MapId) -> Option<(u32, bool, StackMode)> {
-        self.stack_maps.borrow().get(map.checked_sub(self.stack_base)? as usize).copied()
+        self.maps.borrow().stack_info(map)
     }
 }
 
@@ -298,7 +293,7 @@ impl<'a> Lowerer<'a> {
         match e {
             RExpr::BoolConstant(..) | RExpr::And(..) | RExpr::Or(..) => true,
             RExpr::FnCall(call, _) => {
-                matches!(call.name.as_str(), "==" | "!=" | "<" | "<=" | ">" | ">=" | "!" | "contains")
+                matches!(call.name.as_str(), "==" | "!=" | "<" | "<=" | ">" | ">=" | "!" | "contains" | "strcontains")
             }
             RExpr::Variable(v, _, _) => match self.lookup_local(v.1.as_str()) {
                 Some(id) => self.local_sems.get(&id) == Some(&Sem::Bool),
@@ -366,6 +361,7 @@ impl<'a> Lowerer<'a> {
                 None => Sem::Plain,
             },
             Expr::Local(id) => self.local_sems.get(id).copied().unwrap_or(Sem::Plain),
+            Expr::ReadBuf { .. } => Sem::Buf,
             Expr::Binary(BinOp::Or, a, b) if **b == Expr::Int(KSYM_TAG) => {
                 let _ = a;
                 Sem::Ksym

@@ -16,6 +16,7 @@ impl Lowerer<'_> {
                 // A typed pointer keeps its struct type (`let t = e.curtask;`).
                 let typed = match init {
                     RExpr::Dot(x, _, dpos) => self.pointer_access(&x.lhs, &x.rhs, *dpos),
+                    RExpr::FnCall(c, _) if c.name == "kptr" && c.args.len() == 2 => Some(self.kptr(&c.args)),
                     _ => None,
                 };
                 let (value, pointee) = match typed {
@@ -234,6 +235,7 @@ impl Lowerer<'_> {
     pub(crate) fn call_stmt(&mut self, name: &str, args: &[RExpr], pos: Position) -> Result<StmtKind> {
         let control = |s: &Self, kind: u32, arg: Expr| StmtKind::Control {
             ring: s.target.control_ring,
+            lost: s.target.lost_map,
             kind,
             probe: s.target.probe_index,
             arg,
@@ -304,6 +306,7 @@ impl Lowerer<'_> {
                     let kind = if call.name == "clear" { CONTROL_CLEAR } else { CONTROL_ZERO };
                     return Ok(StmtKind::Control {
                         ring: self.target.control_ring,
+                        lost: self.target.lost_map,
                         kind,
                         probe: self.target.probe_index,
                         arg: Expr::Int(map.id() as i64),

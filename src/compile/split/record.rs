@@ -5,8 +5,8 @@ use probes_ebpf::ir::{BinOp, Expr, LocalId, Span, Stmt, StmtKind, Ty};
 use rhai::{ASTNode, Expr as RExpr, Position, Stmt as RStmt};
 
 use super::{Place, Why};
-use crate::compile::lower::index;
 use crate::compile::lower::{at, err, event_path, property_chain, span, LowerError, Lowerer, Result, AGGREGATIONS};
+use crate::compile::lower::{index, strings};
 use crate::kernel::tracepoint_format::FieldKind;
 use crate::plan::site::{Capture, Sem, Site};
 
@@ -41,9 +41,16 @@ impl Lowerer<'_> {
         for s in stmts {
             match self.split.place(s).clone() {
                 Place::Kernel => {
+                    let declared_before = self.scopes.last().map_or(0, Vec::len);
                     let mut lowered = Vec::new();
                     self.stmt(s, &mut lowered).map_err(in_kernel)?;
+                    // The pending userspace run comes before this statement:
+                    // the locals it just declared are not in the run's scope.
+                    let declared: Vec<_> = self.scopes.last_mut().map_or(vec![], |sc| sc.split_off(declared_before));
                     self.flush_site(&mut run, run_id, &mut out)?;
+                    if let Some(sc) = self.scopes.last_mut() {
+                        sc.extend(declared);
+                    }
                     out.extend(lowered);
                 }
                 Place::User(why) => {
@@ -73,12 +80,23 @@ impl Lowerer<'_> {
         let mut bad: Option<(String, Position)> = None;
         s.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
             if let Some(ASTNode::Expr(RExpr::FnCall(call, pos))) = path.last() {
-                if AGGREGATIONS.contains(&call.name.as_str()) && bad.is_none() {
+                let kernel_only = AGGREGATIONS.contains(&call.name.as_str())
+                    || (strings::KERNEL_ONLY.contains(&call.name.as_str()) && !strings::member_read(path));
+                if kernel_only && bad.is_none() {
                     bad = Some((call.name.to_string(), *pos));
                 }
             }
             true
         });
+        if let Some((name, pos)) = bad.clone().filter(|(n, _)| strings::KERNEL_ONLY.contains(&n.as_str())) {
+            return err(
+                pos,
+                format!(
+                    "{name}() reads kernel memory, but the statement at {} around it runs in userspace; read it in a kernel `let` first (`let v = {name}(...);`) and use `v` here",
+                    at(s.position())
+                ),
+            );
+        }
         if let Some((name, pos)) = bad {
             return err(
                 pos,
@@ -109,6 +127,7 @@ impl Lowerer<'_> {
         let reads = &self.split.memory_reads;
         let mut read_args: Vec<(Span, Vec<RExpr>, Position)> = Vec::new();
         let mut whole = false;
+        let mut kptr_uses: Vec<(RExpr, RExpr, Position)> = Vec::new();
         for s in &stmts {
             s.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
                 let is_read = |n: &ASTNode| {
@@ -128,6 +147,9 @@ impl Lowerer<'_> {
                         whole = true;
                     }
                     Some(ASTNode::Expr(RExpr::Dot(x, _, pos))) => {
+                        if strings::is_kptr(&x.lhs) {
+                            kptr_uses.push((x.lhs.clone(), x.rhs.clone(), *pos));
+                        }
                         if let RExpr::Variable(v, _, _) = &x.lhs {
                             let name = v.1.as_str();
                             if let (Some(id), None) = (self.lookup_local(name), &problem) {
@@ -259,11 +281,21 @@ impl Lowerer<'_> {
                 }
                 Capture::Local { slot, .. } => Expr::Local(visible[*slot].1.unwrap_or(0)),
                 Capture::Event(path) => self.event_capture(path, pos)?,
-                Capture::Emitted | Capture::EventItem { .. } => continue,
+                Capture::Emitted
+                | Capture::EventItem { .. }
+                | Capture::KptrBase { .. }
+                | Capture::KptrMember { .. } => continue,
             };
             fields.push((cap, self.ty(&expr)));
             sems.push(self.sem(&expr));
             exprs.push(expr);
+        }
+        for (i, (call, rhs, pos)) in kptr_uses.iter().enumerate() {
+            for (cap, expr) in self.kptr_fields(i, call, rhs, *pos)? {
+                fields.push((cap, self.ty(&expr)));
+                sems.push(self.sem(&expr));
+                exprs.push(expr);
+            }
         }
         out.push(Stmt { kind: self.emit_stmt(id, exprs), span: span(first_pos) });
         let scope = visible.into_iter().map(|(n, _)| n).collect();

@@ -579,7 +579,7 @@ pub fn wait_file_line(path: &Path, what: &str, timeout: Duration, pred: impl Fn(
     let deadline = Instant::now() + timeout;
     loop {
         let text = std::fs::read_to_string(path).unwrap_or_default();
-        if text.lines().any(|l| pred(l)) {
+        if text.lines().any(&pred) {
             return text;
         }
         if Instant::now() >= deadline {
@@ -594,7 +594,7 @@ pub fn wait_file_line(path: &Path, what: &str, timeout: Duration, pred: impl Fn(
 
 /// The stacks printed right after each stdout line equal to `marker`
 /// (`print(`MARK${e.ustack}`)` prints `MARK`, then one indented line per
-/// frame: 8 spaces in the bpftrace and raw modes, a tab in perf mode).
+/// frame: 8 spaces in the bpftrace mode, a tab in perf mode, none in raw mode).
 /// Each frame is returned trimmed, leaf first.
 pub fn printed_stacks(stdout: &str, marker: &str) -> Vec<Vec<String>> {
     let lines: Vec<&str> = stdout.lines().collect();
@@ -603,7 +603,12 @@ pub fn printed_stacks(stdout: &str, marker: &str) -> Vec<Vec<String>> {
         if *l == marker {
             let frames = lines[i + 1..]
                 .iter()
-                .take_while(|f| f.starts_with("        ") || f.starts_with('\t'))
+                // Frames are indented (bpftrace, perf modes) or bare hex (raw mode).
+                .take_while(|f| {
+                    f.starts_with("        ")
+                        || f.starts_with('\t')
+                        || (!f.is_empty() && f.chars().all(|c| c.is_ascii_hexdigit()))
+                })
                 .map(|f| f.trim().to_string())
                 .collect();
             stacks.push(frames);

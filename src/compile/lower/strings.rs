@@ -1,0 +1,154 @@
+//! Kernel forms bpftrace scripts use for strings, buffers and typed
+//! pointers, lowered here:
+//!
+//! - `strncmp(a, b, n)` (0 when the first `n` bytes agree, as bpftrace) and
+//!   `strcontains(hay, needle)` (a bool) on strings read at run time, so
+//!   filters and keys can use them;
+//! - `buf(ptr, len)`: `len` bytes of memory (a constant up to 256, or a
+//!   runtime length up to the string limit), shown hex-escaped (`\x01\x02`,
+//!   printable ASCII kept) where userspace prints it;
+//! - `kptr(v, "struct sock")`: bpftrace's `(struct sock *)v`, an integer
+//!   made a pointer to a kernel struct through BTF, whose `.member` chains
+//!   then read as for other BTF pointers (`let s = kptr(...); s.sk_family`,
+//!   or `kptr(...).sk_family`). In a userspace statement, each
+//!   `kptr(v, T).a.b` is read in the kernel and shipped with `v`, and
+//!   userspace's `kptr(v, T)` is an object map of the members read.
+
+use probes_ebpf::ir::StrOp;
+
+use crate::compile::fields;
+
+use super::*;
+
+/// `kptr(..)` with two arguments.
+pub(crate) fn is_kptr(e: &RExpr) -> bool {
+    matches!(e, RExpr::FnCall(c, _) if c.name == "kptr" && c.args.len() == 2)
+}
+
+/// The call at the end of `path` is the left side of a `.member` read
+/// (`kptr(v, T).pid`), which userspace statements may use.
+pub(crate) fn member_read(path: &[ASTNode]) -> bool {
+    let [.., ASTNode::Expr(RExpr::Dot(x, _, _)), ASTNode::Expr(call)] = path else { return false };
+    is_kptr(call) && x.lhs.position() == call.position()
+}
+
+/// The functions lowered here (userspace has its own `strncmp`/`strcontains`).
+pub(crate) const KERNEL_ONLY: &[&str] = &["buf", "kptr"];
+
+impl Lowerer<'_> {
+    /// The kernel value of a call of `name`; None when `name` is not one of these.
+    pub(crate) fn string_call(&mut self, name: &str, args: &[RExpr], pos: Position) -> Option<Result<Expr>> {
+        Some(match (name, args.len()) {
+            ("strncmp", 3) => self.strncmp(args),
+            ("strcontains", 2) => {
+                let (a, b) = match (self.string_arg(&args[0], name), self.string_arg(&args[1], name)) {
+                    (Ok(a), Ok(b)) => (a, b),
+                    (Err(e), _) | (_, Err(e)) => return Some(Err(e)),
+                };
+                Ok(Expr::StrSearch(StrOp::Contains, Box::new(a), Box::new(b)))
+            }
+            ("buf", 2) => self.buf(args),
+            ("kptr", 2) => self.kptr(args).map(|a| a.expr),
+            ("strncmp", _) => err(pos, "strncmp(a, b, n) takes two strings and a constant length"),
+            ("strcontains", _) => err(pos, "strcontains(haystack, needle) takes two strings"),
+            ("buf", _) => err(pos, "buf(ptr, len) takes a pointer and a length"),
+            ("kptr", _) => err(pos, "kptr(value, \"struct NAME\") takes an integer and a struct type"),
+            _ => return None,
+        })
+    }
+
+    /// A string operand: strings only (read a pointer with `str(p)` first).
+    fn string_arg(&mut self, e: &RExpr, name: &str) -> Result<Expr> {
+        let v = self.expr(e)?;
+        match self.ty(&v) {
+            Ty::Bytes(_) => Ok(v),
+            Ty::Int => err(e.position(), format!("{name}() compares strings; read a pointer as one with str(ptr)")),
+        }
+    }
+
+    fn strncmp(&mut self, args: &[RExpr]) -> Result<Expr> {
+        let a = self.string_arg(&args[0], "strncmp")?;
+        let b = self.string_arg(&args[1], "strncmp")?;
+        let n = match self.const_int(&args[2]) {
+            Some(n) if (0..=256).contains(&n) => n as u32,
+            _ => return err(args[2].position(), "strncmp(a, b, n): n must be a constant from 0 to 256"),
+        };
+        Ok(Expr::StrSearch(StrOp::Ncmp(n), Box::new(a), Box::new(b)))
+    }
+
+    fn buf(&mut self, args: &[RExpr]) -> Result<Expr> {
+        let ptr = self.int_expr(&args[0])?;
+        let user = self.is_user_pointer(&args[0]);
+        let (len, max) = match self.const_int(&args[1]) {
+            Some(n) if (0..=256).contains(&n) => (Expr::Int(n), n as u32),
+            Some(_) => return err(args[1].position(), "buf(ptr, len): a constant len must be from 0 to 256"),
+            // A runtime length reads at most the string limit (RTRACE_STRLEN).
+            None => (self.int_expr(&args[1])?, self.target.str_max),
+        };
+        Ok(Expr::ReadBuf { ptr: Box::new(ptr), len: Box::new(len), max, user })
+    }
+
+    /// `kptr(v, "struct NAME")`: `v` as a pointer to that struct.
+    pub(crate) fn kptr(&mut self, args: &[RExpr]) -> Result<fields::Access> {
+        let value = self.int_expr(&args[0])?;
+        let tpos = args[1].position();
+        let Some(written) = self.const_arg(&args[1]) else {
+            return err(tpos, "kptr(value, type): the type is a string constant, e.g. \"struct sock\"");
+        };
+        let name = written.trim().trim_end_matches('*').trim();
+        let Some(name) = name.strip_prefix("struct ").map(str::trim) else {
+            return err(tpos, format!("kptr(): '{written}' is no struct type; write e.g. \"struct sock\""));
+        };
+        let Some(btf) = crate::kernel::btf::kernel() else {
+            return err(tpos, "kptr() needs the kernel's BTF (/sys/kernel/btf/vmlinux), which this kernel lacks");
+        };
+        let Some(id) = btf.struct_named(name) else {
+            return err(tpos, format!("kptr(): the kernel's BTF has no struct {name}"));
+        };
+        Ok(fields::Access { expr: value, char_pointer: false, pointee: Some(id) })
+    }
+
+    /// `kptr(v, "struct NAME").a.b`: members through BTF.
+    pub(crate) fn kptr_member(&mut self, args: &[RExpr], rhs: &RExpr, pos: Position) -> Result<fields::Access> {
+        let base = self.kptr(args)?;
+        let (chain, rest) = property_chain(rhs);
+        if rest || chain.is_empty() {
+            return err(pos, "only member names can follow kptr(...), e.g. kptr(p, \"struct sock\").sk_family");
+        }
+        let Some(btf) = crate::kernel::btf::kernel() else { return err(pos, "this kernel has no BTF") };
+        let names: Vec<String> = chain.iter().map(|c| c.0.clone()).collect();
+        let ty = base.pointee.unwrap_or(0);
+        let base = fields::Base { value: base.expr, ty, pointee: true, name: "kptr(...)".into() };
+        fields::walk(btf, base, &names).map_err(|(i, msg)| {
+            let at = chain.get(i).or(chain.last()).map(|c| c.1).unwrap_or(pos);
+            LowerError { pos: at, message: msg, userspace: false }
+        })
+    }
+
+    /// The record fields for `kptr(v, T).a.b` in a userspace statement
+    /// (occurrence `id`): `v`, and the member (a `char *` as its string).
+    pub(crate) fn kptr_fields(
+        &mut self,
+        id: usize,
+        call: &RExpr,
+        rhs: &RExpr,
+        pos: Position,
+    ) -> Result<Vec<(Capture, Expr)>> {
+        let RExpr::FnCall(c, _) = call else { return Ok(vec![]) };
+        let base = self.kptr(&c.args)?;
+        let access = self.kptr_member(&c.args, rhs, pos)?;
+        let ty = self.const_arg(&c.args[1]).unwrap_or_default();
+        let path: Vec<String> = property_chain(rhs).0.into_iter().map(|c| c.0).collect();
+        let member = if access.char_pointer {
+            Expr::ReadStr { ptr: Box::new(access.expr), max: self.target.str_max, user: false }
+        } else {
+            access.expr
+        };
+        Ok(vec![(Capture::KptrBase { id, ty: ty_key(&ty) }, base.expr), (Capture::KptrMember { id, path }, member)])
+    }
+}
+
+/// `"struct sock *"` and `"struct  sock"` name one type: `struct sock`.
+fn ty_key(written: &str) -> String {
+    written.trim().trim_end_matches('*').split_whitespace().collect::<Vec<_>>().join(" ")
+}

@@ -1,0 +1,221 @@
+//! The event loop: `BEGIN`, then records from the reader to their
+//! userspace statements, control messages (exit, print, clear, zero from the
+//! kernel), timers, SIGUSR1 map prints and loss reports, until the run ends;
+//! then draining what is still queued.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Result};
+
+use crate::config::Config;
+use crate::output::sink;
+use crate::plan::Plan;
+use crate::script::api::MapBackend;
+use crate::script::Session;
+use probes_ebpf::record::{CONTROL_CLEAR, CONTROL_EXIT, CONTROL_PRINT, CONTROL_ZERO};
+
+use super::{continuation, dump, exporter, limits, reader, serve, signals, traced, Loaded};
+
+/// Start the ring-buffer reader on the plan's rings; `tracker` follows
+/// process mappings for user stacks.
+pub fn start_reader(
+    plan: &Plan,
+    loaded: &Loaded,
+    tracker: Option<crate::symbols::procmaps::Tracker>,
+) -> Result<reader::Reader> {
+    let dup = |m: &libbpf_rs::MapHandle| libbpf_rs::MapHandle::try_from(m).map_err(|e| anyhow!("ring buffer: {e}"));
+    reader::Reader::start(
+        dup(&loaded.data)?,
+        dup(&loaded.control)?,
+        dup(&loaded.wake)?,
+        tracker,
+        user_stack_offsets(plan),
+    )
+}
+
+/// Per site: the record offsets of its user-stack values.
+fn user_stack_offsets(plan: &Plan) -> Vec<Vec<usize>> {
+    let offsets: Vec<Vec<usize>> = plan
+        .sites
+        .iter()
+        .map(|sp| {
+            let (offsets, _) = probes_ebpf::record::field_offsets(sp.site.fields.iter().map(|(_, ty)| *ty));
+            let user_stack =
+                |i: usize| matches!(sp.site.sems.get(i), Some(crate::plan::site::Sem::Stack { user: true, .. }));
+            offsets.into_iter().enumerate().filter(|(i, _)| user_stack(*i)).map(|(_, at)| at as usize).collect()
+        })
+        .collect();
+    if offsets.iter().all(Vec::is_empty) {
+        return Vec::new();
+    }
+    offsets
+}
+
+fn exit_requested(session: &Session) -> bool {
+    session.registry.lock().unwrap().exit_code.is_some()
+}
+
+pub fn event_loop(
+    session: &Session,
+    plan: &Plan,
+    loaded: &Loaded,
+    reader: &reader::Reader,
+    conts: &mut continuation::Continuations,
+    opts: &Config,
+    mut traced: Option<&mut traced::TracedProcess>,
+) -> Result<()> {
+    let start = Instant::now();
+    let mut lost_checked = start;
+    let deadline = opts.duration.map(|d| start + d);
+    for p in &plan.begin {
+        session.call(&p.ast, &p.closure)?;
+        if exit_requested(session) {
+            return Ok(());
+        }
+    }
+    let timers = session.registry.lock().unwrap().timers.clone();
+    let mut next_due: Vec<Option<Instant>> = timers.iter().map(|t| Some(start + t.period)).collect();
+    loop {
+        limits::note_kernel_exit(session, reader, &loaded.stop);
+        limits::check_output()?;
+        if exit_requested(session) || signals::interrupted() || exporter::reload_requested() {
+            return Ok(());
+        }
+        if traced.as_deref_mut().is_some_and(|t| t.ended()) {
+            return Ok(());
+        }
+        let now = Instant::now();
+        if deadline.is_some_and(|d| now >= d) {
+            return Ok(());
+        }
+        let mut wait = Duration::from_millis(50);
+        if let Some(d) = deadline {
+            wait = wait.min(d.saturating_duration_since(now));
+        }
+        for due in next_due.iter().flatten() {
+            wait = wait.min(due.saturating_duration_since(now));
+        }
+        crossbeam_channel::select! {
+            recv(reader.data) -> batch => {
+                if let Ok(batch) = batch {
+                    run_batch(session, plan, conts, &batch)?;
+                }
+            }
+            recv(reader.control) -> msg => {
+                if let Ok(msg) = msg {
+                    control(session, loaded, msg);
+                }
+            }
+            default(wait) => {}
+        }
+        for msg in reader.control.try_iter().take(limits::CONTROL_PER_TURN) {
+            control(session, loaded, msg);
+        }
+        sink::flush();
+        let now = Instant::now();
+        if signals::take_print_request() {
+            dump::print_all_maps(session, loaded, dump::Occasion::Signal);
+        }
+        if now.duration_since(lost_checked) >= Duration::from_secs(1) {
+            lost_checked = now;
+            dump::report_new_losses(plan, loaded);
+        }
+        for (i, t) in timers.iter().enumerate() {
+            if next_due[i].is_some_and(|d| now >= d) {
+                next_due[i] = if t.repeat { Some(now + t.period) } else { None };
+                session.call(&session.ast, &t.closure)?;
+            }
+        }
+    }
+}
+
+/// Handle what is still queued after detaching, until the reader has
+/// finished. After exit(), Ctrl-C or an error the rest is only counted;
+/// returns how many records were skipped that way.
+pub fn drain(
+    session: &Session,
+    plan: &Plan,
+    loaded: &Loaded,
+    reader: &reader::Reader,
+    conts: &mut continuation::Continuations,
+    result: &mut Result<()>,
+) -> u64 {
+    let mut skipped = 0u64;
+    limits::note_kernel_exit(session, reader, &loaded.stop);
+    for batch in reader.data.iter() {
+        limits::note_kernel_exit(session, reader, &loaded.stop);
+        while let Ok(msg) = reader.control.try_recv() {
+            control(session, loaded, msg);
+        }
+        // Records queued when tracing stopped (Ctrl-C, -d, the -c command
+        // ending, exit() from a probe) were made before the stop, so they
+        // still run; after exit() from userspace or an error they are
+        // counted and skipped.
+        let stopped = exit_requested(session) && !session.registry.lock().unwrap().exit_from_kernel;
+        if result.is_err() || stopped {
+            skipped += count_records(&batch);
+            continue;
+        }
+        if let Err(e) = run_batch(session, plan, conts, &batch) {
+            *result = Err(e);
+        }
+    }
+    while let Ok(msg) = reader.control.try_recv() {
+        control(session, loaded, msg);
+    }
+    limits::note_kernel_exit(session, reader, &loaded.stop);
+    skipped
+}
+
+fn count_records(batch: &[u8]) -> u64 {
+    let (mut off, mut n) = (0usize, 0u64);
+    while off + 4 <= batch.len() {
+        off += 4 + u32::from_le_bytes(batch[off..off + 4].try_into().unwrap_or([0; 4])) as usize;
+        n += 1;
+    }
+    n
+}
+
+fn run_batch(session: &Session, plan: &Plan, conts: &mut continuation::Continuations, batch: &[u8]) -> Result<()> {
+    let mut off = 0usize;
+    let mut result = Ok(());
+    while off + 4 <= batch.len() {
+        let len = u32::from_le_bytes(batch[off..off + 4].try_into().unwrap_or([0; 4])) as usize;
+        let rec = &batch[off + 4..(off + 4 + len).min(batch.len())];
+        result = conts.run(session, plan, rec);
+        if result.is_err() {
+            break;
+        }
+        off += 4 + len;
+    }
+    serve::note_progress(conts.records, conts.errors);
+    sink::flush();
+    result
+}
+
+fn control(session: &Session, loaded: &Loaded, (kind, _probe, arg): reader::Control) {
+    match kind {
+        CONTROL_EXIT => {
+            let mut reg = session.registry.lock().unwrap();
+            if reg.exit_code.is_none() {
+                reg.exit_code = Some(crate::script::api::exit_status(arg));
+                reg.exit_from_kernel = true;
+            }
+        }
+        CONTROL_PRINT | CONTROL_CLEAR | CONTROL_ZERO => {
+            let Some(m) = loaded.maps.get(arg as usize) else { return };
+            let r = match kind {
+                CONTROL_PRINT => m.print(),
+                CONTROL_CLEAR => m.clear(),
+                _ => m.zero(),
+            };
+            if let Err(e) = r {
+                eprintln!("rtrace: map {}: {e}", m.name);
+            }
+            if kind == CONTROL_CLEAR {
+                session.registry.lock().unwrap().maps[arg as usize].mark_handled();
+            }
+        }
+        _ => {}
+    }
+}

@@ -1,0 +1,138 @@
+//! Loading a compiled plan: create the maps its ids name (mapset.rs), patch their fds
+//! into the programs, load each program through the verifier (a rejection
+//! becomes a Diagnostic at the statement whose code was refused), and
+//! attach the loaded programs.
+
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::Arc;
+
+use anyhow::{anyhow, Result};
+use probes_ebpf::insn::Insn;
+
+use crate::config::Config;
+use crate::diag::{Diagnostic, Pos};
+use crate::kernel::link::{self, Attachment};
+use crate::kernel::{sys, verifier};
+use crate::plan::{CompiledProgram, Plan};
+use crate::script::{position_text, Session};
+
+use super::{kmaps, stacks};
+
+/// Programs loaded into the kernel, with the maps they use.
+pub struct Loaded {
+    pub maps: Vec<Arc<kmaps::KernelMap>>,
+    pub control: libbpf_rs::MapHandle,
+    pub data: libbpf_rs::MapHandle,
+    pub lost: libbpf_rs::MapHandle,
+    pub programs: Vec<OwnedFd>,
+    /// `-c`: the followed pids (kept open while programs use it).
+    _follow: Option<libbpf_rs::MapHandle>,
+    /// Every program's stop flag.
+    pub stop: libbpf_rs::MapHandle,
+    /// The reader's "about to sleep" flag.
+    pub wake: libbpf_rs::MapHandle,
+    pub stacks: Arc<stacks::StackMaps>,
+}
+
+/// Create the maps and load every program through the verifier.
+pub fn load_all(session: &Session, plan: &Plan, opts: &Config) -> Result<Loaded> {
+    let m = super::mapset::create(session, plan, opts)?;
+    let fds = &m.fds;
+    let mut programs = Vec::new();
+    for prog in &plan.programs {
+        let insns = patch_maps(prog, fds);
+        let attrs = prog
+            .load
+            .clone()
+            .map_err(|e| Diagnostic::at_text(&session.file_name, &probe_position(session, plan, prog), e))?;
+        match sys::prog_load(prog.prog_type, attrs, &prog.name, &insns) {
+            Ok(fd) => programs.push(fd),
+            Err(e) => return Err(verifier_error(session, plan, prog, &e, opts.verifier_log)),
+        }
+    }
+    Ok(Loaded {
+        maps: m.script,
+        control: m.control,
+        data: m.data,
+        lost: m.lost,
+        programs,
+        stop: m.stop,
+        wake: m.wake,
+        stacks: m.stacks,
+        _follow: m.follow,
+    })
+}
+
+fn patch_maps(prog: &CompiledProgram, fds: &[i32]) -> Vec<Insn> {
+    let mut insns = prog.code.insns.clone();
+    for &(at, map) in &prog.code.map_relocs {
+        insns[at].imm = fds[map as usize];
+    }
+    insns
+}
+
+/// `line:col` of the `probe(...)` call a program comes from.
+pub(super) fn probe_position(session: &Session, plan: &Plan, prog: &CompiledProgram) -> String {
+    let reg = session.registry.lock().unwrap();
+    reg.probes
+        .iter()
+        .find(|p| p.spec == plan.probes[prog.probe])
+        .map(|p| position_text(p.pos))
+        .unwrap_or_else(|| "?".into())
+}
+
+/// A verifier rejection, pointed at the script statement that caused it.
+fn verifier_error(
+    session: &Session,
+    plan: &Plan,
+    prog: &CompiledProgram,
+    e: &verifier::LoadError,
+    full_log: bool,
+) -> anyhow::Error {
+    let file = &session.file_name;
+    let reason = e.reason();
+    if prog.internal {
+        let msg =
+            format!("-c: the kernel refused the program that follows the command's children ({}): {reason}", prog.name);
+        return Diagnostic::new(file, None, msg).into();
+    }
+    if e.errno == libc::EPERM && e.log.is_empty() {
+        let msg = "the kernel refused to load BPF programs (EPERM): run as root or with CAP_BPF and CAP_PERFMON";
+        return Diagnostic::new(file, None, msg).into();
+    }
+    let span = e.failing_insn().and_then(|i| prog.code.spans.get(i)).filter(|s| s.line > 0);
+    let at = match span {
+        Some(s) => Pos::of_span(*s),
+        None => Pos::parse(&probe_position(session, plan, prog)),
+    };
+    if full_log {
+        eprintln!("{}", e.log);
+    }
+    let msg = format!(
+        "the kernel verifier rejected the code for this statement in {}: {reason} (set RTRACE_VERIFIER_LOG=1 for the full log)",
+        prog.name
+    );
+    Diagnostic::new(file, at, msg).into()
+}
+
+/// Attach every program to its points; on a refusal, detach what was
+/// attached and name the `probe()` call the refused point comes from.
+pub fn attach_all(session: &Session, plan: &Plan, loaded: &Loaded) -> Result<Vec<Attachment>> {
+    let mut attachments: Vec<Attachment> = Vec::new();
+    for (i, point) in plan.attach_order() {
+        let (prog, fd) = (&plan.programs[i], &loaded.programs[i]);
+        match prog.probe_type.attach(point, fd.as_fd()) {
+            Ok(a) => attachments.push(a),
+            Err(e) => {
+                link::detach_all(attachments);
+                let text = format!("{e:#}");
+                if text.contains(": error:") {
+                    return Err(e);
+                }
+                let at = probe_position(session, plan, prog);
+                return Err(anyhow!("{}:{at}: error: {text}", session.file_name));
+            }
+        }
+    }
+    Ok(attachments)
+}

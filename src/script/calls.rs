@@ -1,0 +1,394 @@
+//! The check before attaching: once the top level has run, every function
+//! and method call in the script — its top level, probe closures, BEGIN/END,
+//! timers, script functions, and the closures of `probe(spec, "source")`
+//! strings — must name a function that exists, with a number of arguments
+//! it takes. Known are: the engine's functions (Rhai's packages and rtrace's
+//! API), the script's own functions, the functions of modules it imports,
+//! and the kernel built-ins a probe's kernel side knows ([`KERNEL_CALLS`]).
+//! A literal printf format is checked against its values, and a map given
+//! where printf wants a number is refused. Errors are one line at the call,
+//! with close names ("did you mean") and the rtrace form of bpftrace habits
+//! (habits.rs). So a typo in a probe that never fires still fails the run,
+//! before anything is attached.
+//!
+//! What is not checked (no false errors): calls of a name that is also a
+//! variable (a function pointer), methods whose name is an object-map
+//! property (`obj.f()`), and functions of modules imported from files.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+
+use rhai::{ASTNode, Expr, FnCallExpr, FnNamespace, Position, Stmt, AST};
+
+use super::formatting::MAX_VALUES;
+use super::{habits, MapHandle, Session};
+use crate::diag::Diagnostic;
+use crate::output::printf::{self, Piece};
+
+/// Calls a probe's kernel side lowers itself (name, argument counts); the
+/// ones not also registered as userspace functions would otherwise look unknown.
+pub const KERNEL_CALLS: &[(&str, &[usize])] = &[
+    ("count", &[0]),
+    ("sum", &[1]),
+    ("avg", &[1]),
+    ("min", &[1]),
+    ("max", &[1]),
+    ("stats", &[1]),
+    ("hist", &[1]),
+    ("lhist", &[4]),
+    ("quantiles", &[1, 2]),
+    ("str", &[1, 2]),
+    ("ksym", &[1]),
+    ("emit", &[1]),
+    ("buf", &[2]),
+    ("kptr", &[2]),
+    ("exit", &[0, 1]),
+    ("print", &[1]),
+    ("clear", &[1]),
+    ("zero", &[1]),
+];
+
+/// Aggregations: only the kernel forms count (not Rhai's `min(a, b)`).
+const AGGREGATIONS: &[&str] = &["count", "sum", "avg", "stats", "hist", "lhist", "quantiles"];
+
+/// Rhai's keyword functions (not in any package; any arity is left to Rhai).
+const KEYWORDS: &[&str] =
+    &["print", "debug", "type_of", "eval", "Fn", "call", "curry", "is_shared", "is_def_var", "is_def_fn", "this"];
+
+/// The functions that take a printf format first.
+const FORMATTING: &[&str] = &["printf", "sprintf", "eprintf", "system"];
+
+/// Name → the argument counts it is known with.
+type Arities = HashMap<String, BTreeSet<usize>>;
+
+/// What a call may name.
+#[derive(Default)]
+struct Known {
+    /// Global functions: the engine's and the kernel built-ins.
+    native: Arities,
+    /// Aggregation calls: only their kernel forms (the userspace ones only say "use it in a probe").
+    aggregations: Arities,
+    /// The script's functions (a method call binds `this`, so `x.f(a)` calls `fn f(a)`).
+    script: Arities,
+    /// Module namespace → its functions.
+    modules: HashMap<String, Arities>,
+    /// `import "NAME" as ALIAS;` of an embedded module: ALIAS → NAME.
+    aliases: HashMap<String, String>,
+    /// Names bound as variables somewhere (they may hold function pointers).
+    variables: HashSet<String>,
+    /// Object-map property names (they may hold methods).
+    properties: HashSet<String>,
+    /// Top-level variables holding maps.
+    maps: HashSet<String>,
+}
+
+/// A problem found at a position of one AST.
+struct Problem {
+    pos: Position,
+    message: String,
+}
+
+/// Check every call of the script `session` loaded (after its top level ran).
+pub fn check(session: &Session) -> Result<(), Diagnostic> {
+    let probes = session.registry.lock().map(|r| r.probes.clone()).unwrap_or_default();
+    let sources: Vec<_> = probes.iter().filter(|p| p.source.is_some()).collect();
+    let mut asts: Vec<&AST> = vec![&session.ast];
+    asts.extend(sources.iter().map(|p| &*p.ast));
+    let known = Known::new(session, &asts);
+    if let Some(p) = problems(&known, &session.ast).into_iter().next() {
+        return Err(Diagnostic::at(&session.file_name, p.pos, p.message));
+    }
+    for probe in sources {
+        if let Some(p) = problems(&known, &probe.ast).into_iter().next() {
+            let at = super::position_text(p.pos);
+            let message = format!("{} (in the probe source string, at {at})", p.message);
+            return Err(Diagnostic::at(&session.file_name, probe.pos, message));
+        }
+    }
+    Ok(())
+}
+
+impl Known {
+    fn new(session: &Session, asts: &[&AST]) -> Known {
+        let mut k = Known::default();
+        let listed = session.engine.collect_fn_metadata(
+            None,
+            |info| {
+                let global = info.metadata.namespace == FnNamespace::Global;
+                Some((info.namespace.to_string(), info.metadata.name.to_string(), info.metadata.num_params, global))
+            },
+            true,
+        );
+        for (namespace, name, params, global) in listed {
+            if namespace.is_empty() || global {
+                k.native.entry(name.clone()).or_default().insert(params);
+            }
+            if !namespace.is_empty() {
+                k.modules.entry(namespace).or_default().entry(name).or_default().insert(params);
+            }
+        }
+        for (name, arities) in KERNEL_CALLS {
+            k.native.entry(name.to_string()).or_default().extend(arities.iter());
+            if AGGREGATIONS.contains(name) {
+                k.aggregations.insert(name.to_string(), arities.iter().copied().collect());
+            }
+        }
+        for name in FORMATTING {
+            k.native.entry(name.to_string()).or_default().extend(1..=MAX_VALUES + 1);
+        }
+        for (name, _, value) in session.scope.iter() {
+            k.variables.insert(name.to_string());
+            if value.flatten_clone().try_cast::<MapHandle>().is_some() {
+                k.maps.insert(name.to_string());
+            }
+        }
+        for ast in asts {
+            for f in ast.iter_functions() {
+                k.script.entry(f.name.to_string()).or_default().insert(f.params.len());
+                k.variables.extend(f.params.iter().map(|p| p.to_string()));
+            }
+            k.collect_names(ast);
+        }
+        k
+    }
+
+    /// Variables, properties and imports anywhere in `ast`.
+    fn collect_names(&mut self, ast: &AST) {
+        ast.walk(&mut |path: &[ASTNode]| {
+            match path.last() {
+                Some(ASTNode::Stmt(Stmt::Var(x, ..))) => {
+                    self.variables.insert(x.0.name.to_string());
+                }
+                Some(ASTNode::Stmt(Stmt::For(x, ..))) => {
+                    self.variables.insert(x.0.name.to_string());
+                    if let Some(counter) = &x.1 {
+                        self.variables.insert(counter.name.to_string());
+                    }
+                }
+                Some(ASTNode::Stmt(Stmt::Import(x, ..))) => {
+                    if let Expr::StringConstant(path, _) = &x.0 {
+                        if self.modules.contains_key(path.as_str()) && !x.1.name.is_empty() {
+                            self.aliases.insert(x.1.name.to_string(), path.to_string());
+                        }
+                    }
+                }
+                Some(ASTNode::Expr(Expr::Variable(v, ..))) => {
+                    self.variables.insert(v.1.to_string());
+                }
+                Some(ASTNode::Expr(Expr::Property(p, _))) => {
+                    self.properties.insert(p.2.to_string());
+                }
+                Some(ASTNode::Expr(Expr::Map(m, _))) => {
+                    self.properties.extend(m.0.iter().map(|(ident, _)| ident.name.to_string()));
+                }
+                _ => {}
+            }
+            true
+        });
+    }
+
+    /// Every name a call could mean, for "did you mean".
+    fn names(&self) -> Vec<&str> {
+        let names = self.native.keys().chain(self.script.keys()).map(String::as_str);
+        let mut all: Vec<&str> = names.filter(|n| identifier(n) && !n.contains('$')).collect();
+        all.sort_unstable();
+        all.dedup();
+        all
+    }
+}
+
+/// Whether `name` is written like a function name (not an operator).
+fn identifier(name: &str) -> bool {
+    name.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_')
+}
+
+/// The problems in `ast`, first position first.
+fn problems(known: &Known, ast: &AST) -> Vec<Problem> {
+    let mut found: BTreeMap<(usize, usize), Problem> = BTreeMap::new();
+    ast.walk(&mut |path: &[ASTNode]| {
+        let problem = match path.last() {
+            Some(ASTNode::Expr(Expr::FnCall(call, pos))) | Some(ASTNode::Stmt(Stmt::FnCall(call, pos))) => {
+                check_call(known, call, *pos, false)
+            }
+            Some(ASTNode::Expr(Expr::MethodCall(call, pos))) => check_call(known, call, *pos, true),
+            _ => None,
+        };
+        if let Some(p) = problem {
+            let at = (p.pos.line().unwrap_or(0), p.pos.position().unwrap_or(0));
+            found.entry(at).or_insert(p);
+        }
+        true
+    });
+    found.into_values().collect()
+}
+
+fn check_call(known: &Known, call: &FnCallExpr, pos: Position, method: bool) -> Option<Problem> {
+    let name = call.name.as_str();
+    if call.op_token.is_some() || !identifier(name) || name.contains('$') {
+        return None;
+    }
+    let problem = |message: String| Some(Problem { pos, message });
+    let n = call.args.len();
+    if !call.namespace.is_empty() {
+        let ns = call.namespace.to_string();
+        let ns = known.aliases.get(&ns).cloned().unwrap_or(ns);
+        let functions = known.modules.get(&ns)?;
+        return match functions.get(name) {
+            Some(arities) if arities.contains(&n) => None,
+            Some(arities) => problem(format!("`{ns}::{name}` takes {}, {n} given", counts(arities))),
+            None => {
+                let close = crate::util::similar::suggest(name, functions.keys().map(String::as_str));
+                problem(format!("module `{ns}` has no function `{name}`{}", did_you_mean(&close, &format!("{ns}::"))))
+            }
+        };
+    }
+    if KEYWORDS.contains(&name) {
+        return keyword_call(known, call, method).and_then(problem);
+    }
+    // A function pointer held in a variable, or a method held in a property.
+    if (!method && known.variables.contains(name)) || (method && known.properties.contains(name)) {
+        return None;
+    }
+    let native = match method {
+        false if AGGREGATIONS.contains(&name) => known.aggregations.get(name),
+        _ => known.native.get(name),
+    };
+    let script = known.script.get(name);
+    let fits = if method {
+        native.is_some_and(|a| a.contains(&(n + 1))) || script.is_some_and(|a| a.contains(&n) || a.contains(&(n + 1)))
+    } else {
+        native.is_some_and(|a| a.contains(&n)) || script.is_some_and(|a| a.contains(&n))
+    };
+    if fits {
+        return format_problem(known, call).and_then(problem);
+    }
+    let shown = if method { format!("`.{name}()`") } else { format!("`{name}`") };
+    if native.is_some() || script.is_some() {
+        if FORMATTING.contains(&name) && n > MAX_VALUES {
+            return problem(format!("{shown} takes a format and at most {MAX_VALUES} values, {} given", n - 1));
+        }
+        let mut arities: BTreeSet<usize> = script.cloned().unwrap_or_default();
+        let skip = usize::from(method);
+        arities.extend(native.into_iter().flatten().filter(|a| **a >= skip).map(|a| a - skip));
+        let hint = habits::call_hint(name, &call.args).map(|h| format!(": {h}")).unwrap_or_default();
+        return problem(format!("{shown} takes {}, {n} given{hint}", counts(&arities)));
+    }
+    let what = if method { "method" } else { "function" };
+    let hint = match habits::call_hint(name, &call.args) {
+        Some(h) => format!(": {h}"),
+        None => did_you_mean(&crate::util::similar::suggest(name, known.names()), ""),
+    };
+    problem(format!("unknown {what} {shown}{hint}"))
+}
+
+/// `print(a, b)`, and `Fn("name")` naming no function.
+fn keyword_call(known: &Known, call: &FnCallExpr, method: bool) -> Option<String> {
+    let name = call.name.as_str();
+    if name == "print"
+        && !method
+        && call.args.len() != 1
+        && !known.native.get("print").is_some_and(|a| a.contains(&call.args.len()))
+    {
+        let hint = habits::call_hint(name, &call.args).map(|h| format!(": {h}")).unwrap_or_default();
+        return Some(format!("`print` takes 1 argument, {} given{hint}", call.args.len()));
+    }
+    if name != "Fn" || method {
+        return None;
+    }
+    let Some(Expr::StringConstant(target, _)) = call.args.first() else { return None };
+    let target = target.as_str();
+    if !identifier(target) || target.contains("::") || KEYWORDS.contains(&target) {
+        return None;
+    }
+    if known.native.contains_key(target) || known.script.contains_key(target) {
+        return None;
+    }
+    let close = crate::util::similar::suggest(target, known.names());
+    Some(format!("Fn(\"{target}\") names no function{}", did_you_mean(&close, "")))
+}
+
+/// A literal format that does not fit its values, or a map where a number is printed.
+fn format_problem(known: &Known, call: &FnCallExpr) -> Option<String> {
+    let name = call.name.as_str();
+    if !FORMATTING.contains(&name) {
+        return None;
+    }
+    let Some(Expr::StringConstant(fmt, _)) = call.args.first() else { return None };
+    let mut values: Vec<&Expr> = call.args[1..].iter().collect();
+    if name == "system" && values.is_empty() {
+        // A command without values runs as written (`date +%s`).
+        return None;
+    }
+    if matches!(name, "sprintf" | "eprintf") && values.len() == 1 {
+        match values[0] {
+            Expr::Array(items, _) => values = items.iter().collect(),
+            e if !literal(e) => return None,
+            _ => {}
+        }
+    }
+    let pieces = match printf::parse(fmt) {
+        Ok(p) => p,
+        Err(e) => return Some(e.replacen("printf", name, 1)),
+    };
+    let specs: Vec<&printf::Spec> =
+        pieces.iter().filter_map(|p| if let Piece::Conv(s) = p { Some(s) } else { None }).collect();
+    let needed: usize = specs.iter().map(|s| s.values()).sum();
+    if needed != values.len() {
+        let s = if needed == 1 { "" } else { "s" };
+        return Some(format!("{name}: the format {:?} takes {needed} value{s}, {} given", fmt.as_str(), values.len()));
+    }
+    // Which conversion each value feeds: `*` widths and precisions are numbers.
+    let numeric = specs.iter().flat_map(|s| std::iter::repeat_n(true, s.values() - 1).chain([s.numeric()]));
+    for (value, numeric) in values.iter().zip(numeric) {
+        if let Expr::Variable(v, _, _) = value {
+            let m = v.1.as_str();
+            if numeric && known.maps.contains(m) {
+                return Some(format!(
+                    "`{m}` is a map, and {name} prints values: write `{m}[key]` (a map without a key: `{m}[()]`), or print({m}) for the whole map"
+                ));
+            }
+        }
+    }
+    None
+}
+
+fn literal(e: &Expr) -> bool {
+    matches!(
+        e,
+        Expr::IntegerConstant(..)
+            | Expr::FloatConstant(..)
+            | Expr::StringConstant(..)
+            | Expr::BoolConstant(..)
+            | Expr::CharConstant(..)
+    )
+}
+
+/// "1 argument", "0 or 1 arguments", "1 to 65 arguments".
+fn counts(arities: &BTreeSet<usize>) -> String {
+    let list: Vec<usize> = arities.iter().copied().collect();
+    let unit = |n: usize| if n == 1 { "argument" } else { "arguments" };
+    match list.as_slice() {
+        [] => "no arguments".into(),
+        [one] => format!("{one} {}", unit(*one)),
+        [a, b] => format!("{a} or {b} arguments"),
+        [first, .., last] if last - first + 1 == list.len() => format!("{first} to {last} arguments"),
+        _ => {
+            let text: Vec<String> = list.iter().map(usize::to_string).collect();
+            format!("{} arguments", text.join(", "))
+        }
+    }
+}
+
+fn did_you_mean(close: &[String], prefix: &str) -> String {
+    match close {
+        [] => String::new(),
+        [one] => format!("; did you mean `{prefix}{one}`?"),
+        many => {
+            let names: Vec<String> = many.iter().map(|c| format!("`{prefix}{c}`")).collect();
+            format!("; did you mean {}?", names.join(", "))
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "calls_tests.rs"]
+mod tests;

@@ -1,0 +1,62 @@
+//! Loss accounting on a real kernel: every control message a probe sends
+//! (`print(m)`, `m.clear()`, `m.zero()`) is either handled or counted, in
+//! the kernel when the control ring is full, in userspace when the event
+//! loop falls behind; the exit report and the metrics say how many.
+
+use std::time::Duration;
+
+use crate::common::*;
+
+/// `Lost N control messages ... on probe P` lines (the kernel's count), as (N, P).
+fn kernel_control_losses(stderr: &str) -> Vec<(u64, String)> {
+    stderr
+        .lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix("Lost ")?;
+            let (n, rest) = rest.split_once(" control messages (print/clear/zero) on probe ")?;
+            let probe = rest.strip_suffix(": the control ring was full")?;
+            Some((n.parse().ok()?, probe.to_string()))
+        })
+        .collect()
+}
+
+/// `rtrace: lost N control message(s) ...`: those userspace dropped.
+fn dropped_controls(stderr: &str) -> u64 {
+    stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("rtrace: lost ")?.split_once(" control message(s)")?.0.parse::<u64>().ok())
+        .sum()
+}
+
+#[test]
+fn every_control_message_is_handled_or_counted() {
+    let Some(_g) = setup() else { return };
+    const CALLS: u64 = 20_000;
+    let probe = "tracepoint:syscalls:sys_enter_getppid";
+    let src = fill(
+        r#"
+let p = map();
+probe("__PROBE__", |e| {
+    if e.pid == __ME__ { p = count(); print(p); }
+});
+probe("tracepoint:syscalls:sys_enter_getpid", |e| { if e.pid == __ME__ { exit(); } });
+"#,
+        &[("PROBE", &probe), ("ME", &pid())],
+    );
+    let mut t = Tracer::start(&["-e", &src]);
+    t.wait_attached();
+    // In one burst: far more than the control ring holds (64 KiB, 24 bytes a message).
+    getppid_n(CALLS as usize);
+    // exit() is never lost, and the messages queued before it are still handled.
+    getpid_n(1);
+    let out = t.finish_within(Duration::from_secs(30));
+    assert_eq!(out.code, Some(0), "{out}");
+    // The print(p) lines, before the exit dump (which starts with an empty line).
+    let printed = out.lines().iter().take_while(|l| !l.is_empty()).filter(|l| l.starts_with("@p: ")).count() as u64;
+    let lost = kernel_control_losses(&out.stderr);
+    let in_kernel: u64 = lost.iter().map(|(n, _)| n).sum();
+    assert!(lost.iter().all(|(_, p)| p == probe), "{out}");
+    let dropped = dropped_controls(&out.stderr);
+    assert!(in_kernel + dropped > 0, "a burst of {CALLS} print(m) overflowed nothing?\n{out}");
+    assert_eq!(printed + in_kernel + dropped, CALLS, "printed {printed}, lost {in_kernel} + {dropped}\n{out}");
+}
