@@ -589,13 +589,14 @@ impl Walk<'_> {
         }
         if let Some(Var::Kernel(Kind::Pointer)) = name.and_then(|n| self.lookup(n)) {
             if !rest && !chain.is_empty() {
-                return Ok(Kind::Any);
+                // A member may be a struct pointer again (`let p = t.real_parent;`).
+                return Ok(Kind::Pointer);
             }
         }
         if let RExpr::FnCall(c, _) = lhs {
             // `kptr(v, "struct sock").member`.
             if c.name == "kptr" && c.args.len() == 2 && !rest && !chain.is_empty() {
-                return self.call(c).map(|_| Kind::Any);
+                return self.call(c).map(|_| Kind::Pointer);
             }
         }
         if let Some(why) = trailing_call(rhs) {
