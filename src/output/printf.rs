@@ -1,9 +1,11 @@
 //! C-style `printf` formatting as bpftrace does it: `%d %i %u %o %x %X %c %s
 //! %p`, `%r` (a buf() value), the float forms `%f %F %e %E %g %G`, `%%`; flags `-+ 0#`; a width
 //! and a precision, each a number or `*` (taken from the next value); length
-//! modifiers `hh` (8 bits) and `h` (16 bits) truncate the value, while none,
-//! `l`, `ll`, `j`, `z`, `t`, `q` and `L` keep all 64 bits (rtrace's integers
-//! are 64-bit, as in bpftrace's own formatter).
+//! modifiers `hh` (8 bits) and `h` (16 bits) truncate the value; `%x %X %o`
+//! without a modifier print the low 32 bits as C and bpftrace do
+//! (`0x12345678abcdef` → `78abcdef`), while `%d %i %u` keep all 64 bits so
+//! sizes, pids and nanosecond times print whole; `l`, `ll`, `j`, `z`, `t`,
+//! `q` and `L` keep 64 bits.
 //!
 //! Pure: [`parse`] splits a format into text and conversions (also used by
 //! the check before attaching, to count the values a literal format needs),
@@ -18,7 +20,9 @@ pub enum Length {
     Char,
     /// `h`: 16 bits.
     Short,
-    /// None, `l`, `ll`, `j`, `z`, `t`, `q`, `L`: 64 bits.
+    /// No modifier: 32 bits for `%x %X %o`, 64 for the rest.
+    Plain,
+    /// `l`, `ll`, `j`, `z`, `t`, `q`, `L`: 64 bits.
     Full,
 }
 
@@ -116,7 +120,8 @@ pub fn parse(fmt: &str) -> Result<Vec<Piece>, String> {
         spec.length = match modifier.as_str() {
             "hh" => Length::Char,
             "h" => Length::Short,
-            "" | "l" | "ll" | "j" | "z" | "t" | "q" | "L" => Length::Full,
+            "" => Length::Plain,
+            "l" | "ll" | "j" | "z" | "t" | "q" | "L" => Length::Full,
             other => return Err(format!("printf: unknown length modifier `{other}` in {fmt:?}")),
         };
         let Some(conv) = chars.next() else {
@@ -267,10 +272,11 @@ fn int_text(spec: &Spec, v: i64, width: usize, precision: Option<usize>) -> Stri
     let (negative, magnitude): (bool, u64) = match (signed, spec.length) {
         (true, Length::Char) => ((v as i8) < 0, (v as i8).unsigned_abs() as u64),
         (true, Length::Short) => ((v as i16) < 0, (v as i16).unsigned_abs() as u64),
-        (true, Length::Full) => (v < 0, v.unsigned_abs()),
+        (true, Length::Plain | Length::Full) => (v < 0, v.unsigned_abs()),
         (false, Length::Char) => (false, v as u8 as u64),
         (false, Length::Short) => (false, v as u16 as u64),
-        (false, Length::Full) => (false, v as u64),
+        (false, Length::Plain) if matches!(spec.conv, 'x' | 'X' | 'o') => (false, v as u32 as u64),
+        (false, Length::Plain | Length::Full) => (false, v as u64),
     };
     let mut digits = match spec.conv {
         'o' => format!("{magnitude:o}"),
@@ -395,7 +401,10 @@ mod tests {
             "[0xff] [0XFF] [010] [0] [0]"
         );
         assert_eq!(f("[%#010x] [%-#8x|]", vec![i(255), i(255)]), "[0x000000ff] [0xff    |]");
-        assert_eq!(f("%u %x %o", vec![i(-1), i(-1), i(8)]), "18446744073709551615 ffffffffffffffff 10");
+        assert_eq!(
+            f("%u %x %lx %o", vec![i(-1), i(-1), i(-1), i(8)]),
+            "18446744073709551615 ffffffff ffffffffffffffff 10"
+        );
         assert_eq!(f("%p %c%c", vec![i(4096), i(65), i(0x142)]), "0x1000 AB");
         assert_eq!(f("%i|%5c|%-3c|", vec![i(-3), i(66), i(67)]), "-3|    B|C  |");
     }
@@ -405,10 +414,11 @@ mod tests {
         // bpftrace's runtime test: $x = 0x12345678abcdef.
         let v = 0x12345678abcdef_i64;
         assert_eq!(
-            f("%hhx %hx %jx %lx %llx", vec![i(v), i(v), i(v), i(v), i(v)]),
-            "ef cdef 12345678abcdef 12345678abcdef 12345678abcdef"
+            f("%hhx %hx %x %jx %lx %llx", vec![i(v), i(v), i(v), i(v), i(v), i(v)]),
+            "ef cdef 78abcdef 12345678abcdef 12345678abcdef 12345678abcdef"
         );
-        assert_eq!(f("%x", vec![i(v)]), "12345678abcdef");
+        assert_eq!(f("%X %o %lo", vec![i(v), i(v), i(v)]), "78ABCDEF 17052746757 221505317052746757");
+        assert_eq!(f("%d %u %i", vec![i(v), i(v), i(-v)]), "5124095577148911 5124095577148911 -5124095577148911");
         assert_eq!(f("%hhd %hhu %hd %hu", vec![i(255), i(255), i(65535), i(65535)]), "-1 255 -1 65535");
         assert_eq!(f("%hhd %hd %zd %td %qd", vec![i(0x180), i(0x18000), i(-5), i(-6), i(-7)]), "-128 -32768 -5 -6 -7");
         assert_eq!(f("%lld %ld %llu", vec![i(i64::MIN), i(-1), i(-1)]), "-9223372036854775808 -1 18446744073709551615");

@@ -111,7 +111,7 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| {
     assert_eq!(
         out.lines(),
         vec![
-            "ef cdef 12345678abcdef 12345678abcdef",
+            "ef cdef 78abcdef 12345678abcdef",
             "-1 65535 -1 18446744073709551615",
             "1.234500e+03 1.230000E-04 -1.00e+100 100000 1E-10 0.0001 1.23e+03 1.50000",
             "[   42] [ab  ] [2.47] [%]",
