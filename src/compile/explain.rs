@@ -19,6 +19,19 @@ fn ty_text(t: &Ty) -> String {
     }
 }
 
+/// The source from `line:col` to the end of that line, cut at 60 characters.
+fn statement_text(lines: &[&str], line: u32, col: u32) -> String {
+    let Some(l) = lines.get((line as usize).wrapping_sub(1)) else { return String::new() };
+    let from: String = l.chars().skip((col as usize).saturating_sub(1)).collect();
+    // A trailing `// comment` isn't part of the statement.
+    let from = from.split(" //").next().unwrap_or("").trim_end();
+    if from.chars().count() > 60 {
+        format!("{}…", from.chars().take(59).collect::<String>())
+    } else {
+        from.to_string()
+    }
+}
+
 pub fn render(session: &Session, plan: &Plan, source: &str) -> String {
     let mut out = String::new();
     let lines: Vec<&str> = source.lines().collect();
@@ -75,6 +88,19 @@ pub fn render(session: &Session, plan: &Plan, source: &str) -> String {
                 prog.dispatch
             );
         }
+        if !prog.split.is_empty() {
+            let _ = writeln!(out, "  where each statement runs:");
+        }
+        for p in &prog.split {
+            let text = statement_text(&lines, p.at.line, p.at.col);
+            let indent = "  ".repeat(p.depth as usize);
+            let (place, why) = match &p.userspace {
+                None => ("kernel   ", String::new()),
+                Some(why) => ("userspace", format!("  — {why}")),
+            };
+            let at = format!("{}:{}", p.at.line, p.at.col);
+            let _ = writeln!(out, "    {indent}{place} {at:<6} {text}{why}");
+        }
         for sp in &sites {
             let site = &sp.site;
             let layout: Vec<String> = site
@@ -86,6 +112,7 @@ pub fn render(session: &Session, plan: &Plan, source: &str) -> String {
                         Capture::Local { name, .. } => name.clone(),
                         Capture::Emitted => "emitted".into(),
                         Capture::EventItem { path, index } => format!("e.{}[{index}]", path.join(".")),
+                        Capture::Read { line, col } => format!("str() at {line}:{col}"),
                         Capture::KptrBase { ty, .. } => format!("kptr(.., \"{ty}\")"),
                         Capture::KptrMember { path, .. } => format!("kptr(..).{}", path.join(".")),
                     };

@@ -2,14 +2,16 @@
 //! points, lower each closure to IR (`lower`), unify map layouts (`maps`),
 //! and generate BPF (`probes_ebpf`).
 
-pub mod closures;
+pub mod closure;
 mod dispatch;
+pub mod event;
 pub mod exit_flag;
 pub mod explain;
 pub mod fields;
 pub mod lower;
 mod map_names;
 pub mod maps;
+pub mod split;
 pub mod userspace_uses;
 
 use std::cell::RefCell;
@@ -61,7 +63,7 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
 
     // One index per AST (the script's, each probe source string's): finding
     // every probe's closure stays linear in the number of probe() calls.
-    let mut closures: std::collections::HashMap<*const rhai::AST, closures::ClosureIndex> = Default::default();
+    let mut closures: std::collections::HashMap<*const rhai::AST, closure::ClosureIndex> = Default::default();
     for def in &reg.probes {
         let specs = spec::parse(&def.spec).map_err(|e| here(def, e.to_string()))?;
         if specs.iter().any(|s| s.kind.is_userspace()) {
@@ -71,7 +73,7 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
                     "BEGIN and END can't be combined with other probes in one spec (`BEGIN,END` is fine)".into(),
                 ));
             }
-            let index = closures.entry(Arc::as_ptr(&def.ast)).or_insert_with(|| closures::ClosureIndex::new(&def.ast));
+            let index = closures.entry(Arc::as_ptr(&def.ast)).or_insert_with(|| closure::ClosureIndex::new(&def.ast));
             if index.get(def.closure.fn_name()).is_some_and(|b| b.params.len() > def.closure.curry().len()) {
                 return Err(here(
                     def,
@@ -87,13 +89,14 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
             }
             continue;
         }
-        let index = closures.entry(Arc::as_ptr(&def.ast)).or_insert_with(|| closures::ClosureIndex::new(&def.ast));
+        let index = closures.entry(Arc::as_ptr(&def.ast)).or_insert_with(|| closure::ClosureIndex::new(&def.ast));
         let body = index
             .get(def.closure.fn_name())
             .ok_or_else(|| here(def, "the second argument of probe() must be a closure, e.g. |e| { ... }".into()))?;
         let probe_index = plan.probes.len();
         plan.probes.push(def.spec.clone());
-        let per_point = lower::needs_per_point_program(&body);
+        let per_point = closure::needs_per_point_program(&body)
+            || split::functions_need_per_point(&body, &def.ast, def.closure.curry().len());
         for spec in &specs {
             let ptype = probes::probe_type(spec.kind);
             let points = ptype.expand(spec, &opts.trace, kernel).map_err(|e| here(def, e.to_string()))?;
@@ -116,7 +119,7 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
             for group in groups {
                 let program = ptype.program(&group[0], per_point, kernel).map_err(|e| here(def, e.to_string()))?;
                 let probe_name = if per_point { group[0].name.clone() } else { spec.full_name() };
-                let target = lower::Target {
+                let target = lower::ProgramCtx {
                     event: program.event.as_ref(),
                     btf: kernel.btf(),
                     probe_name: &probe_name,
@@ -134,6 +137,7 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
                     maps: &table,
                     stack_lost: table.borrow().stack_lost(),
                     stack_depth: opts.stack_depth,
+                    functions: Some(&def.ast),
                 };
                 let lowered = lower::lower(&body, def.closure.curry(), &target)
                     .map_err(|e| Diagnostic::at(file, e.pos, e.message))?;
@@ -205,6 +209,7 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
     let pid = ir::Expr::Builtin(ir::Builtin::Pid);
     for Pending { lowered, name, ptype, program: spec, points, probe, dispatch } in pending {
         let site_ids = lowered.sites.iter().map(|s| s.id).collect();
+        let split = lowered.split.clone();
         let mut body = lowered.body;
         // -p: every probe only sees the traced process; -c: the command and
         // the processes it starts. Not `interval`: a timer, whoever it interrupts.
@@ -247,6 +252,7 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
             points,
             probe,
             site_ids,
+            split,
             internal: false,
             dispatch,
         });
@@ -338,6 +344,7 @@ fn follow_programs(
             points,
             probe: 0,
             site_ids: vec![],
+            split: vec![],
             internal: true,
             dispatch: 0,
         });

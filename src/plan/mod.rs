@@ -44,6 +44,8 @@ pub struct CompiledProgram {
     pub probe: usize,
     /// Ids of the userspace sites this program emits records for.
     pub site_ids: Vec<u32>,
+    /// Where each statement of the probe's closure runs (empty for rtrace's own programs).
+    pub split: Vec<site::Placement>,
     /// rtrace's own program (following `-c`'s children), not a script probe.
     pub internal: bool,
     /// Syscalls this `raw_syscalls` program dispatches to (compile/dispatch.rs); 0: none.

@@ -3,7 +3,7 @@
 //! ships for them), what a value means when printed (`Sem`), and each map's
 //! final shape.
 
-use probes_ebpf::ir::{AggOp, MapId, MapLayout, Ty, ValueKind};
+use probes_ebpf::ir::{AggOp, MapId, MapLayout, Span, Ty, ValueKind};
 use rhai::Stmt as RStmt;
 
 /// What one field of a userspace record holds.
@@ -22,6 +22,12 @@ pub enum Capture {
     EventItem {
         path: Vec<String>,
         index: usize,
+    },
+    /// The string a `str(ptr)` call at `line:col` of a userspace statement
+    /// reads: memory only the probe can read, so the kernel reads it.
+    Read {
+        line: u32,
+        col: u32,
     },
     /// `kptr(v, "struct T").a.b` in a userspace statement (occurrence `id`):
     /// the value `v` the kernel cast, and the member it read there, so that
@@ -56,6 +62,16 @@ pub struct Site {
     pub emit: bool,
     /// `emit([a, b])`: the callback gets an array.
     pub emit_array: bool,
+}
+
+/// Where one statement of a probe closure runs, for `--explain`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Placement {
+    pub at: Span,
+    /// Nesting inside kernel `if`s, `for`s and blocks.
+    pub depth: u32,
+    /// `None`: in the kernel; `Some(why)`: in userspace, and why.
+    pub userspace: Option<String>,
 }
 
 /// What an integer value means beyond its bits, for printing.

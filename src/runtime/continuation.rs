@@ -1,6 +1,8 @@
 //! Running the userspace part of probes: each record names a site (a run of
-//! userspace statements); its fields become `e.*` and the kernel `let`
-//! values, as they were at the event, in a fresh Rhai scope.
+//! userspace statements); its fields become `e.*`, the kernel `let` values
+//! and the strings the kernel read for `str()` calls, as they were at the
+//! event, in a Rhai scope rebuilt for each record (its storage is reused).
+//! Once `exit()` or `fail()` ran in userspace, no further record runs.
 
 use probes_ebpf::ir::Ty;
 use probes_ebpf::record;
@@ -25,6 +27,10 @@ struct Site {
     event: Option<String>,
     probe: usize,
     at: String,
+    /// Whether any field is an event field (else `e` is not read: it is `()`).
+    has_event: bool,
+    /// Whether any field is a string read for a `str()` call.
+    has_reads: bool,
 }
 
 pub struct Continuations {
@@ -33,6 +39,14 @@ pub struct Continuations {
     pub errors: u64,
     pub keep_going: bool,
     pub records: u64,
+    /// `exit()` or `fail()` ran in a userspace statement: later records don't run.
+    pub stopped: bool,
+    /// Records not run because `stopped` was set.
+    pub skipped: u64,
+    /// The scope records run in, cleared and refilled for each.
+    scope: Scope<'static>,
+    /// The kernel `let` values of the record being run, reused likewise.
+    locals: Vec<Dynamic>,
     /// The run's stack maps, for stack fields.
     stacks: Arc<StackMaps>,
 }
@@ -46,7 +60,12 @@ impl Continuations {
                 let (offsets, _) = record::field_offsets(sp.site.fields.iter().map(|(_, ty)| *ty));
                 let fields =
                     sp.site.fields.iter().zip(offsets).map(|((cap, ty), at)| (cap.clone(), *ty, at as usize)).collect();
+                let has_event =
+                    sp.site.fields.iter().any(|(c, _)| matches!(c, Capture::Event(_) | Capture::EventItem { .. }));
+                let has_reads = sp.site.fields.iter().any(|(c, _)| matches!(c, Capture::Read { .. }));
                 Site {
+                    has_event,
+                    has_reads,
                     ast: AST::new(sp.site.stmts.clone(), sp.ast.shared_lib().clone()),
                     fields,
                     scope: sp.site.scope.clone(),
@@ -63,13 +82,27 @@ impl Continuations {
                 }
             })
             .collect();
-        Continuations { sites, errors: 0, keep_going, records: 0, stacks }
+        Continuations {
+            sites,
+            errors: 0,
+            keep_going,
+            records: 0,
+            stopped: false,
+            skipped: 0,
+            scope: Scope::new(),
+            locals: Vec::new(),
+            stacks,
+        }
     }
 
     /// Run the statements of one record. An error stops tracing unless
     /// `keep_going` (then it is counted).
     pub fn run(&mut self, session: &Session, plan: &Plan, rec: &[u8]) -> anyhow::Result<()> {
         self.records += 1;
+        if self.stopped {
+            self.skipped += 1;
+            return Ok(());
+        }
         let Some(id) = record::record_site(rec) else {
             return Ok(());
         };
@@ -92,7 +125,10 @@ impl Continuations {
             let arg = if *array { Dynamic::from(values) } else { values.into_iter().next().unwrap_or(Dynamic::UNIT) };
             return match f.call::<Dynamic>(&session.engine, ast, (arg,)) {
                 Ok(_) => Ok(()),
-                Err(e) if matches!(*e, rhai::EvalAltResult::ErrorTerminated(..)) => Ok(()),
+                Err(e) if matches!(*e, rhai::EvalAltResult::ErrorTerminated(..)) => {
+                    self.stopped = true;
+                    Ok(())
+                }
                 Err(e) => {
                     self.errors += 1;
                     let msg = format!(
@@ -108,14 +144,17 @@ impl Continuations {
                 }
             };
         }
-        let mut scope = Scope::new();
+        let scope = &mut self.scope;
+        scope.clear();
         for (name, v) in &site.captured {
             scope.push_dynamic(name.as_str(), v.clone());
         }
         // Rebuild the closure's scope in Rhai's order: parameters, then locals.
         let mut event = rhai::Map::new();
         let mut args = rhai::Map::new();
-        let mut locals: Vec<Dynamic> = vec![Dynamic::UNIT; site.scope.len()];
+        let locals = &mut self.locals;
+        locals.clear();
+        locals.resize(site.scope.len(), Dynamic::UNIT);
         let mut arrays: std::collections::BTreeMap<String, Vec<Dynamic>> = std::collections::BTreeMap::new();
         let mut kptr_bases: std::collections::HashMap<usize, (i64, String)> = Default::default();
         let mut kptr_members: Vec<(usize, Vec<String>, Dynamic)> = Vec::new();
@@ -145,7 +184,7 @@ impl Continuations {
                         *l = value;
                     }
                 }
-                Capture::Emitted => {}
+                Capture::Emitted | Capture::Read { .. } => {}
                 Capture::KptrBase { id, ty } => {
                     kptr_bases.insert(*id, (value.as_int().unwrap_or(0), ty.clone()));
                 }
@@ -191,14 +230,30 @@ impl Continuations {
         }
         crate::script::userlib::set_kptrs(kptrs);
         if let Some(name) = &site.event {
-            scope.push(name.as_str(), event);
+            if site.has_event {
+                scope.push(name.as_str(), event);
+            } else {
+                scope.push_dynamic(name.as_str(), Dynamic::UNIT);
+            }
         }
-        for (name, value) in site.scope.iter().zip(locals) {
+        for (name, value) in site.scope.iter().zip(locals.drain(..)) {
             scope.push_dynamic(name.as_str(), value);
         }
-        match session.engine.run_ast_with_scope(&mut scope, &site.ast) {
+        if site.has_reads {
+            crate::script::kernel_reads::with_reads(|reads| {
+                for (cap, ty, off) in &site.fields {
+                    if let Capture::Read { line, col } = cap {
+                        reads.push((*line, *col, decode(rec, *off, *ty).into_string().unwrap_or_default()));
+                    }
+                }
+            });
+        }
+        match session.engine.run_ast_with_scope(scope, &site.ast) {
             Ok(()) => Ok(()),
-            Err(e) if matches!(*e, rhai::EvalAltResult::ErrorTerminated(..)) => Ok(()),
+            Err(e) if matches!(*e, rhai::EvalAltResult::ErrorTerminated(..)) => {
+                self.stopped = true;
+                Ok(())
+            }
             Err(e) => {
                 self.errors += 1;
                 let msg = format!(

@@ -86,7 +86,7 @@ pub fn run(session: &Session, plan: &Plan, opts: &Config, traced: Option<&mut tr
     }
     reader.stop();
     let mut result = result;
-    let skipped = event_loop::drain(session, plan, &loaded, &reader, &mut conts, &mut result);
+    let skipped = event_loop::drain(session, plan, &loaded, &reader, &mut conts, &mut result) + conts.skipped;
     reader.join();
     if skipped > 0 {
         sink::warn(&format!("rtrace: {skipped} queued event(s) were not processed because tracing stopped"));

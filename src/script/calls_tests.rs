@@ -52,6 +52,20 @@ fn what_rtrace_scripts_write_passes() {
         // Timers, assert, check, fail, Rhai's own library.
         r#"every("1s", || { let a = [3, 1]; a.sort(); print(a.len()); print("x".to_upper()); print(type_of(a)); });
            after("2s", || { check("n", true, "ok"); assert(true, "x"); if false { fail("no"); } exit(); });"#,
+        // Userspace statements inside a probe (the split runs them in
+        // userspace): loops, object maps, closures, switch, try/throw, `e`
+        // as a value and its methods, `this`, kptr members, string searches.
+        r#"fn show(ev) { ev.pid } fn bump() { this += 1; } let seen = #{}; let total = 0;
+           probe("t:syscalls:sys_enter_getppid", |e| {
+               for p in "a,b".split(",") { if p == "b" { continue; } }
+               let i = 0; while i < 3 { i += 1; if i == 2 { break; } } do { i -= 1; } while i > 0; loop { break; }
+               let o = #{ pid: e.pid }; o.extra = [1]; let f = |x| x + o.pid; let g = Fn("show");
+               let v = f.call(1) + g.call(e); let n = 1; n.bump();
+               switch e.pid { 1 => print("one"), _ => {} }
+               try { throw "x"; } catch (err) { print(`${err}`); }
+               seen[e.comm] = show(e); total += 1; print(e.keys().len()); print(o.to_json());
+               print(kptr(e.pid, "struct task_struct").pid); print(strncmp(e.comm, "a", 1)); print(strcontains(e.comm, "a"));
+           });"#,
         // A probe source string.
         r#"let n = 3; probe("t:syscalls:sys_enter_read", "|e| { if e.pid == n { printf(\"%d\\n\", e.pid); } }");"#,
     ];

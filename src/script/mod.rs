@@ -8,6 +8,7 @@ pub mod checks;
 pub mod dist;
 pub mod formatting;
 pub mod habits;
+pub mod kernel_reads;
 pub mod modules;
 pub mod positional;
 pub mod statements;
@@ -117,6 +118,7 @@ impl Session {
             Err(e) => return Err(self.runtime_error(&e)),
         }
         self.name_maps();
+        modules::share_imports(&mut self.engine, &ast);
         self.compile_probe_sources()?;
         // Every call is checked before anything is attached.
         calls::check(self)?;

@@ -4,7 +4,7 @@
 //! `.rhai` files relative to the current directory.
 
 use rhai::module_resolvers::{FileModuleResolver, ModuleResolversCollection, StaticModuleResolver};
-use rhai::{Engine, Module, Scope};
+use rhai::{Engine, Expr, Module, Scope, Stmt, AST};
 
 /// The embedded stdlib modules: (import name, source).
 const STDLIB: &[(&str, &str)] = &[
@@ -40,4 +40,20 @@ pub fn install(engine: &mut Engine) {
     resolvers.push(embedded);
     resolvers.push(FileModuleResolver::new());
     engine.set_module_resolver(resolvers);
+}
+
+/// Make the top level's `import "PATH" as NAME;` modules visible to the
+/// code that runs after it (probes' userspace statements, BEGIN/END,
+/// timers), which doesn't run the top level's imports again.
+pub fn share_imports(engine: &mut Engine, ast: &AST) {
+    for s in ast.statements() {
+        let Stmt::Import(x, pos) = s else { continue };
+        let (Expr::StringConstant(path, _), alias) = x.as_ref() else { continue };
+        if alias.name.is_empty() {
+            continue;
+        }
+        if let Ok(module) = engine.module_resolver().resolve(engine, None, path, *pos) {
+            engine.register_static_module(alias.name.as_str(), module);
+        }
+    }
 }

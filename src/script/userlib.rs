@@ -81,9 +81,8 @@ pub fn register(engine: &mut Engine, registry: &SharedRegistry) {
         })
     });
     engine.register_fn("str", |s: &str, _len: i64| s.to_string());
-    engine.register_fn("str", |ctx: NativeCallContext, _p: i64| -> RhaiResult<String> {
-        fail_at("str(address) reads kernel or user memory, so it must run in a probe", ctx.call_position())
-    });
+    // str(address): the string the kernel read for this record (kernel_reads.rs).
+    super::kernel_reads::register(engine);
     // Symbols: kernel addresses, user addresses of a process.
     engine.register_fn("ksym", |addr: i64| crate::symbols::stacks::ksym_name(addr as u64));
     engine.register_fn("usym", |addr: i64, pid: i64| {

@@ -315,6 +315,26 @@ fn userspace_loops_end_on_sigint() {
     }
 }
 
+/// An unbounded loop in a probe is userspace code (the kernel part still
+/// counts); a probe stuck in it ends on SIGINT like any userspace loop.
+#[test]
+fn a_probe_looping_in_userspace_ends_on_sigint() {
+    let Some(_g) = setup() else { return };
+    let src = format!(
+        "let c = map();\nprobe(\"tracepoint:syscalls:sys_enter_getppid\", |e| {{\n    if e.pid == {} {{ c = count(); print(\"looping\"); while true {{ }} }}\n}});\nprobe(\"END\", || {{ print(\"end ran\"); }});\n",
+        pid()
+    );
+    let mut t = Tracer::start(&["-e", &src]);
+    t.wait_attached();
+    getppid_n(1);
+    std::thread::sleep(Duration::from_millis(100));
+    let out = t.interrupt_and_finish();
+    assert_eq!(out.code, Some(0), "{out}");
+    assert!(out.lines().contains(&"looping"), "the loop's probe ran\n{out}");
+    assert!(out.lines().contains(&"end ran"), "END still runs\n{out}");
+    assert_eq!(out.map_lines("c"), vec!["@c: 1".to_string()], "{out}");
+}
+
 #[test]
 fn a_second_sigint_during_shutdown_ends_at_once() {
     let Some(_g) = setup() else { return };

@@ -4,10 +4,11 @@
 //! string), with a constant index or any integer (a loop variable).
 
 use super::*;
+use crate::compile::event::c_int_width;
 use crate::kernel::tracepoint_format::TracepointFormat;
 
 /// `args.F[I]` at the end of an event's dot chain: F, its position, and I.
-pub(super) fn indexed_arg(rhs: &RExpr) -> Option<(&str, Position, &RExpr)> {
+pub(crate) fn indexed_arg(rhs: &RExpr) -> Option<(&str, Position, &RExpr)> {
     let RExpr::Dot(x, _, _) = rhs else { return None };
     let RExpr::Property(a, _) = &x.lhs else { return None };
     if a.2.as_str() != "args" {
@@ -45,7 +46,7 @@ fn int_type(t: &str) -> Option<(u32, bool)> {
 }
 
 /// The elements of an array field, for userspace (shipped one by one).
-pub(super) fn array_items(format: &TracepointFormat, field: &str) -> Option<Vec<Expr>> {
+pub(crate) fn array_items(format: &TracepointFormat, field: &str) -> Option<Vec<Expr>> {
     let f = format.field(field)?;
     let (base, n) = array_of(&f.c_type)?;
     if n == 0 || n > 64 || f.kind == FieldKind::CharArray {
@@ -58,7 +59,7 @@ pub(super) fn array_items(format: &TracepointFormat, field: &str) -> Option<Vec<
 
 impl Lowerer<'_> {
     /// `e.args.F[index]`: the element's value, and whether it is a `char *`.
-    pub(super) fn arg_element(&mut self, field: &str, fpos: Position, index: &RExpr) -> Result<(Expr, bool)> {
+    pub(crate) fn arg_element(&mut self, field: &str, fpos: Position, index: &RExpr) -> Result<(Expr, bool)> {
         if self.target.event.btf_args().is_some() {
             return err(fpos, "indexing BTF-typed arguments isn't supported yet");
         }

@@ -16,26 +16,28 @@
 
 use probes_ebpf::ir::StrOp;
 
+use crate::compile::fields;
+
 use super::*;
 
 /// `kptr(..)` with two arguments.
-pub(super) fn is_kptr(e: &RExpr) -> bool {
+pub(crate) fn is_kptr(e: &RExpr) -> bool {
     matches!(e, RExpr::FnCall(c, _) if c.name == "kptr" && c.args.len() == 2)
 }
 
 /// The call at the end of `path` is the left side of a `.member` read
 /// (`kptr(v, T).pid`), which userspace statements may use.
-pub(super) fn member_read(path: &[ASTNode]) -> bool {
+pub(crate) fn member_read(path: &[ASTNode]) -> bool {
     let [.., ASTNode::Expr(RExpr::Dot(x, _, _)), ASTNode::Expr(call)] = path else { return false };
     is_kptr(call) && x.lhs.position() == call.position()
 }
 
 /// The functions lowered here (userspace has its own `strncmp`/`strcontains`).
-pub(super) const KERNEL_ONLY: &[&str] = &["buf", "kptr"];
+pub(crate) const KERNEL_ONLY: &[&str] = &["buf", "kptr"];
 
 impl Lowerer<'_> {
     /// The kernel value of a call of `name`; None when `name` is not one of these.
-    pub(super) fn string_call(&mut self, name: &str, args: &[RExpr], pos: Position) -> Option<Result<Expr>> {
+    pub(crate) fn string_call(&mut self, name: &str, args: &[RExpr], pos: Position) -> Option<Result<Expr>> {
         Some(match (name, args.len()) {
             ("strncmp", 3) => self.strncmp(args),
             ("strcontains", 2) => {
@@ -87,7 +89,7 @@ impl Lowerer<'_> {
     }
 
     /// `kptr(v, "struct NAME")`: `v` as a pointer to that struct.
-    pub(super) fn kptr(&mut self, args: &[RExpr]) -> Result<fields::Access> {
+    pub(crate) fn kptr(&mut self, args: &[RExpr]) -> Result<fields::Access> {
         let value = self.int_expr(&args[0])?;
         let tpos = args[1].position();
         let Some(written) = self.const_arg(&args[1]) else {
@@ -107,7 +109,7 @@ impl Lowerer<'_> {
     }
 
     /// `kptr(v, "struct NAME").a.b`: members through BTF.
-    pub(super) fn kptr_member(&mut self, args: &[RExpr], rhs: &RExpr, pos: Position) -> Result<fields::Access> {
+    pub(crate) fn kptr_member(&mut self, args: &[RExpr], rhs: &RExpr, pos: Position) -> Result<fields::Access> {
         let base = self.kptr(args)?;
         let (chain, rest) = property_chain(rhs);
         if rest || chain.is_empty() {
@@ -125,7 +127,7 @@ impl Lowerer<'_> {
 
     /// The record fields for `kptr(v, T).a.b` in a userspace statement
     /// (occurrence `id`): `v`, and the member (a `char *` as its string).
-    pub(super) fn kptr_fields(
+    pub(crate) fn kptr_fields(
         &mut self,
         id: usize,
         call: &RExpr,

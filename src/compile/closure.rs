@@ -7,9 +7,14 @@
 use std::cmp::Reverse;
 use std::collections::HashMap;
 
-use rhai::{ASTNode, Position, Stmt, AST};
+use rhai::{ASTNode, Expr as RExpr, Position, Stmt, AST};
 
-use super::lower::ClosureBody;
+/// A closure's parameters and body statements, found in `ast` by function name.
+#[derive(Clone)]
+pub struct ClosureBody {
+    pub params: Vec<String>,
+    pub body: Vec<Stmt>,
+}
 
 /// Every script function's parameters and body, by name.
 pub struct ClosureIndex(HashMap<String, ClosureBody>);
@@ -28,11 +33,12 @@ impl ClosureIndex {
         }
         let defs: Vec<Def> = ast
             .iter_fn_def()
-            .map(|f| Def {
-                name: f.name.to_string(),
-                params: f.params.iter().map(|p| p.to_string()).collect(),
-                start: key(f.body.start_position()),
-                end: key(f.body.end_position()),
+            .map(|f| {
+                let start = key(f.body.start_position());
+                // A closure whose body is one expression (`|x| x == 300`) has
+                // no end position: its one statement is at its start.
+                let end = key(f.body.end_position()).max(start);
+                Def { name: f.name.to_string(), params: f.params.iter().map(|p| p.to_string()).collect(), start, end }
             })
             .collect();
         // The top-level statements of function bodies, in walk order.
@@ -91,6 +97,87 @@ impl ClosureIndex {
     /// The body of function `name` (the first one defined, for overloads).
     pub fn get(&self, name: &str) -> Option<ClosureBody> {
         self.0.get(name).cloned()
+    }
+}
+
+/// Whether a closure body mentions `e.args` or `e.probe` (decides whether
+/// wildcard attach points can share one program).
+pub fn needs_per_point_program(body: &ClosureBody) -> bool {
+    let event = match body.params.last() {
+        Some(e) => e.clone(),
+        None => return false,
+    };
+    let mut found = false;
+    for s in &body.body {
+        s.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
+            if let Some(ASTNode::Expr(RExpr::Dot(x, _, _))) = path.last() {
+                if let (RExpr::Variable(v, _, _), rhs) = (&x.lhs, &x.rhs) {
+                    if v.1.as_str() == event {
+                        let prop = match rhs {
+                            RExpr::Property(p, _) => Some(p.2.as_str()),
+                            RExpr::Dot(inner, _, _) => match &inner.lhs {
+                                RExpr::Property(p, _) => Some(p.2.as_str()),
+                                _ => None,
+                            },
+                            _ => None,
+                        };
+                        if matches!(prop, Some("args") | Some("probe") | Some("func")) {
+                            found = true;
+                        }
+                    }
+                }
+            }
+            true
+        });
+    }
+    found
+}
+
+/// The property names of a dot chain (`args.prev.pid` → args, prev, pid)
+/// with their positions, and whether something else (a method call, an
+/// index) follows them.
+pub(crate) fn property_chain(rhs: &RExpr) -> (Vec<(String, Position)>, bool) {
+    let mut out = Vec::new();
+    let mut cur = rhs;
+    loop {
+        match cur {
+            RExpr::Property(p, pos) => {
+                out.push((p.2.to_string(), *pos));
+                return (out, false);
+            }
+            RExpr::Dot(x, _, _) => match &x.lhs {
+                RExpr::Property(p, pos) => {
+                    out.push((p.2.to_string(), *pos));
+                    cur = &x.rhs;
+                }
+                _ => return (out, true),
+            },
+            _ => return (out, true),
+        }
+    }
+}
+
+/// `e.pid` → ["pid"]; `e.args.filename` → ["args", "filename"]; `e.comm.len()` → ["comm"].
+/// Stack arguments are constants (`resolve` gives their text).
+pub(crate) fn event_path(rhs: &RExpr, resolve: &dyn Fn(&RExpr) -> Option<String>) -> Option<Vec<String>> {
+    match rhs {
+        RExpr::Property(p, _) => Some(vec![p.2.to_string()]),
+        RExpr::MethodCall(call, _) if matches!(call.name.as_str(), "kstack" | "ustack") => {
+            let mut path = vec![call.name.to_string()];
+            for a in call.args.iter() {
+                path.push(resolve(a)?);
+            }
+            Some(path)
+        }
+        RExpr::Dot(..) => {
+            // `e.args.F[i]` ships F; userspace takes the element.
+            if let Some((field, _, _)) = crate::compile::lower::index::indexed_arg(rhs) {
+                return Some(vec!["args".to_string(), field.to_string()]);
+            }
+            let (chain, _) = property_chain(rhs);
+            (!chain.is_empty()).then(|| chain.into_iter().map(|c| c.0).collect())
+        }
+        _ => None,
     }
 }
 

@@ -1,0 +1,372 @@
+//! Rhai closure AST → kernel IR for one attach point, over the statements
+//! the split (`compile/split.rs`) put in the kernel: event fields
+//! (`compile/event.rs`), captured top-level values (constants become
+//! immediates, maps become map references), locals, control flow
+//! (`stmt.rs`), expressions (`expr.rs`), map operations and aggregations
+//! (`aggregate.rs`) become IR.
+
+use std::collections::HashMap;
+
+use probes_ebpf::ir::{AggOp, BinOp, ContextKind, Expr, LocalId, MapId, Span, Stmt, StmtKind, Ty, UnOp};
+use rhai::{ASTNode, Dynamic, Expr as RExpr, Position, Stmt as RStmt};
+
+mod aggregate;
+mod expr;
+pub(crate) mod index;
+mod stmt;
+pub(crate) mod strings;
+
+pub(crate) use super::closure::{event_path, property_chain, ClosureBody};
+pub(crate) use aggregate::AGGREGATIONS;
+pub(crate) use expr::{bin_op, fold, str_literal, ty_name};
+
+use super::maps::{MapUse, UseKind};
+use crate::kernel::btf::BtfTypes;
+use crate::kernel::tracepoint_format::FieldKind;
+use crate::plan::maps::MapTable;
+use crate::plan::site::{Capture, Sem, Site};
+use crate::probes::event::EventContext;
+use crate::script::MapHandle;
+use crate::symbols::stacks::StackMode;
+use probes_ebpf::record::{CONTROL_CLEAR, CONTROL_EXIT, CONTROL_PRINT, CONTROL_ZERO};
+
+/// What a closure is being compiled for.
+pub struct ProgramCtx<'a> {
+    /// Full probe name (`tracepoint:syscalls:sys_enter_read`), the value of `e.probe`.
+    pub probe_name: &'a str,
+    pub context: ContextKind,
+    /// What the probe type says the event holds: `e.argN`, `e.retval`,
+    /// `e.func`, `e.args.*`, and whether pointers are user memory.
+    pub event: &'a dyn EventContext,
+    /// The kernel's types (`e.curtask`, member chains); None without BTF.
+    pub btf: Option<&'a dyn BtfTypes>,
+    /// `ktime` at start, for `e.elapsed`.
+    pub start_ns: i64,
+    /// Default maximum length of `str()`.
+    pub str_max: u32,
+    /// Map id of the control ring buffer.
+    pub control_ring: MapId,
+    /// Index of this probe, reported in control messages.
+    pub probe_index: u32,
+    /// The data ring buffer and the per-probe lost-records array.
+    pub data_ring: MapId,
+    pub lost_map: MapId,
+    /// The reader's "about to sleep" flag (see `ir::StmtKind::Emit`).
+    pub wake_map: MapId,
+    /// Id of this probe's first userspace site (ids are global).
+    pub first_site: u32,
+    /// Pending bytes in the data ring that trigger a wake-up of the reader.
+    pub wake_bytes: u32,
+    /// Strings read from a `char **` field for `join()` (RTRACE_JOIN_MAX).
+    pub join_max: u32,
+    /// Every map id; stack maps are added as probes ask for them (shared by all probes).
+    pub maps: &'a std::cell::RefCell<MapTable>,
+    /// The per-CPU counts of failed stack captures.
+    pub stack_lost: MapId,
+    /// Frames kept per stack unless the script gives a limit.
+    pub stack_depth: u32,
+    /// The AST holding the script's functions (what a function given `e` reads).
+    pub functions: Option<&'a rhai::AST>,
+}
+
+impl ProgramCtx<'_> {
+    /// The stack map for stacks of this shape.
+    pub(crate) fn stack_map(&self, depth: u32, user: bool, mode: StackMode) -> MapId {
+        self.maps.borrow_mut().stack(depth, user, mode)
+    }
+
+    pub(crate) fn stack_info(&self, map: MapId) -> Option<(u32, bool, StackMode)> {
+        self.maps.borrow().stack_info(map)
+    }
+}
+
+/// A compile error at a script position.
+#[derive(Debug)]
+pub struct LowerError {
+    pub pos: Position,
+    pub message: String,
+    /// The statement is fine but must run in userspace.
+    pub userspace: bool,
+}
+
+pub(crate) type Result<T> = std::result::Result<T, LowerError>;
+
+pub(crate) fn err<T>(pos: Position, message: impl Into<String>) -> Result<T> {
+    Err(LowerError { pos, message: message.into(), userspace: false })
+}
+
+/// A value captured from the script's top level.
+#[derive(Clone)]
+pub(crate) enum Captured {
+    Map(MapHandle),
+    Int(i64),
+    Str(String),
+    Other(&'static str),
+}
+
+/// The IR of one probe plus how it uses maps.
+pub struct Lowered {
+    pub locals: Vec<Ty>,
+    pub body: Vec<Stmt>,
+    pub uses: Vec<MapUse>,
+    /// Userspace statements and what their records carry.
+    pub sites: Vec<Site>,
+    /// Where each statement runs, in source order (for `--explain`).
+    pub split: Vec<crate::plan::site::Placement>,
+}
+
+/// Lower a closure (captured values in `curry`, matched to the first
+/// parameters) for `target`. A string local is as wide as the longest value
+/// any assignment stores in it: when a later assignment is longer than the
+/// `let`, the closure is lowered again with the wider size.
+pub fn lower(body: &ClosureBody, curry: &[Dynamic], target: &ProgramCtx) -> Result<Lowered> {
+    let mut widths = HashMap::new();
+    for _ in 0..8 {
+        let (lowered, wanted) = lower_pass(body, curry, target, &widths)?;
+        if wanted.iter().all(|(at, w)| widths.get(at).is_some_and(|h| h >= w)) {
+            return Ok(lowered);
+        }
+        for (at, w) in wanted {
+            let h = widths.entry(at).or_insert(0);
+            *h = (*h).max(w);
+        }
+    }
+    lower_pass(body, curry, target, &widths).map(|(l, _)| l)
+}
+
+/// One lowering pass; string locals declared at a position in `widths` are
+/// at least that wide. Returns the widths assignments asked for too.
+pub(crate) fn lower_pass(
+    body: &ClosureBody,
+    curry: &[Dynamic],
+    target: &ProgramCtx,
+    widths: &HashMap<Span, u32>,
+) -> Result<(Lowered, HashMap<Span, u32>)> {
+    let mut captures = HashMap::new();
+    for (name, value) in body.params.iter().zip(curry) {
+        let v = value.flatten_clone();
+        let c = if let Some(m) = v.clone().try_cast::<MapHandle>() {
+            Captured::Map(m)
+        } else if let Ok(i) = v.as_int() {
+            Captured::Int(i)
+        } else if let Ok(b) = v.as_bool() {
+            Captured::Int(b as i64)
+        } else if let Ok(s) = v.clone().into_string() {
+            Captured::Str(s)
+        } else {
+            Captured::Other(v.type_name())
+        };
+        captures.insert(name.clone(), c);
+    }
+    let event = if body.params.len() > curry.len() { body.params.last().cloned() } else { None };
+    // Top-level variables the closure assigns live in userspace.
+    let mut userspace_vars = HashMap::new();
+    for s in &body.body {
+        s.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
+            if let Some(ASTNode::Stmt(RStmt::Assignment(x))) = path.last() {
+                if let RExpr::Variable(v, _, pos) = &x.1.lhs {
+                    if matches!(captures.get(v.1.as_str()), Some(c) if !matches!(c, Captured::Map(_))) {
+                        userspace_vars.entry(v.1.to_string()).or_insert((*pos, None));
+                    }
+                }
+            }
+            true
+        });
+    }
+    let split = crate::compile::split::analyze(body, &captures, event.as_deref(), target.event, target.functions);
+    let order = split.order.clone();
+    let mut l = Lowerer {
+        split,
+        target,
+        captures,
+        event,
+        scopes: vec![Vec::new()],
+        locals: Vec::new(),
+        uses: Vec::new(),
+        sites: Vec::new(),
+        next_site: target.first_site,
+        userspace_vars,
+        local_sems: HashMap::new(),
+        local_btf: HashMap::new(),
+        widths,
+        local_user: Default::default(),
+        local_decl: HashMap::new(),
+        wanted_widths: HashMap::new(),
+    };
+    let stmts = l.block(&body.body)?;
+    Ok((Lowered { locals: l.locals, body: stmts, uses: l.uses, sites: l.sites, split: order }, l.wanted_widths))
+}
+
+pub(crate) struct Lowerer<'a> {
+    /// Where each statement runs, decided before lowering.
+    pub(crate) split: crate::compile::split::Split,
+    pub(crate) target: &'a ProgramCtx<'a>,
+    pub(crate) captures: HashMap<String, Captured>,
+    pub(crate) event: Option<String>,
+    /// Declarations visible in each open block, in order, as Rhai's scope
+    /// holds them: kernel locals (`Some(id)`) and userspace ones (`None`).
+    pub(crate) scopes: Vec<Vec<(String, Option<LocalId>)>>,
+    pub(crate) locals: Vec<Ty>,
+    pub(crate) uses: Vec<MapUse>,
+    pub(crate) sites: Vec<Site>,
+    pub(crate) next_site: u32,
+    /// Variables computed in userspace: where, and by which site (None: a
+    /// top-level variable the closure assigns).
+    pub(crate) userspace_vars: HashMap<String, (Position, Option<u32>)>,
+    /// Locals holding stacks or symbols.
+    pub(crate) local_sems: HashMap<LocalId, Sem>,
+    /// Locals holding kernel pointers to BTF structs: the struct's type id.
+    pub(crate) local_btf: HashMap<LocalId, u32>,
+    /// Locals holding pointers to structs in user memory.
+    pub(crate) local_user: std::collections::HashSet<LocalId>,
+    /// Least widths of string locals, by the position of their `let`.
+    pub(crate) widths: &'a HashMap<Span, u32>,
+    /// Where each local was declared.
+    pub(crate) local_decl: HashMap<LocalId, Span>,
+    /// Widths later assignments need (see [`lower`]).
+    pub(crate) wanted_widths: HashMap<Span, u32>,
+}
+
+pub(crate) fn span(pos: Position) -> Span {
+    Span { line: pos.line().unwrap_or(0) as u32, col: pos.position().unwrap_or(0) as u32 }
+}
+
+pub(crate) fn at(pos: Position) -> String {
+    crate::script::position_text(pos)
+}
+
+pub(crate) fn userspace_only(what: &str, pos: Position) -> LowerError {
+    LowerError { pos, message: format!("{what} runs in userspace"), userspace: true }
+}
+
+/// A userspace-only value reached a statement that must run in the kernel
+/// (an aggregation): that is an error naming both places.
+pub(crate) fn kernel_needs(e: LowerError) -> LowerError {
+    if !e.userspace {
+        return e;
+    }
+    LowerError {
+        pos: e.pos,
+        message: format!(
+            "this aggregation runs in the kernel, but {} (kernel code can't use userspace values)",
+            e.message
+        ),
+        userspace: false,
+    }
+}
+
+/// `ksym(x)` lowers to `x | KSYM_TAG` (a no-op) so the value is known to
+/// print as a kernel symbol.
+pub(crate) const KSYM_TAG: i64 = 0;
+
+impl<'a> Lowerer<'a> {
+    pub(crate) fn lookup_local(&self, name: &str) -> Option<LocalId> {
+        self.scopes.iter().rev().flat_map(|s| s.iter().rev()).find(|(n, _)| n == name).and_then(|(_, id)| *id)
+    }
+
+    pub(crate) fn new_local(&mut self, name: &str, ty: Ty) -> LocalId {
+        let id = self.locals.len() as LocalId;
+        self.locals.push(ty);
+        self.scopes.last_mut().unwrap().push((name.to_string(), Some(id)));
+        id
+    }
+
+    pub(crate) fn ty(&self, e: &Expr) -> Ty {
+        e.ty(&self.locals)
+    }
+
+    pub(crate) fn const_int(&self, e: &RExpr) -> Option<i64> {
+        match e {
+            RExpr::IntegerConstant(v, _) => Some(*v),
+            RExpr::Variable(v, _, _) => match self.captures.get(v.1.as_str()) {
+                Some(Captured::Int(i)) if self.lookup_local(v.1.as_str()).is_none() => Some(*i),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// Whether a kernel value is a boolean in Rhai (a comparison, `&&`,
+    /// `||`, `!`, `in`, `true`/`false`, a bool local, an if-expression of
+    /// bools): userspace gets it back as a bool, not 0/1.
+    pub(crate) fn is_bool(&self, e: &RExpr) -> bool {
+        match e {
+            RExpr::BoolConstant(..) | RExpr::And(..) | RExpr::Or(..) => true,
+            RExpr::FnCall(call, _) => {
+                matches!(call.name.as_str(), "==" | "!=" | "<" | "<=" | ">" | ">=" | "!" | "contains" | "strcontains")
+            }
+            RExpr::Variable(v, _, _) => match self.lookup_local(v.1.as_str()) {
+                Some(id) => self.local_sems.get(&id) == Some(&Sem::Bool),
+                None => false,
+            },
+            RExpr::Stmt(block) => match block.statements() {
+                [RStmt::If(fc, _)] => {
+                    let single = |b: &[RStmt]| matches!(b, [RStmt::Expr(x)] if self.is_bool(x));
+                    single(fc.body.statements()) && single(fc.branch.statements())
+                }
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+
+    /// A constant argument's text (a literal, or a top-level integer or
+    /// string the probe captured): stack limits and modes.
+    pub(crate) fn const_arg(&self, e: &RExpr) -> Option<String> {
+        match e {
+            RExpr::StringConstant(m, _) => Some(m.to_string()),
+            RExpr::Variable(v, _, _) if self.lookup_local(v.1.as_str()).is_none() => {
+                match self.captures.get(v.1.as_str()) {
+                    Some(Captured::Int(i)) => Some(i.to_string()),
+                    Some(Captured::Str(s)) => Some(s.clone()),
+                    _ => None,
+                }
+            }
+            other => self.const_int(other).map(|i| i.to_string()),
+        }
+    }
+
+    /// A captured map referenced by a variable expression.
+    pub(crate) fn map_of(&self, e: &RExpr) -> Option<MapHandle> {
+        if let RExpr::Variable(v, _, _) = e {
+            if self.lookup_local(v.1.as_str()).is_none() {
+                if let Some(Captured::Map(m)) = self.captures.get(v.1.as_str()) {
+                    return Some(m.clone());
+                }
+            }
+        }
+        None
+    }
+
+    pub(crate) fn key(&mut self, e: &RExpr) -> Result<Vec<Expr>> {
+        match e {
+            RExpr::Array(parts, _) => parts.iter().map(|p| self.expr(p)).collect(),
+            // `m[()]`: the one value of a keyless map.
+            RExpr::Unit(_) => Ok(Vec::new()),
+            other => Ok(vec![self.expr(other)?]),
+        }
+    }
+
+    pub(crate) fn record_use(&mut self, map: &MapHandle, key: &[Expr], kind: UseKind, pos: Position) {
+        let key_sems = key.iter().map(|k| self.sem(k)).collect();
+        let key = key.iter().map(|k| self.ty(k)).collect();
+        self.uses.push(MapUse { map: map.id(), key, key_sems, kind, at: at(pos) });
+    }
+
+    /// How a value prints: stacks and `ksym()` are integers shown as symbols.
+    pub(crate) fn sem(&self, e: &Expr) -> Sem {
+        match e {
+            Expr::StackId { map, user, .. } => match self.target.stack_info(*map) {
+                Some((_, _, mode)) => Sem::Stack { map: *map, user: *user, mode },
+                None => Sem::Plain,
+            },
+            Expr::Local(id) => self.local_sems.get(id).copied().unwrap_or(Sem::Plain),
+            Expr::ReadBuf { .. } => Sem::Buf,
+            Expr::Binary(BinOp::Or, a, b) if **b == Expr::Int(KSYM_TAG) => {
+                let _ = a;
+                Sem::Ksym
+            }
+            _ => Sem::Plain,
+        }
+    }
+}

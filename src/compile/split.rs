@@ -1,0 +1,744 @@
+//! The kernel/userspace split, decided before anything is lowered.
+//!
+//! A data-flow walk over a probe closure marks each statement kernel or
+//! userspace. Kernel values are event fields, kernel `let`s, constants
+//! captured from the top level and map reads; a statement runs in the kernel
+//! when all it does is in the kernel subset (design.md §2.3): integer and
+//! boolean arithmetic, comparisons, string `==`/`!=`, `if`, constant `for`
+//! ranges, map reads and writes, aggregations, `str()`, `ksym()`, stacks,
+//! `return`, `exit()`, `emit()` and the map control calls. Anything else
+//! makes its statement run in userspace, whole, with the reason kept for
+//! `--explain`. A kernel `if` or constant `for` stays in the kernel and its
+//! inner statements are marked one by one. Lowering (`compile/lower`) then
+//! only sees kernel statements; `record.rs` turns each run of userspace
+//! statements into one record carrying what they read.
+//!
+//! The walk also finds what userspace statements need the kernel to capture
+//! for them: `str(ptr)` calls on kernel values (they read memory, which only
+//! the probe can), and, where `e` is used as a whole value, the fields of `e`
+//! that the closure and the script functions it is passed to read.
+
+mod event_reads;
+mod record;
+
+use event_reads::event_reads;
+pub use event_reads::functions_need_per_point;
+
+use std::collections::{HashMap, HashSet};
+
+use probes_ebpf::ir::Span;
+use rhai::{ASTNode, Expr as RExpr, Position, Stmt as RStmt, AST};
+
+use super::closure::{property_chain, ClosureBody};
+use super::lower::{span, Captured, AGGREGATIONS};
+use crate::kernel::tracepoint_format::FieldKind;
+use crate::plan::site::Placement;
+use crate::probes::event::EventContext;
+
+/// Where one statement runs.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Place {
+    Kernel,
+    /// Userspace, and why (`calls split()`).
+    User(String),
+}
+
+/// The split of one closure.
+#[derive(Default)]
+pub struct Split {
+    places: HashMap<Span, Place>,
+    /// Every classified statement in source order.
+    pub order: Vec<Placement>,
+    /// `str(...)` calls inside userspace statements whose argument is a
+    /// kernel value: the kernel reads the string and ships it.
+    pub memory_reads: HashSet<Span>,
+    /// Fields of `e` read through script functions `e` is passed to, or by
+    /// the closure anywhere: what a whole `e` holds in userspace.
+    pub whole_event: Vec<Vec<String>>,
+    /// Aggregations (kernel only) whose key or value is only in userspace:
+    /// the statement, and the userspace part.
+    pub aggregate_errors: HashMap<Span, Why>,
+}
+
+impl Split {
+    /// Where `s` runs (statements the walk didn't see, such as `Share`, are kernel no-ops).
+    pub fn place(&self, s: &RStmt) -> &Place {
+        self.places.get(&span(s.position())).unwrap_or(&Place::Kernel)
+    }
+}
+
+/// What the walk knows about a kernel value's type.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Kind {
+    Int,
+    Str,
+    /// A pointer into a BTF struct (`e.curtask`, `e.args.X` to a struct): members can be read.
+    Pointer,
+    /// Unknown (a map value, a field whose type lowering decides).
+    Any,
+}
+
+#[derive(Clone)]
+enum Var {
+    Kernel(Kind),
+    /// Computed in userspace, at this position.
+    User(Position),
+}
+
+/// Why a value is only in userspace, and where (the innermost expression).
+#[derive(Clone, Debug)]
+pub struct Why(pub String, pub Position);
+
+impl From<String> for Why {
+    fn from(s: String) -> Why {
+        Why(s, Position::NONE)
+    }
+}
+
+impl From<&str> for Why {
+    fn from(s: &str) -> Why {
+        Why(s.to_string(), Position::NONE)
+    }
+}
+
+/// A kernel value's kind, or why it is only in userspace.
+type Flow = std::result::Result<Kind, Why>;
+
+struct Walk<'a> {
+    captures: &'a HashMap<String, Captured>,
+    event: Option<&'a str>,
+    ctx: &'a dyn EventContext,
+    /// Top-level variables the closure assigns: userspace state.
+    assigned: HashSet<String>,
+    scopes: Vec<Vec<(String, Var)>>,
+    out: Split,
+    depth: u32,
+    /// Names the walk doesn't know are userspace (inside a userspace statement).
+    strict: bool,
+}
+
+/// Split `body`; `ast` holds the script functions `e` may be passed to.
+pub fn analyze(
+    body: &ClosureBody,
+    captures: &HashMap<String, Captured>,
+    event: Option<&str>,
+    ctx: &dyn EventContext,
+    ast: Option<&AST>,
+) -> Split {
+    let mut assigned = HashSet::new();
+    for s in &body.body {
+        s.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
+            if let Some(ASTNode::Stmt(RStmt::Assignment(x))) = path.last() {
+                let mut target = &x.1.lhs;
+                // `per[k] = v`, `obj.f = v`: the variable being written.
+                while let RExpr::Index(ix, _, _) | RExpr::Dot(ix, _, _) = target {
+                    target = &ix.lhs;
+                }
+                if let RExpr::Variable(v, _, _) = target {
+                    if matches!(captures.get(v.1.as_str()), Some(c) if !matches!(c, Captured::Map(_))) {
+                        assigned.insert(v.1.to_string());
+                    }
+                }
+            }
+            true
+        });
+    }
+    let mut w = Walk {
+        captures,
+        event,
+        ctx,
+        assigned,
+        scopes: vec![Vec::new()],
+        out: Split::default(),
+        depth: 0,
+        strict: false,
+    };
+    w.block(&body.body);
+    if let Some(ev) = event {
+        w.out.whole_event = event_reads(body, ev, ast);
+    }
+    w.out
+}
+
+fn name_of(v: &RExpr) -> Option<&str> {
+    match v {
+        RExpr::Variable(v, _, _) => Some(v.1.as_str()),
+        _ => None,
+    }
+}
+
+/// The first of `names` that `stmts` use.
+fn mentions(stmts: &[RStmt], names: &[String]) -> Option<String> {
+    let mut found = None;
+    for s in stmts {
+        s.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
+            if let Some(ASTNode::Expr(RExpr::Variable(v, _, _))) = path.last() {
+                if names.iter().any(|n| n == v.1.as_str()) {
+                    found = Some(v.1.to_string());
+                }
+            }
+            found.is_none()
+        });
+        if found.is_some() {
+            break;
+        }
+    }
+    found
+}
+
+fn is_break(s: &RStmt) -> bool {
+    let mut found = false;
+    s.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
+        // A `break` of a loop nested inside stays in that loop.
+        let nested = path[..path.len().saturating_sub(1)]
+            .iter()
+            .skip(1)
+            .any(|n| matches!(n, ASTNode::Stmt(RStmt::For(..) | RStmt::While(..) | RStmt::Do(..))));
+        if matches!(path.last(), Some(ASTNode::Stmt(RStmt::BreakLoop(..)))) && !nested {
+            found = true;
+        }
+        !found
+    });
+    found
+}
+
+impl Walk<'_> {
+    fn lookup(&self, name: &str) -> Option<&Var> {
+        self.scopes.iter().rev().flat_map(|s| s.iter().rev()).find(|(n, _)| n == name).map(|(_, v)| v)
+    }
+
+    fn declare(&mut self, name: &str, v: Var) {
+        self.scopes.last_mut().unwrap().push((name.to_string(), v));
+    }
+
+    /// Each statement of a block in turn. A kernel statement that comes
+    /// between userspace statements sharing a userspace variable
+    /// (`let parts = ...split("/"); let n = 0; for p in parts { ... }`) runs
+    /// in userspace with them when it can (it has no kernel-only work: no
+    /// map access, aggregation, `exit()`, `return`): records don't carry
+    /// userspace values from one run of statements to the next.
+    fn block(&mut self, stmts: &[RStmt]) {
+        self.scopes.push(Vec::new());
+        // Userspace variables declared by the open run of userspace statements.
+        let mut run: Vec<String> = Vec::new();
+        for (i, s) in stmts.iter().enumerate() {
+            if matches!(s, RStmt::Noop(_) | RStmt::Share(_)) {
+                continue;
+            }
+            let mark = self.out.order.len();
+            self.stmt(s);
+            let kernel = self.out.places.get(&span(s.position())) == Some(&Place::Kernel);
+            if kernel && !run.is_empty() && self.movable(s) {
+                if let Some(name) = mentions(&stmts[i..], &run) {
+                    for p in self.out.order.drain(mark..) {
+                        self.out.places.remove(&p.at);
+                    }
+                    self.record(
+                        s,
+                        Place::User(format!("runs with the userspace statements around it, which share `{name}`")),
+                    );
+                    match s {
+                        RStmt::Var(x, _, pos) => {
+                            self.rebind(x.0.name.as_str(), Var::User(*pos));
+                            run.push(x.0.name.to_string());
+                        }
+                        RStmt::Assignment(x) => {
+                            if let RExpr::Variable(v, _, pos) = &x.1.lhs {
+                                self.rebind(v.1.as_str(), Var::User(*pos));
+                                run.push(v.1.to_string());
+                            }
+                        }
+                        _ => {}
+                    }
+                    continue;
+                }
+            }
+            match (kernel, s) {
+                (true, _) => run.clear(),
+                (false, RStmt::Var(x, _, _)) => run.push(x.0.name.to_string()),
+                _ => {}
+            }
+        }
+        self.scopes.pop();
+    }
+
+    /// Whether `s` can run in userspace as well as in the kernel: it reads
+    /// no map (userspace would see a later value), writes none, aggregates
+    /// nothing, and neither ends the probe nor sends anything.
+    fn movable(&self, s: &RStmt) -> bool {
+        let map = |e: &RExpr| name_of(e).is_some_and(|n| matches!(self.captures.get(n), Some(Captured::Map(_))));
+        let mut ok = true;
+        s.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
+            ok &= match path.last() {
+                Some(ASTNode::Stmt(RStmt::Return(..))) => false,
+                Some(ASTNode::Expr(RExpr::FnCall(c, _))) => {
+                    !(AGGREGATIONS.contains(&c.name.as_str())
+                        || matches!(c.name.as_str(), "exit" | "emit")
+                        || c.args.first().is_some_and(map))
+                }
+                Some(ASTNode::Expr(RExpr::Index(x, _, _) | RExpr::Dot(x, _, _))) => !map(&x.lhs),
+                Some(ASTNode::Expr(e)) => !map(e),
+                _ => true,
+            };
+            ok
+        });
+        ok
+    }
+
+    fn nested(&mut self, stmts: &[RStmt]) {
+        self.depth += 1;
+        self.block(stmts);
+        self.depth -= 1;
+    }
+
+    fn record(&mut self, s: &RStmt, place: Place) {
+        let at = span(s.position());
+        if let Place::User(_) = place {
+            self.find_memory_reads(s);
+        }
+        self.out.places.insert(at, place.clone());
+        // An assignment's own position is its operator's: show it from its target.
+        let at = match s {
+            RStmt::Assignment(x) => {
+                let mut target = &x.1.lhs;
+                while let RExpr::Index(ix, _, _) | RExpr::Dot(ix, _, _) = target {
+                    target = &ix.lhs;
+                }
+                span(target.position())
+            }
+            _ => at,
+        };
+        let userspace = match &place {
+            Place::Kernel => None,
+            Place::User(why) => Some(why.clone()),
+        };
+        self.out.order.push(Placement { at, depth: self.depth, userspace });
+    }
+
+    fn stmt(&mut self, s: &RStmt) {
+        let place = match s {
+            RStmt::Noop(_) | RStmt::Share(_) => return,
+            RStmt::Var(x, _, pos) => {
+                let (ident, init, _) = x.as_ref();
+                let flow = if matches!(init, RExpr::Unit(_)) {
+                    Err(format!("`let {}` has no value yet", ident.name).into())
+                } else {
+                    self.expr(init)
+                };
+                let place = to_place(&flow);
+                self.record(s, place);
+                let var = match flow {
+                    Ok(k) => Var::Kernel(k),
+                    Err(_) => Var::User(*pos),
+                };
+                self.declare(ident.name.as_str(), var);
+                return;
+            }
+            RStmt::Assignment(x) => self.assignment(s, &x.1.lhs, &x.1.rhs),
+            RStmt::If(fc, _) => match self.expr(&fc.expr) {
+                Ok(_) => {
+                    self.record(s, Place::Kernel);
+                    self.nested(fc.body.statements());
+                    self.nested(fc.branch.statements());
+                    return;
+                }
+                Err(why) => Place::User(format!("its condition: {}", why.0)),
+            },
+            RStmt::For(x, _) => {
+                let (var, counter, fc) = x.as_ref();
+                match self.const_range(&fc.expr) {
+                    _ if counter.is_some() => Place::User("a `for` loop with a counter".into()),
+                    _ if fc.body.statements().iter().any(is_break) => {
+                        Place::User("a loop with `break`/`continue`".into())
+                    }
+                    false => Place::User("a `for` loop that isn't over a constant range".into()),
+                    true => {
+                        self.record(s, Place::Kernel);
+                        self.scopes.push(vec![(var.name.to_string(), Var::Kernel(Kind::Int))]);
+                        self.nested(fc.body.statements());
+                        self.scopes.pop();
+                        return;
+                    }
+                }
+            }
+            RStmt::Block(b) => {
+                self.record(s, Place::Kernel);
+                self.nested(b.statements());
+                return;
+            }
+            RStmt::Return(_, flags, _) if flags.contains(rhai::ASTFlags::BREAK) => Place::User("`throw`".into()),
+            RStmt::Return(..) => Place::Kernel,
+            RStmt::FnCall(call, _) => self.call_stmt(call),
+            RStmt::Expr(e) => match e.as_ref() {
+                RExpr::FnCall(call, _) => self.call_stmt(call),
+                RExpr::Dot(x, _, _) => self.method_stmt(&x.lhs, &x.rhs),
+                RExpr::Stmt(block) => {
+                    self.record(s, Place::Kernel);
+                    self.nested(block.statements());
+                    return;
+                }
+                other => to_place(&self.expr(other)),
+            },
+            RStmt::While(fc, _) if matches!(fc.expr, RExpr::Unit(_)) => Place::User("a `loop`".into()),
+            RStmt::While(..) => Place::User("a `while` loop".into()),
+            RStmt::Do(..) => Place::User("a `do` loop".into()),
+            RStmt::BreakLoop(..) => Place::User("`break`/`continue`".into()),
+            RStmt::Switch(..) => Place::User("`switch`".into()),
+            RStmt::TryCatch(..) => Place::User("`try`/`catch`".into()),
+            _ => Place::User("this statement".into()),
+        };
+        self.record(s, place);
+    }
+
+    fn assignment(&mut self, s: &RStmt, lhs: &RExpr, rhs: &RExpr) -> Place {
+        let (map, key) = match lhs {
+            RExpr::Index(x, _, _) if self.map_of(&x.lhs) => (true, Some(&x.rhs)),
+            other => (self.map_of(other), None),
+        };
+        if map {
+            let key = key.map(|k| self.key(k)).unwrap_or(Ok(Kind::Any));
+            let (value, agg) = match rhs {
+                RExpr::FnCall(c, _) if AGGREGATIONS.contains(&c.name.as_str()) => {
+                    (c.args.iter().map(|a| self.expr(a)).find(Result::is_err).unwrap_or(Ok(Kind::Any)), true)
+                }
+                other => (self.expr(other), false),
+            };
+            let flow = key.and(value);
+            if let (Err(why), true) = (&flow, agg) {
+                self.out.aggregate_errors.insert(span(s.position()), why.clone());
+            }
+            return to_place(&flow);
+        }
+        let mut target = lhs;
+        while let RExpr::Index(x, _, _) | RExpr::Dot(x, _, _) = target {
+            target = &x.lhs;
+        }
+        let Some(name) = name_of(target) else { return Place::User("writes into a value".into()) };
+        match self.lookup(name).cloned() {
+            Some(Var::User(at)) => {
+                Place::User(format!("assigns `{name}`, computed in userspace at {}", crate::script::position_text(at)))
+            }
+            Some(Var::Kernel(_)) if !std::ptr::eq(target, lhs) => Place::User(format!("writes into `{name}`")),
+            Some(Var::Kernel(_)) => match self.expr(rhs) {
+                Ok(_) => Place::Kernel,
+                Err(why) => {
+                    // From here on the variable holds a userspace value.
+                    self.rebind(name, Var::User(lhs.position()));
+                    Place::User(why.0)
+                }
+            },
+            None if self.assigned.contains(name) => {
+                Place::User(format!("assigns `{name}`, a top-level variable (userspace state)"))
+            }
+            None if Some(name) == self.event => Place::User(format!("assigns `{name}`")),
+            None => Place::Kernel,
+        }
+    }
+
+    fn rebind(&mut self, name: &str, v: Var) {
+        if let Some(slot) = self.scopes.iter_mut().rev().flat_map(|s| s.iter_mut().rev()).find(|(n, _)| n == name) {
+            slot.1 = v;
+        }
+    }
+
+    fn call_stmt(&mut self, call: &rhai::FnCallExpr) -> Place {
+        let args = &call.args;
+        match (call.name.as_str(), args.len()) {
+            _ if call.is_qualified() => Place::User(format!("calls {}()", call.name)),
+            ("exit", 0) | ("emit", 1) => Place::Kernel,
+            ("exit", 1) => to_place(&self.expr(&args[0])),
+            ("print" | "clear" | "zero", 1) if self.map_of(&args[0]) => Place::Kernel,
+            _ => to_place(&self.call(call)),
+        }
+    }
+
+    fn method_stmt(&mut self, lhs: &RExpr, rhs: &RExpr) -> Place {
+        if let (true, RExpr::MethodCall(call, _)) = (self.map_of(lhs), rhs) {
+            match (call.name.as_str(), call.args.len()) {
+                ("remove", 1) => return to_place(&self.key(&call.args[0])),
+                ("clear" | "zero", 0) => return Place::Kernel,
+                _ => {}
+            }
+        }
+        to_place(&self.dot(lhs, rhs))
+    }
+
+    /// A captured map (not shadowed by a local).
+    fn map_of(&self, e: &RExpr) -> bool {
+        name_of(e).is_some_and(|n| self.lookup(n).is_none() && matches!(self.captures.get(n), Some(Captured::Map(_))))
+    }
+
+    fn const_int(&self, e: &RExpr) -> bool {
+        match e {
+            RExpr::IntegerConstant(..) => true,
+            RExpr::Variable(v, _, _) => {
+                let n = v.1.as_str();
+                self.lookup(n).is_none()
+                    && !self.assigned.contains(n)
+                    && matches!(self.captures.get(n), Some(Captured::Int(_)))
+            }
+            _ => false,
+        }
+    }
+
+    fn const_range(&self, e: &RExpr) -> bool {
+        matches!(e, RExpr::FnCall(call, _)
+            if (call.name == ".." || call.name == "..=") && call.args.len() == 2
+                && self.const_int(&call.args[0]) && self.const_int(&call.args[1]))
+    }
+
+    fn key(&mut self, e: &RExpr) -> Flow {
+        match e {
+            RExpr::Array(parts, _) => parts.iter().map(|p| self.expr(p)).find(Result::is_err).unwrap_or(Ok(Kind::Any)),
+            RExpr::Unit(_) => Ok(Kind::Any),
+            other => self.expr(other),
+        }
+    }
+
+    fn expr(&mut self, e: &RExpr) -> Flow {
+        self.expr_kind(e).map_err(|Why(text, pos)| Why(text, if pos.is_none() { e.position() } else { pos }))
+    }
+
+    fn expr_kind(&mut self, e: &RExpr) -> Flow {
+        match e {
+            RExpr::IntegerConstant(..) | RExpr::BoolConstant(..) | RExpr::CharConstant(..) => Ok(Kind::Int),
+            RExpr::StringConstant(..) => Ok(Kind::Str),
+            RExpr::DynamicConstant(d, _) if d.is_int() => Ok(Kind::Int),
+            RExpr::DynamicConstant(d, _) if d.is_string() => Ok(Kind::Str),
+            RExpr::DynamicConstant(d, _) => Err(format!("a constant {}", d.type_name()).into()),
+            RExpr::Unit(_) => Ok(Kind::Any),
+            RExpr::Variable(v, _, _) => self.variable(v.1.as_str()),
+            RExpr::Dot(x, _, _) => self.dot(&x.lhs, &x.rhs),
+            RExpr::Index(x, _, _) => {
+                if self.map_of(&x.lhs) {
+                    return self.key(&x.rhs).map(|_| Kind::Any);
+                }
+                match name_of(&x.lhs) {
+                    Some(n) => Err(format!("indexes `{n}`, which isn't a map()").into()),
+                    None => Err("indexes a value that isn't a map()".into()),
+                }
+            }
+            RExpr::And(list, _) | RExpr::Or(list, _) => {
+                list.iter().map(|p| self.expr(p)).find(Result::is_err).unwrap_or(Ok(Kind::Int))
+            }
+            RExpr::FnCall(call, _) => self.call(call),
+            RExpr::Stmt(block) => match block.statements() {
+                [RStmt::If(fc, _)] => {
+                    self.expr(&fc.expr)?;
+                    let branch = |w: &mut Self, b: &[RStmt]| match b {
+                        [RStmt::Expr(x)] => w.expr(x),
+                        _ => Ok(Kind::Any),
+                    };
+                    let a = branch(self, fc.body.statements())?;
+                    branch(self, fc.branch.statements())?;
+                    Ok(a)
+                }
+                _ => Err("a block used as a value".into()),
+            },
+            RExpr::InterpolatedString(..) => Err("string interpolation".into()),
+            RExpr::FloatConstant(..) => Err("a floating-point number".into()),
+            RExpr::Array(..) => Err("an array".into()),
+            RExpr::Map(..) => Err("an object map".into()),
+            RExpr::ThisPtr(..) => Err("`this`".into()),
+            RExpr::MethodCall(call, _) => Err(format!("calls .{}()", call.name).into()),
+            _ => Err("an expression only userspace has".into()),
+        }
+    }
+
+    fn variable(&self, name: &str) -> Flow {
+        match self.lookup(name) {
+            Some(Var::Kernel(k)) => return Ok(*k),
+            Some(Var::User(at)) => {
+                return Err(format!("`{name}` is computed in userspace at {}", crate::script::position_text(*at)).into())
+            }
+            None => {}
+        }
+        if self.assigned.contains(name) {
+            return Err(format!("uses `{name}`, a top-level variable the probe assigns (userspace state)").into());
+        }
+        match self.captures.get(name) {
+            Some(Captured::Int(_)) => Ok(Kind::Int),
+            Some(Captured::Str(_)) => Ok(Kind::Str),
+            Some(Captured::Map(_)) => Ok(Kind::Any),
+            Some(Captured::Other(t)) => Err(format!("uses `{name}`, a top-level {}", type_text(t)).into()),
+            None if Some(name) == self.event => Err(format!("uses `{name}` as a whole value").into()),
+            None if self.strict => Err(format!("uses `{name}`").into()),
+            None => Ok(Kind::Any),
+        }
+    }
+
+    /// `e.FIELD...`, `t.member` of a kernel struct pointer, or a method call.
+    fn dot(&mut self, lhs: &RExpr, rhs: &RExpr) -> Flow {
+        let name = name_of(lhs);
+        let is_event = name.is_some() && name == self.event && self.lookup(name.unwrap_or("")).is_none();
+        let (chain, rest) = property_chain(rhs);
+        if is_event {
+            if let RExpr::MethodCall(call, _) = rhs {
+                return match call.name.as_str() {
+                    "kstack" | "ustack" => Ok(Kind::Int),
+                    other => Err(format!("calls .{other}()").into()),
+                };
+            }
+            if crate::compile::lower::index::indexed_arg(rhs).is_some() {
+                return Ok(Kind::Any);
+            }
+            if rest {
+                return Err(trailing_call(rhs).unwrap_or_else(|| "reads a part of an event field".into()).into());
+            }
+            return Ok(self.field_kind(&chain.iter().map(|c| c.0.as_str()).collect::<Vec<_>>()));
+        }
+        if let Some(Var::Kernel(Kind::Pointer)) = name.and_then(|n| self.lookup(n)) {
+            if !rest && !chain.is_empty() {
+                // A member may be a struct pointer again (`let p = t.real_parent;`).
+                return Ok(Kind::Pointer);
+            }
+        }
+        if let RExpr::FnCall(c, _) = lhs {
+            // `kptr(v, "struct sock").member`.
+            if c.name == "kptr" && c.args.len() == 2 && !rest && !chain.is_empty() {
+                return self.call(c).map(|_| Kind::Pointer);
+            }
+        }
+        if let Some(why) = trailing_call(rhs) {
+            return Err(why.into());
+        }
+        match name {
+            Some(n) => match self.variable(n) {
+                Err(why) => Err(why),
+                Ok(_) => Err(format!("reads a property of `{n}`").into()),
+            },
+            None => Err("reads a property of a value".into()),
+        }
+    }
+
+    /// The kind of `e.a.b...`.
+    fn field_kind(&self, path: &[&str]) -> Kind {
+        match path {
+            ["comm" | "probe" | "func"] => Kind::Str,
+            ["curtask"] => Kind::Pointer,
+            ["args", field] => match self.ctx.format().and_then(|f| f.field(field)).map(|f| &f.kind) {
+                Some(FieldKind::CharArray | FieldKind::DataLocString) => Kind::Str,
+                Some(FieldKind::Pointer { to_char: false, .. }) => Kind::Pointer,
+                Some(_) => Kind::Int,
+                None => Kind::Pointer,
+            },
+            ["args" | "curtask", ..] => Kind::Pointer,
+            _ => Kind::Int,
+        }
+    }
+
+    fn call(&mut self, call: &rhai::FnCallExpr) -> Flow {
+        let name = call.name.as_str();
+        if call.is_qualified() {
+            return Err(format!("calls {name}()").into());
+        }
+        let args = &call.args;
+        let kinds: Vec<Flow> = args.iter().map(|a| self.expr(a)).collect();
+        let arith = matches!(name, "+" | "-" | "*" | "/" | "%" | "&" | "|" | "^" | "<<" | ">>");
+        let compare = matches!(name, "==" | "!=" | "<" | "<=" | ">" | ">=");
+        if (arith || compare || name == "!") && args.len() <= 2 {
+            let ks = kinds.into_iter().collect::<std::result::Result<Vec<Kind>, Why>>()?;
+            if ks.contains(&Kind::Str) {
+                return match name {
+                    "==" | "!=" => Ok(Kind::Int),
+                    "+" => Err("joins strings".into()),
+                    _ => Err(format!("uses `{name}` on strings").into()),
+                };
+            }
+            return Ok(Kind::Int);
+        }
+        match name {
+            "contains" if args.len() == 2 => {
+                if self.map_of(&args[0]) {
+                    return kinds[1].clone().map(|_| Kind::Int);
+                }
+                Err("`in` on a value that isn't a map()".into())
+            }
+            "str" if !args.is_empty() && args.len() <= 2 => kinds[0].clone().map(|_| Kind::Str),
+            "ksym" if args.len() == 1 => kinds[0].clone().map(|_| Kind::Int),
+            // Kernel string searches, buffers and typed pointers
+            // (`lower/strings.rs`); userspace has its own strncmp/strcontains.
+            "strncmp" | "strcontains" | "buf" | "kptr" => {
+                let ks = kinds.into_iter().collect::<std::result::Result<Vec<Kind>, Why>>()?;
+                let _ = ks;
+                Ok(match name {
+                    "kptr" => Kind::Pointer,
+                    "buf" => Kind::Any,
+                    _ => Kind::Int,
+                })
+            }
+            n if AGGREGATIONS.contains(&n) || n == "exit" => Ok(Kind::Any),
+            _ => Err(format!("calls {name}()").into()),
+        }
+    }
+
+    /// `e.args.F` where F is a tracepoint's `char *`: records carry it as the string already.
+    fn shipped_as_string(&self, e: &RExpr) -> bool {
+        let RExpr::Dot(x, _, _) = e else { return false };
+        if name_of(&x.lhs) != self.event || self.ctx.btf_args().is_some() {
+            return false;
+        }
+        let (chain, rest) = property_chain(&x.rhs);
+        let [(a, _), (f, _)] = chain.as_slice() else { return false };
+        !rest
+            && a == "args"
+            && matches!(
+                self.ctx.format().and_then(|t| t.field(f)).map(|t| &t.kind),
+                Some(FieldKind::Pointer { to_char: true, .. })
+            )
+    }
+
+    /// `str(...)` calls with kernel arguments inside a userspace statement.
+    fn find_memory_reads(&mut self, s: &RStmt) {
+        let mut calls: Vec<(Span, Vec<RExpr>)> = Vec::new();
+        s.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
+            if let Some(ASTNode::Expr(RExpr::FnCall(call, pos))) = path.last() {
+                if call.name == "str" && !call.args.is_empty() && call.args.len() <= 2 && !call.is_qualified() {
+                    calls.push((span(*pos), call.args.to_vec()));
+                }
+            }
+            true
+        });
+        self.strict = true;
+        for (at, args) in calls {
+            let kernel = args.iter().all(|a| self.expr(a).is_ok())
+                && !matches!(self.expr(&args[0]), Ok(Kind::Str))
+                && !self.shipped_as_string(&args[0]);
+            if kernel {
+                self.out.memory_reads.insert(at);
+            }
+        }
+        self.strict = false;
+    }
+}
+
+fn to_place(flow: &Flow) -> Place {
+    match flow {
+        Ok(_) => Place::Kernel,
+        Err(why) => Place::User(why.0.clone()),
+    }
+}
+
+/// `.len()` at the end of `a.b.len()`: the method's name.
+fn trailing_call(rhs: &RExpr) -> Option<String> {
+    let mut cur = rhs;
+    loop {
+        match cur {
+            RExpr::MethodCall(call, _) => return Some(format!("calls .{}()", call.name)),
+            RExpr::Dot(x, _, _) => match &x.lhs {
+                RExpr::MethodCall(call, _) => return Some(format!("calls .{}()", call.name)),
+                _ => cur = &x.rhs,
+            },
+            RExpr::Index(..) => return Some("indexes a value that isn't a map()".into()),
+            _ => return None,
+        }
+    }
+}
+
+fn type_text(t: &str) -> &str {
+    match t {
+        "map" => "object map",
+        "Fn" => "function pointer",
+        other => other,
+    }
+}

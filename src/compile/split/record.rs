@@ -1,0 +1,383 @@
+//! The records of userspace statements: lowering a block keeps the kernel
+//! statements the split chose and turns each run of userspace statements
+//! into one record (a `Site`) carrying what they read.
+use probes_ebpf::ir::{BinOp, Expr, LocalId, Span, Stmt, StmtKind, Ty};
+use rhai::{ASTNode, Expr as RExpr, Position, Stmt as RStmt};
+
+use super::{Place, Why};
+use crate::compile::lower::{at, err, event_path, property_chain, span, LowerError, Lowerer, Result, AGGREGATIONS};
+use crate::compile::lower::{index, strings};
+use crate::kernel::tracepoint_format::FieldKind;
+use crate::plan::site::{Capture, Sem, Site};
+
+/// The node at the end of `path` is the left side of a `.` (`e` in `e.pid`).
+fn is_dot_lhs(path: &[ASTNode]) -> bool {
+    let (Some(ASTNode::Expr(me)), Some(ASTNode::Expr(RExpr::Dot(x, _, _)))) =
+        (path.last(), path.len().checked_sub(2).and_then(|i| path.get(i)))
+    else {
+        return false;
+    };
+    std::ptr::eq(&x.lhs, *me)
+}
+
+/// The split put a statement in the kernel but lowering found something
+/// only userspace can do: say so, as a compile error.
+fn in_kernel(mut e: LowerError) -> LowerError {
+    if e.userspace {
+        e.userspace = false;
+        e.message = format!("{}, but this statement runs in the kernel", e.message);
+    }
+    e
+}
+
+impl Lowerer<'_> {
+    /// Lower a block: kernel statements become IR; each run of consecutive
+    /// userspace statements becomes one record emitted at that point.
+    pub(crate) fn block(&mut self, stmts: &[RStmt]) -> Result<Vec<Stmt>> {
+        self.scopes.push(Vec::new());
+        let mut out = Vec::new();
+        let mut run: Vec<RStmt> = Vec::new();
+        let mut run_id = 0u32;
+        for s in stmts {
+            match self.split.place(s).clone() {
+                Place::Kernel => {
+                    let declared_before = self.scopes.last().map_or(0, Vec::len);
+                    let mut lowered = Vec::new();
+                    self.stmt(s, &mut lowered).map_err(in_kernel)?;
+                    // The pending userspace run comes before this statement:
+                    // the locals it just declared are not in the run's scope.
+                    let declared: Vec<_> = self.scopes.last_mut().map_or(vec![], |sc| sc.split_off(declared_before));
+                    self.flush_site(&mut run, run_id, &mut out)?;
+                    if let Some(sc) = self.scopes.last_mut() {
+                        sc.extend(declared);
+                    }
+                    out.extend(lowered);
+                }
+                Place::User(why) => {
+                    if run.is_empty() {
+                        run_id = self.next_site;
+                        self.next_site += 1;
+                    }
+                    self.check_userspace_stmt(s, run_id, &why)?;
+                    run.push(s.clone());
+                }
+            }
+        }
+        self.flush_site(&mut run, run_id, &mut out)?;
+        self.scopes.pop();
+        Ok(out)
+    }
+
+    /// A statement classified userspace must not hold kernel-only work, and
+    /// the variables it declares are userspace values from now on.
+    pub(crate) fn check_userspace_stmt(&mut self, s: &RStmt, run_id: u32, why: &str) -> Result<()> {
+        if let Some(Why(part, pos)) = self.split.aggregate_errors.get(&span(s.position())) {
+            return err(
+                *pos,
+                format!("this aggregation runs in the kernel, but {part} (kernel code can't use userspace values)"),
+            );
+        }
+        let mut bad: Option<(String, Position)> = None;
+        s.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
+            if let Some(ASTNode::Expr(RExpr::FnCall(call, pos))) = path.last() {
+                let kernel_only = AGGREGATIONS.contains(&call.name.as_str())
+                    || (strings::KERNEL_ONLY.contains(&call.name.as_str()) && !strings::member_read(path));
+                if kernel_only && bad.is_none() {
+                    bad = Some((call.name.to_string(), *pos));
+                }
+            }
+            true
+        });
+        if let Some((name, pos)) = bad.clone().filter(|(n, _)| strings::KERNEL_ONLY.contains(&n.as_str())) {
+            return err(
+                pos,
+                format!(
+                    "{name}() reads kernel memory, but the statement at {} around it runs in userspace; read it in a kernel `let` first (`let v = {name}(...);`) and use `v` here",
+                    at(s.position())
+                ),
+            );
+        }
+        if let Some((name, pos)) = bad {
+            return err(
+                pos,
+                format!(
+                    "{name}() runs in the kernel, but the statement at {} around it runs in userspace ({why}); compute it from event fields, maps or constants",
+                    at(s.position())
+                ),
+            );
+        }
+        if let RStmt::Var(x, _, pos) = s {
+            self.userspace_vars.insert(x.0.name.to_string(), (*pos, Some(run_id)));
+            self.scopes.last_mut().unwrap().push((x.0.name.to_string(), None));
+        }
+        Ok(())
+    }
+
+    /// Emit the record for a run of userspace statements.
+    pub(crate) fn flush_site(&mut self, run: &mut Vec<RStmt>, id: u32, out: &mut Vec<Stmt>) -> Result<()> {
+        if run.is_empty() {
+            return Ok(());
+        }
+        let stmts = std::mem::take(run);
+        let first_pos = stmts[0].position();
+        let event = self.event.clone();
+        // What the statements read: event fields and kernel locals.
+        let mut wanted: Vec<(Capture, Position)> = Vec::new();
+        let mut problem: Option<LowerError> = None;
+        let reads = &self.split.memory_reads;
+        let mut read_args: Vec<(Span, Vec<RExpr>, Position)> = Vec::new();
+        let mut whole = false;
+        let mut kptr_uses: Vec<(RExpr, RExpr, Position)> = Vec::new();
+        for s in &stmts {
+            s.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
+                let is_read = |n: &ASTNode| {
+                    matches!(n, ASTNode::Expr(RExpr::FnCall(c, p)) if c.name == "str" && reads.contains(&span(*p)))
+                };
+                match path.last() {
+                    Some(ASTNode::Expr(RExpr::FnCall(c, p))) if is_read(&path[path.len() - 1]) => {
+                        let at = span(*p);
+                        wanted.push((Capture::Read { line: at.line, col: at.col }, *p));
+                        read_args.push((at, c.args.to_vec(), *p));
+                    }
+                    Some(ASTNode::Expr(RExpr::Variable(v, _, _)))
+                        if Some(v.1.as_str()) == event.as_deref()
+                            && self.lookup_local(v.1.as_str()).is_none()
+                            && !is_dot_lhs(path) =>
+                    {
+                        whole = true;
+                    }
+                    Some(ASTNode::Expr(RExpr::Dot(x, _, pos))) => {
+                        if strings::is_kptr(&x.lhs) {
+                            kptr_uses.push((x.lhs.clone(), x.rhs.clone(), *pos));
+                        }
+                        if let RExpr::Variable(v, _, _) = &x.lhs {
+                            let name = v.1.as_str();
+                            if let (Some(id), None) = (self.lookup_local(name), &problem) {
+                                if self.local_btf.contains_key(&id) && matches!(x.rhs, RExpr::Property(..) | RExpr::Dot(..)) {
+                                    problem = Some(LowerError {
+                                        pos: *pos,
+                                        message: format!(
+                                            "`{name}` is a kernel pointer: read its members in a kernel statement first, e.g. `let x = {name}.{};`, then use `x` here",
+                                            property_chain(&x.rhs).0.iter().map(|c| c.0.as_str()).collect::<Vec<_>>().join(".")
+                                        ),
+                                        userspace: false,
+                                    });
+                                }
+                            }
+                            if Some(v.1.as_str()) == event.as_deref() {
+                                match (event_path(&x.rhs, &|a| self.const_arg(a)), &x.rhs) {
+                                    (Some(p), _) => wanted.push((Capture::Event(p), *pos)),
+                                    (None, RExpr::MethodCall(call, cpos))
+                                        if matches!(call.name.as_str(), "kstack" | "ustack") && problem.is_none() =>
+                                    {
+                                        problem = Some(LowerError {
+                                            pos: *cpos,
+                                            message: "stack arguments are a constant limit and/or a mode (\"bpftrace\", \"perf\", \"raw\"), literals or top-level constants".into(),
+                                            userspace: false,
+                                        });
+                                    }
+                                    _ => {}
+                                }
+                            }
+                        }
+                    }
+                    Some(ASTNode::Expr(RExpr::Variable(v, _, pos))) => {
+                        let name = v.1.as_str();
+                        if self.lookup_local(name).is_some() {
+                            wanted.push((Capture::Local { name: name.to_string(), slot: 0 }, *pos));
+                        } else if let Some((decl, Some(site))) = self.userspace_vars.get(name) {
+                            if *site != id && problem.is_none() {
+                                problem = Some(LowerError {
+                                    pos: *pos,
+                                    message: format!(
+                                        "`{name}` was computed by the userspace statements at {}; a kernel statement comes in between, so it isn't available here — keep the userspace statements together",
+                                        at(*decl)
+                                    ),
+                                    userspace: false,
+                                });
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+                true
+            });
+        }
+        if let Some(p) = problem {
+            return Err(p);
+        }
+        if whole {
+            // `e` as a whole value: the fields the closure (and the functions
+            // it passes `e` to) read, and the common ones.
+            let common = ["pid", "tid", "uid", "gid", "comm", "cpu", "nsecs"].map(|f| vec![f.to_string()]);
+            for path in common.into_iter().chain(self.split.whole_event.iter().cloned()) {
+                let clash = wanted.iter().any(|(c, _)| match c {
+                    Capture::Event(p) => p.starts_with(&path) || path.starts_with(p),
+                    _ => false,
+                });
+                if !clash {
+                    wanted.push((Capture::Event(path), first_pos));
+                }
+            }
+        }
+        // `e.curtask` arrives as an object map when its members are used too,
+        // so it can't also be a number in the same run.
+        for (a, _) in &wanted {
+            for (b, bpos) in &wanted {
+                if let (Capture::Event(short), Capture::Event(long)) = (a, b) {
+                    if long.len() > short.len()
+                        && long.starts_with(short)
+                        && !matches!(short[0].as_str(), "kstack" | "ustack")
+                    {
+                        let ev = event.as_deref().unwrap_or("e");
+                        return err(
+                            *bpos,
+                            format!(
+                                "`{ev}.{}` and `{ev}.{}` are both used here; in userspace one value can't be both: keep one in a `let` first (`let x = {ev}.{};`)",
+                                short.join("."),
+                                long.join("."),
+                                long.join(".")
+                            ),
+                        );
+                    }
+                }
+            }
+        }
+        // Locals visible before the run: the run's own `let`s (the last entries
+        // of the innermost scope) are created when it runs.
+        let mut visible: Vec<(String, Option<LocalId>)> = self.scopes.iter().flatten().cloned().collect();
+        let own = stmts.iter().filter(|s| matches!(s, RStmt::Var(..))).count();
+        visible.truncate(visible.len().saturating_sub(own));
+        let mut fields: Vec<(Capture, Ty)> = Vec::new();
+        let mut sems = Vec::new();
+        let mut exprs = Vec::new();
+        for (mut cap, pos) in wanted {
+            if let Capture::Local { name, slot } = &mut cap {
+                // The innermost declaration of the name is the one in use.
+                *slot = visible.iter().rposition(|(n, _)| n == name).unwrap_or(0);
+            }
+            if fields.iter().any(|f| f.0 == cap) {
+                continue;
+            }
+            if let Capture::Event(path) = &cap {
+                if let Some(items) = self.string_array(path, pos)? {
+                    for (index, e) in items.into_iter().enumerate() {
+                        fields.push((Capture::EventItem { path: path.clone(), index }, self.ty(&e)));
+                        sems.push(Sem::Plain);
+                        exprs.push(e);
+                    }
+                    fields.push((cap, Ty::Int));
+                    sems.push(Sem::Plain);
+                    exprs.push(Expr::Int(0));
+                    continue;
+                }
+            }
+            let expr = match &cap {
+                Capture::Read { line, col } => {
+                    let Some((_, args, at)) = read_args.iter().find(|r| r.0 == Span { line: *line, col: *col }) else {
+                        continue;
+                    };
+                    self.call_expr("str", args, *at)?
+                }
+                Capture::Local { slot, .. } => Expr::Local(visible[*slot].1.unwrap_or(0)),
+                Capture::Event(path) => self.event_capture(path, pos)?,
+                Capture::Emitted
+                | Capture::EventItem { .. }
+                | Capture::KptrBase { .. }
+                | Capture::KptrMember { .. } => continue,
+            };
+            fields.push((cap, self.ty(&expr)));
+            sems.push(self.sem(&expr));
+            exprs.push(expr);
+        }
+        for (i, (call, rhs, pos)) in kptr_uses.iter().enumerate() {
+            for (cap, expr) in self.kptr_fields(i, call, rhs, *pos)? {
+                fields.push((cap, self.ty(&expr)));
+                sems.push(self.sem(&expr));
+                exprs.push(expr);
+            }
+        }
+        out.push(Stmt { kind: self.emit_stmt(id, exprs), span: span(first_pos) });
+        let scope = visible.into_iter().map(|(n, _)| n).collect();
+        self.sites.push(Site { id, stmts, fields, sems, scope, at: at(first_pos), emit: false, emit_array: false });
+        Ok(())
+    }
+
+    /// For a `char **` tracepoint field (`e.args.argv`): reads of its first
+    /// strings (env RTRACE_JOIN_MAX, default 6, each up to 48 bytes), so
+    /// userspace gets an array (for `join()`).
+    pub(crate) fn string_array(&mut self, path: &[String], pos: Position) -> Result<Option<Vec<Expr>>> {
+        let [args, field] = path else { return Ok(None) };
+        if args != "args" {
+            return Ok(None);
+        }
+        let Some(format) = self.target.event.format() else { return Ok(None) };
+        let Some(f) = format.field(field) else { return Ok(None) };
+        if let Some(items) = index::array_items(format, field) {
+            // An array of integers (`unsigned long args[6]`): every element.
+            return Ok(Some(items));
+        }
+        if !(f.c_type.contains("char") && f.c_type.matches('*').count() == 2) {
+            return Ok(None);
+        }
+        let count = self.target.join_max as i64;
+        let base = self.tracepoint_arg(field, pos)?;
+        Ok(Some(
+            (0..count)
+                .map(|i| {
+                    let slot = Expr::Binary(BinOp::Add, Box::new(base.clone()), Box::new(Expr::Int(8 * i)));
+                    let ptr = Expr::ReadMem { addr: Box::new(slot), size: 8, signed: false, user: true };
+                    Expr::ReadStr { ptr: Box::new(ptr), max: 48, user: true }
+                })
+                .collect(),
+        ))
+    }
+
+    /// The statement sending the record of site `id`.
+    pub(crate) fn emit_stmt(&self, id: u32, fields: Vec<Expr>) -> StmtKind {
+        StmtKind::Emit {
+            ring: self.target.data_ring,
+            lost: self.target.lost_map,
+            wake: Some(self.target.wake_map),
+            site: id,
+            probe: self.target.probe_index,
+            fields,
+            wake_bytes: self.target.wake_bytes,
+        }
+    }
+
+    /// The kernel value shipped for `e.PATH` in a record. Character pointers
+    /// are shipped as the strings they point to.
+    pub(crate) fn event_capture(&mut self, path: &[String], pos: Position) -> Result<Expr> {
+        if matches!(path[0].as_str(), "kstack" | "ustack") {
+            return self.stack_expr(path, pos);
+        }
+        match path {
+            [field] => self.event_field(field, pos),
+            [args, field] if args == "args" && self.target.event.btf_args().is_none() => {
+                let v = self.tracepoint_arg(field, pos)?;
+                let pointer = self.target.event.format().and_then(|f| f.field(field)).map(|f| f.kind.clone());
+                Ok(match pointer {
+                    Some(FieldKind::Pointer { user, to_char: true }) => {
+                        Expr::ReadStr { ptr: Box::new(v), max: self.target.str_max, user }
+                    }
+                    _ => v,
+                })
+            }
+            [first, ..] if matches!(first.as_str(), "args" | "curtask") => {
+                let chain: Vec<(String, Position)> = path.iter().map(|n| (n.clone(), pos)).collect();
+                let a = self.member_chain(&chain)?;
+                Ok(if a.char_pointer {
+                    Expr::ReadStr {
+                        ptr: Box::new(a.expr),
+                        max: self.target.str_max,
+                        user: self.target.event.user_memory(),
+                    }
+                } else {
+                    a.expr
+                })
+            }
+            _ => err(pos, "unsupported event field"),
+        }
+    }
+}
