@@ -650,7 +650,8 @@ impl Walk<'_> {
         match name {
             "contains" if args.len() == 2 => {
                 if self.map_of(&args[0]) {
-                    return kinds[1].clone().map(|_| Kind::Int);
+                    // `[a, b] in m`: a tuple key, as in `m[[a, b]]`.
+                    return self.key(&args[1]).map(|_| Kind::Int);
                 }
                 Err("`in` on a value that isn't a map()".into())
             }
