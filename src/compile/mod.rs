@@ -12,7 +12,9 @@ pub mod lower;
 mod map_names;
 pub mod maps;
 pub mod split;
+mod syntax;
 pub mod userspace_uses;
+mod values;
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -137,14 +139,17 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
                     maps: &table,
                     stack_lost: table.borrow().stack_lost(),
                     stack_depth: opts.stack_depth,
-                    functions: Some(&def.ast),
                 };
-                let lowered = lower::lower(&body, def.closure.curry(), &target)
-                    .map_err(|e| Diagnostic::at(file, e.pos, e.message))?;
-                let captured: Vec<(String, rhai::Dynamic)> =
-                    body.params.iter().cloned().zip(def.closure.curry().iter().cloned()).collect();
                 let event =
                     (body.params.len() > def.closure.curry().len()).then(|| body.params.last().cloned()).flatten();
+                // The pipeline per group: split the closure, then lower its kernel statements.
+                let captures = values::captured(&body.params, def.closure.curry());
+                let split = split::analyze(&body, &captures, event.as_deref(), target.event, Some(&def.ast));
+                let closure =
+                    lower::Closure { body: &body, captures: &captures, event: event.as_deref(), split: &split };
+                let lowered = lower::lower(&closure, &target).map_err(|e| Diagnostic::at(file, e.pos, e.message))?;
+                let captured: Vec<(String, rhai::Dynamic)> =
+                    body.params.iter().cloned().zip(def.closure.curry().iter().cloned()).collect();
                 let mut sites: Vec<&Site> = lowered.sites.iter().collect();
                 sites.sort_by_key(|s| s.id);
                 if sites.iter().any(|s| s.emit) && def.on_event.is_none() {

@@ -10,7 +10,7 @@
 //! makes its statement run in userspace, whole, with the reason kept for
 //! `--explain`. A kernel `if` or constant `for` stays in the kernel and its
 //! inner statements are marked one by one. Lowering (`compile/lower`) then
-//! only sees kernel statements; `record.rs` turns each run of userspace
+//! only sees kernel statements; `lower/record.rs` turns each run of userspace
 //! statements into one record carrying what they read.
 //!
 //! The walk also finds what userspace statements need the kernel to capture
@@ -19,7 +19,6 @@
 //! that the closure and the script functions it is passed to read.
 
 mod event_reads;
-mod record;
 
 use event_reads::event_reads;
 pub use event_reads::functions_need_per_point;
@@ -30,7 +29,8 @@ use probes_ebpf::ir::Span;
 use rhai::{ASTNode, Expr as RExpr, Position, Stmt as RStmt, AST};
 
 use super::closure::{property_chain, ClosureBody};
-use super::lower::{span, Captured, AGGREGATIONS};
+use super::syntax::{indexed_arg, span, AGGREGATIONS};
+use super::values::Captured;
 use crate::kernel::tracepoint_format::FieldKind;
 use crate::plan::site::Placement;
 use crate::probes::event::EventContext;
@@ -579,7 +579,7 @@ impl Walk<'_> {
                     other => Err(format!("calls .{other}()").into()),
                 };
             }
-            if crate::compile::lower::index::indexed_arg(rhs).is_some() {
+            if indexed_arg(rhs).is_some() {
                 return Ok(Kind::Any);
             }
             if rest {

@@ -4,9 +4,8 @@
 use probes_ebpf::ir::{BinOp, Expr, LocalId, Span, Stmt, StmtKind, Ty};
 use rhai::{ASTNode, Expr as RExpr, Position, Stmt as RStmt};
 
-use super::{Place, Why};
-use crate::compile::lower::{at, err, event_path, property_chain, span, LowerError, Lowerer, Result, AGGREGATIONS};
-use crate::compile::lower::{index, strings};
+use super::{at, err, event_path, index, property_chain, span, strings, LowerError, Lowerer, Result, AGGREGATIONS};
+use crate::compile::split::{Place, Why};
 use crate::kernel::tracepoint_format::FieldKind;
 use crate::plan::site::{Capture, Sem, Site};
 
