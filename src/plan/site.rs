@@ -8,7 +8,7 @@ use rhai::Stmt as RStmt;
 
 /// What one field of a userspace record holds.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Capture {
+pub enum RecordField {
     /// `e.pid` (`["pid"]`), `e.args.filename` (`["args", "filename"]`).
     Event(Vec<String>),
     /// A kernel `let` value: its name and its position in `Site::scope`.
@@ -48,7 +48,7 @@ pub enum Capture {
 pub struct Site {
     pub id: u32,
     pub stmts: Vec<RStmt>,
-    pub fields: Vec<(Capture, Ty)>,
+    pub fields: Vec<(RecordField, Ty)>,
     /// How each field prints, parallel to `fields`.
     pub sems: Vec<Sem>,
     /// Names of the closure's local variables visible at the site, in the

@@ -8,7 +8,7 @@ use probes_ebpf::ir::Ty;
 use probes_ebpf::record;
 use rhai::{Dynamic, Scope, AST};
 
-use crate::plan::site::Capture;
+use crate::plan::site::RecordField;
 use crate::plan::site::Sem;
 use crate::plan::Plan;
 use std::sync::Arc;
@@ -22,7 +22,7 @@ struct Site {
     on_event: Option<(rhai::FnPtr, std::sync::Arc<AST>, bool)>,
     sems: Vec<Sem>,
     scope: Vec<String>,
-    fields: Vec<(Capture, Ty, usize)>,
+    fields: Vec<(RecordField, Ty, usize)>,
     captured: Vec<(String, Dynamic)>,
     event: Option<String>,
     probe: usize,
@@ -60,9 +60,12 @@ impl Continuations {
                 let (offsets, _) = record::field_offsets(sp.site.fields.iter().map(|(_, ty)| *ty));
                 let fields =
                     sp.site.fields.iter().zip(offsets).map(|((cap, ty), at)| (cap.clone(), *ty, at as usize)).collect();
-                let has_event =
-                    sp.site.fields.iter().any(|(c, _)| matches!(c, Capture::Event(_) | Capture::EventItem { .. }));
-                let has_reads = sp.site.fields.iter().any(|(c, _)| matches!(c, Capture::Read { .. }));
+                let has_event = sp
+                    .site
+                    .fields
+                    .iter()
+                    .any(|(c, _)| matches!(c, RecordField::Event(_) | RecordField::EventItem { .. }));
+                let has_reads = sp.site.fields.iter().any(|(c, _)| matches!(c, RecordField::Read { .. }));
                 Site {
                     has_event,
                     has_reads,
@@ -179,25 +182,25 @@ impl Continuations {
                 _ => {}
             }
             match cap {
-                Capture::Local { slot, .. } => {
+                RecordField::Local { slot, .. } => {
                     if let Some(l) = locals.get_mut(*slot) {
                         *l = value;
                     }
                 }
-                Capture::Emitted | Capture::Read { .. } => {}
-                Capture::KptrBase { id, ty } => {
+                RecordField::Emitted | RecordField::Read { .. } => {}
+                RecordField::KptrBase { id, ty } => {
                     kptr_bases.insert(*id, (value.as_int().unwrap_or(0), ty.clone()));
                 }
-                Capture::KptrMember { id, path } => kptr_members.push((*id, path.clone(), value)),
-                Capture::EventItem { path, .. } => {
+                RecordField::KptrMember { id, path } => kptr_members.push((*id, path.clone(), value)),
+                RecordField::EventItem { path, .. } => {
                     if let Some(f) = path.last() {
                         arrays.entry(f.clone()).or_default().push(value);
                     }
                 }
-                Capture::Event(path) if arrays.contains_key(path.last().map(String::as_str).unwrap_or("")) => {
+                RecordField::Event(path) if arrays.contains_key(path.last().map(String::as_str).unwrap_or("")) => {
                     // The array's own marker field: the items came just before.
                 }
-                Capture::Event(path) => match path.as_slice() {
+                RecordField::Event(path) => match path.as_slice() {
                     [f, ..] if f == "kstack" || f == "ustack" => {
                         event.insert(path.join("/").into(), value);
                     }
@@ -242,7 +245,7 @@ impl Continuations {
         if site.has_reads {
             crate::script::kernel_reads::with_reads(|reads| {
                 for (cap, ty, off) in &site.fields {
-                    if let Capture::Read { line, col } = cap {
+                    if let RecordField::Read { line, col } = cap {
                         reads.push((*line, *col, decode(rec, *off, *ty).into_string().unwrap_or_default()));
                     }
                 }

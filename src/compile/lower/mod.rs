@@ -27,7 +27,7 @@ use super::split::Split;
 use crate::kernel::btf::BtfTypes;
 use crate::kernel::tracepoint_format::FieldKind;
 use crate::plan::maps::MapTable;
-use crate::plan::site::{Capture, Sem, Site};
+use crate::plan::site::{RecordField, Sem, Site};
 use crate::probes::event::EventContext;
 use crate::script::MapHandle;
 use crate::symbols::stacks::StackMode;

@@ -262,7 +262,7 @@ impl Lowerer<'_> {
                         }
                         e
                     })?;
-                    fields.push((Capture::Emitted, self.ty(&v)));
+                    fields.push((RecordField::Emitted, self.ty(&v)));
                     sems.push(self.sem(&v));
                     exprs.push(v);
                 }

@@ -133,7 +133,7 @@ impl Lowerer<'_> {
         call: &RExpr,
         rhs: &RExpr,
         pos: Position,
-    ) -> Result<Vec<(Capture, Expr)>> {
+    ) -> Result<Vec<(RecordField, Expr)>> {
         let RExpr::FnCall(c, _) = call else { return Ok(vec![]) };
         let base = self.kptr(&c.args)?;
         let access = self.kptr_member(&c.args, rhs, pos)?;
@@ -144,7 +144,10 @@ impl Lowerer<'_> {
         } else {
             access.expr
         };
-        Ok(vec![(Capture::KptrBase { id, ty: ty_key(&ty) }, base.expr), (Capture::KptrMember { id, path }, member)])
+        Ok(vec![
+            (RecordField::KptrBase { id, ty: ty_key(&ty) }, base.expr),
+            (RecordField::KptrMember { id, path }, member),
+        ])
     }
 }
 
