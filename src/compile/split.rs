@@ -30,7 +30,7 @@ use rhai::{ASTNode, Expr as RExpr, Position, Stmt as RStmt, AST};
 
 use super::closure::{property_chain, ClosureBody};
 use super::syntax::{indexed_arg, span, AGGREGATIONS};
-use super::values::Captured;
+use super::values::CapturedValue;
 use crate::kernel::tracepoint_format::FieldKind;
 use crate::plan::site::Placement;
 use crate::probes::event::EventContext;
@@ -105,7 +105,7 @@ impl From<&str> for Why {
 type Flow = std::result::Result<Kind, Why>;
 
 struct Walk<'a> {
-    captures: &'a HashMap<String, Captured>,
+    captures: &'a HashMap<String, CapturedValue>,
     event: Option<&'a str>,
     ctx: &'a dyn EventContext,
     /// Top-level variables the closure assigns: userspace state.
@@ -120,7 +120,7 @@ struct Walk<'a> {
 /// Split `body`; `ast` holds the script functions `e` may be passed to.
 pub fn analyze(
     body: &ClosureBody,
-    captures: &HashMap<String, Captured>,
+    captures: &HashMap<String, CapturedValue>,
     event: Option<&str>,
     ctx: &dyn EventContext,
     ast: Option<&AST>,
@@ -135,7 +135,7 @@ pub fn analyze(
                     target = &ix.lhs;
                 }
                 if let RExpr::Variable(v, _, _) = target {
-                    if matches!(captures.get(v.1.as_str()), Some(c) if !matches!(c, Captured::Map(_))) {
+                    if matches!(captures.get(v.1.as_str()), Some(c) if !matches!(c, CapturedValue::Map(_))) {
                         assigned.insert(v.1.to_string());
                     }
                 }
@@ -266,7 +266,7 @@ impl Walk<'_> {
     /// no map (userspace would see a later value), writes none, aggregates
     /// nothing, and neither ends the probe nor sends anything.
     fn movable(&self, s: &RStmt) -> bool {
-        let map = |e: &RExpr| name_of(e).is_some_and(|n| matches!(self.captures.get(n), Some(Captured::Map(_))));
+        let map = |e: &RExpr| name_of(e).is_some_and(|n| matches!(self.captures.get(n), Some(CapturedValue::Map(_))));
         let mut ok = true;
         s.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
             ok &= match path.last() {
@@ -465,7 +465,7 @@ impl Walk<'_> {
 
     /// A captured map (not shadowed by a local).
     fn map_of(&self, e: &RExpr) -> bool {
-        name_of(e).is_some_and(|n| self.lookup(n).is_none() && matches!(self.captures.get(n), Some(Captured::Map(_))))
+        name_of(e).is_some_and(|n| self.lookup(n).is_none() && matches!(self.captures.get(n), Some(CapturedValue::Map(_))))
     }
 
     fn const_int(&self, e: &RExpr) -> bool {
@@ -475,7 +475,7 @@ impl Walk<'_> {
                 let n = v.1.as_str();
                 self.lookup(n).is_none()
                     && !self.assigned.contains(n)
-                    && matches!(self.captures.get(n), Some(Captured::Int(_)))
+                    && matches!(self.captures.get(n), Some(CapturedValue::Int(_)))
             }
             _ => false,
         }
@@ -557,10 +557,10 @@ impl Walk<'_> {
             return Err(format!("uses `{name}`, a top-level variable the probe assigns (userspace state)").into());
         }
         match self.captures.get(name) {
-            Some(Captured::Int(_)) => Ok(Kind::Int),
-            Some(Captured::Str(_)) => Ok(Kind::Str),
-            Some(Captured::Map(_)) => Ok(Kind::Any),
-            Some(Captured::Other(t)) => Err(format!("uses `{name}`, a top-level {}", type_text(t)).into()),
+            Some(CapturedValue::Int(_)) => Ok(Kind::Int),
+            Some(CapturedValue::Str(_)) => Ok(Kind::Str),
+            Some(CapturedValue::Map(_)) => Ok(Kind::Any),
+            Some(CapturedValue::Other(t)) => Err(format!("uses `{name}`, a top-level {}", type_text(t)).into()),
             None if Some(name) == self.event => Err(format!("uses `{name}` as a whole value").into()),
             None if self.strict => Err(format!("uses `{name}`").into()),
             None => Ok(Kind::Any),

@@ -11,7 +11,7 @@ use crate::script::MapHandle;
 
 /// A value captured from the script's top level.
 #[derive(Clone)]
-pub(crate) enum Captured {
+pub(crate) enum CapturedValue {
     Map(MapHandle),
     Int(i64),
     Str(String),
@@ -19,20 +19,20 @@ pub(crate) enum Captured {
 }
 
 /// The captured values by parameter name (`curry` matched to the first `params`).
-pub(crate) fn captured(params: &[String], curry: &[Dynamic]) -> HashMap<String, Captured> {
+pub(crate) fn captured(params: &[String], curry: &[Dynamic]) -> HashMap<String, CapturedValue> {
     let mut captures = HashMap::new();
     for (name, value) in params.iter().zip(curry) {
         let v = value.flatten_clone();
         let c = if let Some(m) = v.clone().try_cast::<MapHandle>() {
-            Captured::Map(m)
+            CapturedValue::Map(m)
         } else if let Ok(i) = v.as_int() {
-            Captured::Int(i)
+            CapturedValue::Int(i)
         } else if let Ok(b) = v.as_bool() {
-            Captured::Int(b as i64)
+            CapturedValue::Int(b as i64)
         } else if let Ok(s) = v.clone().into_string() {
-            Captured::Str(s)
+            CapturedValue::Str(s)
         } else {
-            Captured::Other(v.type_name())
+            CapturedValue::Other(v.type_name())
         };
         captures.insert(name.clone(), c);
     }

@@ -19,7 +19,7 @@ pub(crate) mod strings;
 
 pub(crate) use super::closure::{event_path, property_chain, ClosureBody};
 pub(crate) use super::syntax::{span, AGGREGATIONS};
-pub(crate) use super::values::Captured;
+pub(crate) use super::values::CapturedValue;
 pub(crate) use expr::{bin_op, fold, str_literal, ty_name};
 
 use super::maps::{MapUse, UseKind};
@@ -112,7 +112,7 @@ pub struct Lowered {
 /// (`split.rs`) that put each statement in the kernel or in userspace.
 pub struct Closure<'a> {
     pub body: &'a ClosureBody,
-    pub captures: &'a HashMap<String, Captured>,
+    pub captures: &'a HashMap<String, CapturedValue>,
     pub event: Option<&'a str>,
     pub split: &'a Split,
 }
@@ -149,7 +149,7 @@ pub(crate) fn lower_pass(
         s.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
             if let Some(ASTNode::Stmt(RStmt::Assignment(x))) = path.last() {
                 if let RExpr::Variable(v, _, pos) = &x.1.lhs {
-                    if matches!(captures.get(v.1.as_str()), Some(c) if !matches!(c, Captured::Map(_))) {
+                    if matches!(captures.get(v.1.as_str()), Some(c) if !matches!(c, CapturedValue::Map(_))) {
                         userspace_vars.entry(v.1.to_string()).or_insert((*pos, None));
                     }
                 }
@@ -184,7 +184,7 @@ pub(crate) struct Lowerer<'a> {
     /// Where each statement runs, decided before lowering.
     pub(crate) split: &'a Split,
     pub(crate) target: &'a ProgramCtx<'a>,
-    pub(crate) captures: &'a HashMap<String, Captured>,
+    pub(crate) captures: &'a HashMap<String, CapturedValue>,
     pub(crate) event: Option<String>,
     /// Declarations visible in each open block, in order, as Rhai's scope
     /// holds them: kernel locals (`Some(id)`) and userspace ones (`None`).
@@ -258,7 +258,7 @@ impl<'a> Lowerer<'a> {
         match e {
             RExpr::IntegerConstant(v, _) => Some(*v),
             RExpr::Variable(v, _, _) => match self.captures.get(v.1.as_str()) {
-                Some(Captured::Int(i)) if self.lookup_local(v.1.as_str()).is_none() => Some(*i),
+                Some(CapturedValue::Int(i)) if self.lookup_local(v.1.as_str()).is_none() => Some(*i),
                 _ => None,
             },
             _ => None,
@@ -296,8 +296,8 @@ impl<'a> Lowerer<'a> {
             RExpr::StringConstant(m, _) => Some(m.to_string()),
             RExpr::Variable(v, _, _) if self.lookup_local(v.1.as_str()).is_none() => {
                 match self.captures.get(v.1.as_str()) {
-                    Some(Captured::Int(i)) => Some(i.to_string()),
-                    Some(Captured::Str(s)) => Some(s.clone()),
+                    Some(CapturedValue::Int(i)) => Some(i.to_string()),
+                    Some(CapturedValue::Str(s)) => Some(s.clone()),
                     _ => None,
                 }
             }
@@ -309,7 +309,7 @@ impl<'a> Lowerer<'a> {
     pub(crate) fn map_of(&self, e: &RExpr) -> Option<MapHandle> {
         if let RExpr::Variable(v, _, _) = e {
             if self.lookup_local(v.1.as_str()).is_none() {
-                if let Some(Captured::Map(m)) = self.captures.get(v.1.as_str()) {
+                if let Some(CapturedValue::Map(m)) = self.captures.get(v.1.as_str()) {
                     return Some(m.clone());
                 }
             }
