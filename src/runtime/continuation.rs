@@ -16,7 +16,7 @@ use std::sync::Arc;
 use crate::runtime::stacks::StackMaps;
 use crate::script::Session;
 
-struct Site {
+struct SiteRunner {
     ast: AST,
     /// For `emit()` sites: the callback, the AST it lives in, array or not.
     on_event: Option<(rhai::FnPtr, std::sync::Arc<AST>, bool)>,
@@ -34,7 +34,7 @@ struct Site {
 }
 
 pub struct Continuations {
-    sites: Vec<Site>,
+    sites: Vec<SiteRunner>,
     /// Errors seen so far (with `--keep-going`).
     pub errors: u64,
     pub keep_going: bool,
@@ -66,7 +66,7 @@ impl Continuations {
                     .iter()
                     .any(|(c, _)| matches!(c, RecordField::Event(_) | RecordField::EventItem { .. }));
                 let has_reads = sp.site.fields.iter().any(|(c, _)| matches!(c, RecordField::Read { .. }));
-                Site {
+                SiteRunner {
                     has_event,
                     has_reads,
                     ast: AST::new(sp.site.stmts.clone(), sp.ast.shared_lib().clone()),
