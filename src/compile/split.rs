@@ -465,7 +465,8 @@ impl Walk<'_> {
 
     /// A captured map (not shadowed by a local).
     fn map_of(&self, e: &RExpr) -> bool {
-        name_of(e).is_some_and(|n| self.lookup(n).is_none() && matches!(self.captures.get(n), Some(CapturedValue::Map(_))))
+        name_of(e)
+            .is_some_and(|n| self.lookup(n).is_none() && matches!(self.captures.get(n), Some(CapturedValue::Map(_))))
     }
 
     fn const_int(&self, e: &RExpr) -> bool {

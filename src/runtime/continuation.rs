@@ -9,7 +9,7 @@ use probes_ebpf::record;
 use rhai::{Dynamic, Scope, AST};
 
 use crate::plan::site::RecordField;
-use crate::plan::site::Sem;
+use crate::plan::site::ValueMeaning;
 use crate::plan::Plan;
 use std::sync::Arc;
 
@@ -20,7 +20,7 @@ struct SiteRunner {
     ast: AST,
     /// For `emit()` sites: the callback, the AST it lives in, array or not.
     on_event: Option<(rhai::FnPtr, std::sync::Arc<AST>, bool)>,
-    sems: Vec<Sem>,
+    sems: Vec<ValueMeaning>,
     scope: Vec<String>,
     fields: Vec<(RecordField, Ty, usize)>,
     captured: Vec<(String, Dynamic)>,
@@ -116,7 +116,7 @@ impl Continuations {
                 .iter()
                 .enumerate()
                 .map(|(i, (_, ty, off))| match site.sems.get(i) {
-                    Some(Sem::Stack { map, user, mode }) => Dynamic::from(self.stacks.render(
+                    Some(ValueMeaning::Stack { map, user, mode }) => Dynamic::from(self.stacks.render(
                         *map,
                         decode(rec, *off, *ty).as_int().unwrap_or(-1),
                         *user,
@@ -164,19 +164,19 @@ impl Continuations {
         for (i, (cap, ty, off)) in site.fields.iter().enumerate() {
             let mut value = decode(rec, *off, *ty);
             match site.sems.get(i) {
-                Some(Sem::Stack { map, user, mode }) => {
+                Some(ValueMeaning::Stack { map, user, mode }) => {
                     let v = value.as_int().unwrap_or(-1);
                     value = Dynamic::from(self.stacks.render(*map, v, *user, *mode));
                 }
-                Some(Sem::Bool) => value = Dynamic::from(value.as_int().unwrap_or(0) != 0),
-                Some(Sem::Buf) => {
+                Some(ValueMeaning::Bool) => value = Dynamic::from(value.as_int().unwrap_or(0) != 0),
+                Some(ValueMeaning::Buf) => {
                     let n = match ty {
                         Ty::Bytes(n) => *n as usize,
                         Ty::Int => 0,
                     };
                     value = Dynamic::from(crate::output::bytes::escape_buf(rec.get(*off..*off + n).unwrap_or(&[])));
                 }
-                Some(Sem::Ksym) => {
+                Some(ValueMeaning::Ksym) => {
                     value = Dynamic::from(crate::symbols::stacks::ksym_name(value.as_int().unwrap_or(0) as u64))
                 }
                 _ => {}

@@ -27,7 +27,7 @@ use super::split::Split;
 use crate::kernel::btf::BtfTypes;
 use crate::kernel::tracepoint_format::FieldKind;
 use crate::plan::maps::MapTable;
-use crate::plan::site::{RecordField, Sem, Site};
+use crate::plan::site::{RecordField, Site, ValueMeaning};
 use crate::probes::event::EventContext;
 use crate::script::MapHandle;
 use crate::symbols::stacks::StackMode;
@@ -197,7 +197,7 @@ pub(crate) struct Lowerer<'a> {
     /// top-level variable the closure assigns).
     pub(crate) userspace_vars: HashMap<String, (Position, Option<u32>)>,
     /// Locals holding stacks or symbols.
-    pub(crate) local_sems: HashMap<LocalId, Sem>,
+    pub(crate) local_sems: HashMap<LocalId, ValueMeaning>,
     /// Locals holding kernel pointers to BTF structs: the struct's type id.
     pub(crate) local_btf: HashMap<LocalId, u32>,
     /// Locals holding pointers to structs in user memory.
@@ -275,7 +275,7 @@ impl<'a> Lowerer<'a> {
                 matches!(call.name.as_str(), "==" | "!=" | "<" | "<=" | ">" | ">=" | "!" | "contains" | "strcontains")
             }
             RExpr::Variable(v, _, _) => match self.lookup_local(v.1.as_str()) {
-                Some(id) => self.local_sems.get(&id) == Some(&Sem::Bool),
+                Some(id) => self.local_sems.get(&id) == Some(&ValueMeaning::Bool),
                 None => false,
             },
             RExpr::Stmt(block) => match block.statements() {
@@ -333,19 +333,19 @@ impl<'a> Lowerer<'a> {
     }
 
     /// How a value prints: stacks and `ksym()` are integers shown as symbols.
-    pub(crate) fn sem(&self, e: &Expr) -> Sem {
+    pub(crate) fn sem(&self, e: &Expr) -> ValueMeaning {
         match e {
             Expr::StackId { map, user, .. } => match self.target.stack_info(*map) {
-                Some((_, _, mode)) => Sem::Stack { map: *map, user: *user, mode },
-                None => Sem::Plain,
+                Some((_, _, mode)) => ValueMeaning::Stack { map: *map, user: *user, mode },
+                None => ValueMeaning::Plain,
             },
-            Expr::Local(id) => self.local_sems.get(id).copied().unwrap_or(Sem::Plain),
-            Expr::ReadBuf { .. } => Sem::Buf,
+            Expr::Local(id) => self.local_sems.get(id).copied().unwrap_or(ValueMeaning::Plain),
+            Expr::ReadBuf { .. } => ValueMeaning::Buf,
             Expr::Binary(BinOp::Or, a, b) if **b == Expr::Int(KSYM_TAG) => {
                 let _ = a;
-                Sem::Ksym
+                ValueMeaning::Ksym
             }
-            _ => Sem::Plain,
+            _ => ValueMeaning::Plain,
         }
     }
 }

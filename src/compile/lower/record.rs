@@ -7,7 +7,7 @@ use rhai::{ASTNode, Expr as RExpr, Position, Stmt as RStmt};
 use super::{at, err, event_path, index, property_chain, span, strings, LowerError, Lowerer, Result, AGGREGATIONS};
 use crate::compile::split::{Place, Why};
 use crate::kernel::tracepoint_format::FieldKind;
-use crate::plan::site::{RecordField, Sem, Site};
+use crate::plan::site::{RecordField, Site, ValueMeaning};
 
 /// The node at the end of `path` is the left side of a `.` (`e` in `e.pid`).
 fn is_dot_lhs(path: &[ASTNode]) -> bool {
@@ -262,11 +262,11 @@ impl Lowerer<'_> {
                 if let Some(items) = self.string_array(path, pos)? {
                     for (index, e) in items.into_iter().enumerate() {
                         fields.push((RecordField::EventItem { path: path.clone(), index }, self.ty(&e)));
-                        sems.push(Sem::Plain);
+                        sems.push(ValueMeaning::Plain);
                         exprs.push(e);
                     }
                     fields.push((cap, Ty::Int));
-                    sems.push(Sem::Plain);
+                    sems.push(ValueMeaning::Plain);
                     exprs.push(Expr::Int(0));
                     continue;
                 }
