@@ -59,7 +59,6 @@ pub(super) fn follow_programs(
     map: MapId,
     stop_map: MapId,
     maps: Vec<MapLayout>,
-    possible_cpus: u32,
     kernel: &dyn Kernel,
 ) -> Result<Vec<CompiledProgram>> {
     const CLONE_THREAD: i64 = 0x10000;
@@ -102,7 +101,7 @@ pub(super) fn follow_programs(
             locals: vec![],
             maps: maps.clone(),
             body,
-            possible_cpus,
+            possible_cpus: kernel.possible_cpus(),
         };
         let code = probes_ebpf::generate(&program).map_err(|e| anyhow!("{}", e.message))?;
         out.push(CompiledProgram {

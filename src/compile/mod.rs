@@ -213,7 +213,7 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
             locals: lowered.locals,
             maps: layouts.clone(),
             body,
-            possible_cpus: possible_cpus(),
+            possible_cpus: kernel.possible_cpus(),
         };
         let code = probes_ebpf::generate(&program).map_err(|e| {
             // Code with no statement of its own (e.g. the whole probe over a limit): the probe() call.
@@ -237,16 +237,11 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
     }
     if let Some(map) = follow_map {
         plan.programs.extend(
-            filters::follow_programs(map, stop_map, layouts, possible_cpus(), kernel)
+            filters::follow_programs(map, stop_map, layouts, kernel)
                 .map_err(|e| Diagnostic::new(file, None, format!("-c: {e}")))?,
         );
     }
     Ok(plan)
-}
-
-/// CPUs per-CPU maps have slots for (kernel reads of aggregations combine them).
-fn possible_cpus() -> u32 {
-    libbpf_rs::num_possible_cpus().map_or(1, |n| n as u32)
 }
 
 #[cfg(test)]
