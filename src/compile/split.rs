@@ -586,6 +586,9 @@ impl Walk<'_> {
             if rest {
                 return Err(trailing_call(rhs).unwrap_or_else(|| "reads a part of an event field".into()).into());
             }
+            if chain.len() == 1 && chain[0].0 == "args" {
+                return Err(format!("uses `{}.args` as a whole value", name.unwrap_or("e")).into());
+            }
             return Ok(self.field_kind(&chain.iter().map(|c| c.0.as_str()).collect::<Vec<_>>()));
         }
         if let Some(Var::Kernel(Kind::Pointer)) = name.and_then(|n| self.lookup(n)) {

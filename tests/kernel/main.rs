@@ -27,6 +27,7 @@ mod semantics;
 mod serve;
 mod specs;
 mod split;
+mod split_args;
 mod split_userspace;
 mod stacks;
 mod target;

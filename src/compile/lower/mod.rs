@@ -16,6 +16,7 @@ pub(crate) mod index;
 mod record;
 mod stmt;
 pub(crate) mod strings;
+mod whole_args;
 
 pub(crate) use super::closure::{event_path, property_chain, ClosureBody};
 pub(crate) use super::syntax::{span, AGGREGATIONS};

@@ -210,15 +210,19 @@ impl Lowerer<'_> {
             // it passes `e` to) read, and the common ones.
             let common = ["pid", "tid", "uid", "gid", "comm", "cpu", "nsecs"].map(|f| vec![f.to_string()]);
             for path in common.into_iter().chain(self.split.whole_event.iter().cloned()) {
-                let clash = wanted.iter().any(|(c, _)| match c {
-                    RecordField::Event(p) => p.starts_with(&path) || path.starts_with(p),
-                    _ => false,
-                });
+                // A whole `e.args` is expanded below, next to the fields read by name.
+                let clash = path != ["args"]
+                    && wanted.iter().any(|(c, _)| match c {
+                        RecordField::Event(p) => p.starts_with(&path) || path.starts_with(p),
+                        _ => false,
+                    });
                 if !clash {
                     wanted.push((RecordField::Event(path), first_pos));
                 }
             }
         }
+        let mut raw_args = std::collections::HashSet::new();
+        self.expand_whole_args(&mut wanted, &mut raw_args)?;
         // `e.curtask` arrives as an object map when its members are used too,
         // so it can't also be a number in the same run.
         for (a, _) in &wanted {
@@ -259,7 +263,24 @@ impl Lowerer<'_> {
                 continue;
             }
             if let RecordField::Event(path) = &cap {
-                if let Some(items) = self.string_array(path, pos)? {
+                let raw = match path.as_slice() {
+                    [a, f] if a == "args" && raw_args.contains(f) => Some(f.as_str()),
+                    _ => None,
+                };
+                let items = match raw {
+                    Some(f) => self.whole_args_items(f),
+                    None => self.string_array(path, pos)?,
+                };
+                if let (Some(f), None) = (raw, &items) {
+                    // A bare `e.args`: the field as the event has it.
+                    if let Some(expr) = self.whole_args_value(f, pos) {
+                        fields.push((cap.clone(), self.ty(&expr)));
+                        sems.push(self.sem(&expr));
+                        exprs.push(expr);
+                    }
+                    continue;
+                }
+                if let Some(items) = items {
                     for (index, e) in items.into_iter().enumerate() {
                         fields.push((RecordField::EventItem { path: path.clone(), index }, self.ty(&e)));
                         sems.push(ValueMeaning::Plain);

@@ -56,9 +56,10 @@ pub(super) fn event_reads(body: &ClosureBody, ev: &str, ast: Option<&AST>) -> Ve
         }
     }
     // A stack needs its arguments resolved by the closure itself; a bare
-    // `e.args` or `e.curtask` prefix of a longer path can't be both.
+    // `e.curtask` prefix of a longer path can't be both. A bare `e.args`
+    // stays: it holds every argument, beside those read by name.
     out.retain(|p| !matches!(p[0].as_str(), "kstack" | "ustack"));
     let all = out.clone();
-    out.retain(|p| !all.iter().any(|q| q.len() > p.len() && q.starts_with(p)));
+    out.retain(|p| p == &["args"] || !all.iter().any(|q| q.len() > p.len() && q.starts_with(p)));
     out
 }
