@@ -6,6 +6,7 @@ pub mod api;
 pub mod calls;
 pub mod checks;
 pub mod dist;
+mod file_modules;
 pub mod formatting;
 pub mod habits;
 pub mod kernel_reads;

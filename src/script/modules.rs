@@ -3,7 +3,7 @@
 //! after `import "NAME" as NAME;`; other `import "path"` statements load
 //! `.rhai` files relative to the current directory.
 
-use rhai::module_resolvers::{FileModuleResolver, ModuleResolversCollection, StaticModuleResolver};
+use rhai::module_resolvers::{ModuleResolversCollection, StaticModuleResolver};
 use rhai::{Engine, Expr, Module, Scope, Stmt, AST};
 
 /// The embedded stdlib modules: (import name, source).
@@ -22,11 +22,13 @@ pub fn install(engine: &mut Engine) {
     for (name, source) in STDLIB {
         // Compiled with a plain engine: stdlib modules use only core Rhai.
         let plain = Engine::new();
-        match plain
-            .compile(source)
-            .map_err(|e| e.to_string())
-            .and_then(|ast| Module::eval_ast_as_new(Scope::new(), &ast, &plain).map_err(|e| e.to_string()))
-        {
+        match plain.compile(source).map_err(|e| e.to_string()).and_then(|mut ast| {
+            // Its source is its name: its `time()`/`join()` statements
+            // are told apart from the script's.
+            ast.set_source(*name);
+            super::statements::collect(&ast);
+            Module::eval_ast_as_new(Scope::new(), &ast, &plain).map_err(|e| e.to_string())
+        }) {
             Ok(module) => {
                 // Also registered under its own name, so closures that run
                 // later (BEGIN, probes, timers) see `fmt::...` too.
@@ -38,7 +40,7 @@ pub fn install(engine: &mut Engine) {
     }
     let mut resolvers = ModuleResolversCollection::new();
     resolvers.push(embedded);
-    resolvers.push(FileModuleResolver::new());
+    resolvers.push(super::file_modules::FileModules::default());
     engine.set_module_resolver(resolvers);
 }
 

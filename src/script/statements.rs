@@ -1,14 +1,17 @@
 //! bpftrace's printing statements: `time(fmt);` and `join(arr);` whose value
 //! a statement drops print what they make (as `time` and `join` records under
 //! `-f json`), while `let t = time(fmt)` still returns the text. Which calls
-//! are statements is read from the AST before anything runs.
+//! are statements is read from the AST before anything runs: the script's,
+//! each stdlib module's and each imported file's, keyed by the source the
+//! call is in (Rhai's `source()`: none for the script, the module's name or
+//! path otherwise) and its line:column, so two sources never collide.
 
 use std::collections::HashSet;
 use std::sync::Mutex;
 
 use rhai::{ASTNode, Expr, NativeCallContext, Position, Stmt, AST};
 
-static STATEMENT_CALLS: Mutex<Option<HashSet<(usize, usize)>>> = Mutex::new(None);
+static STATEMENT_CALLS: Mutex<Option<HashSet<(String, At)>>> = Mutex::new(None);
 
 const PRINTING: [&str; 2] = ["time", "join"];
 
@@ -61,13 +64,15 @@ pub fn collect(ast: &AST) {
             found.retain(|x| x != call);
         }
     }
+    let source = ast.source().unwrap_or("").to_string();
     let mut set = STATEMENT_CALLS.lock().unwrap();
-    set.get_or_insert_with(HashSet::new).extend(found);
+    set.get_or_insert_with(HashSet::new).extend(found.into_iter().map(|at| (source.clone(), at)));
 }
 
 /// Whether the native call behind `ctx` is one of those statements.
 pub fn is_statement(ctx: &NativeCallContext) -> bool {
-    let Some(k) = key(ctx.call_position()) else { return false };
+    let Some(at) = key(ctx.call_position()) else { return false };
+    let k = (ctx.call_source().unwrap_or("").to_string(), at);
     STATEMENT_CALLS.lock().unwrap().as_ref().is_some_and(|s| s.contains(&k))
 }
 
@@ -84,11 +89,26 @@ mod tests {
         collect(&ast);
         let set = STATEMENT_CALLS.lock().unwrap();
         let set = set.as_ref().unwrap();
-        assert!(set.contains(&(2, 1)), "{set:?}");
-        assert!(set.contains(&(3, 10)), "{set:?}");
-        assert!(!set.contains(&(1, 9)), "{set:?}");
+        let at = |l, c| (String::new(), (l, c));
+        assert!(set.contains(&at(2, 1)), "{set:?}");
+        assert!(set.contains(&at(3, 10)), "{set:?}");
+        assert!(!set.contains(&at(1, 9)), "{set:?}");
         // A function's value and an interpolated value are used, not statements.
-        assert!(!set.contains(&(4, 10)), "{set:?}");
-        assert!(!set.contains(&(5, 12)), "{set:?}");
+        assert!(!set.contains(&at(4, 10)), "{set:?}");
+        assert!(!set.contains(&at(5, 12)), "{set:?}");
+    }
+
+    #[test]
+    fn sources_are_told_apart() {
+        let engine = rhai::Engine::new();
+        let mut module = engine.compile("fn f() { time(\"%S\") }\nfn g() { 1 }").unwrap();
+        module.set_source("lib");
+        collect(&module);
+        let script = engine.compile("fn h() { time(\"%S\"); 1 }").unwrap();
+        collect(&script);
+        let set = STATEMENT_CALLS.lock().unwrap();
+        let set = set.as_ref().unwrap();
+        assert!(set.contains(&(String::new(), (1, 10))), "{set:?}");
+        assert!(!set.contains(&("lib".to_string(), (1, 10))), "{set:?}");
     }
 }

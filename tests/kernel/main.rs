@@ -30,6 +30,7 @@ mod split;
 mod split_args;
 mod split_userspace;
 mod stacks;
+mod statements;
 mod target;
 mod tools;
 mod tools_kernel;
