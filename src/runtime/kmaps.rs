@@ -10,6 +10,7 @@ use libbpf_rs::{MapCore, MapFlags, MapType};
 use probes_ebpf::ir::{AggKind, AggOp, Ty, ValueKind};
 use rhai::Dynamic;
 
+use crate::output::bytes::Buf;
 use crate::output::dist::Distribution;
 use crate::output::{self, KeyPart, MapDump, MapValue};
 use crate::plan::site::{MapShape, Sem};
@@ -100,6 +101,7 @@ impl KernelMap {
                 (Ty::Int, Sem::Ksym) => KeyPart::Str(crate::symbols::stacks::ksym_name(i64_at(slot, 0) as u64)),
                 (Ty::Int, Sem::Plain | Sem::Buf) => KeyPart::Int(i64_at(slot, 0)),
                 (Ty::Int, Sem::Bool) => KeyPart::Str((i64_at(slot, 0) != 0).to_string()),
+                (Ty::Bytes(_), Sem::Buf) => KeyPart::Str(crate::output::bytes::escape_buf(slot)),
                 (Ty::Bytes(_), _) => KeyPart::Str(str_at(slot)),
             });
             off += size;
@@ -127,6 +129,7 @@ impl KernelMap {
                 let slot = key.get(off..off + size).unwrap_or(&[]);
                 off += size;
                 match (ty, self.shape.key_sems.get(i).copied().unwrap_or(Sem::Plain)) {
+                    (Ty::Bytes(_), Sem::Buf) => names.push(crate::output::bytes::escape_buf(slot)),
                     (Ty::Bytes(_), _) => names.push(str_at(slot)),
                     (Ty::Int, Sem::Stack { map, user, .. }) => match self.stacks.frames(map, i64_at(slot, 0), user) {
                         Ok((_, frames)) => names
@@ -288,15 +291,31 @@ impl KernelMap {
             return Err(format!("map '{}' has {}-part keys, got {}", self.name, layout.key.len(), parts.len()));
         }
         let mut out = Vec::new();
-        for (p, ty) in parts.iter().zip(&layout.key) {
+        for (i, (p, ty)) in parts.iter().zip(&layout.key).enumerate() {
+            let mut slot = vec![0u8; ty.slot_size() as usize];
+            if matches!((ty, self.shape.key_sems.get(i)), (Ty::Bytes(_), Some(Sem::Buf))) && slot.len() >= 8 {
+                // A buf key: its length, then its bytes (as the kernel writes
+                // it); a string given for one stands for its bytes.
+                let bytes = match p.read_lock::<Buf>() {
+                    Some(b) => b.0.clone(),
+                    None => output::bytes::text_of(p).into_bytes(),
+                };
+                let n = bytes.len().min(slot.len() - 8);
+                slot[..8].copy_from_slice(&(n as u64).to_le_bytes());
+                slot[8..8 + n].copy_from_slice(&bytes[..n]);
+                out.extend_from_slice(&slot);
+                continue;
+            }
             match ty {
                 Ty::Int => {
                     let v = p.as_int().map_err(|_| format!("map '{}' has integer keys", self.name))?;
                     out.extend_from_slice(&v.to_le_bytes());
                 }
                 Ty::Bytes(_) => {
-                    let s = p.clone().into_string().map_err(|_| format!("map '{}' has string keys", self.name))?;
-                    let mut slot = vec![0u8; ty.slot_size() as usize];
+                    let s = match p.read_lock::<Buf>() {
+                        Some(b) => b.escaped(),
+                        None => p.clone().into_string().map_err(|_| format!("map '{}' has string keys", self.name))?,
+                    };
                     let n = s.len().min(slot.len().saturating_sub(1));
                     slot[..n].copy_from_slice(&s.as_bytes()[..n]);
                     out.extend_from_slice(&slot);
@@ -379,7 +398,7 @@ impl MapBackend for KernelMap {
                 v.copy_from_slice(&n.to_le_bytes());
             }
             Ty::Bytes(_) => {
-                let text = value.to_string();
+                let text = crate::output::bytes::text_of(value);
                 let n = text.len().min(v.len().saturating_sub(1));
                 v[..n].copy_from_slice(&text.as_bytes()[..n]);
             }

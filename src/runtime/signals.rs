@@ -65,6 +65,10 @@ const OPERATIONS_AFTER_SIGNAL: u64 = 100_000;
 /// once a signal came and it ran on past [`OPERATIONS_AFTER_SIGNAL`]
 /// (at once after a second signal).
 pub fn progress_hook(operations: u64) -> Option<rhai::Dynamic> {
+    if operations % 1024 == 0 {
+        // Long-running userspace code: output printed before it still goes out.
+        crate::output::sink::flush_waiting();
+    }
     let (count, grace) = (COUNT.load(Ordering::SeqCst), GRACE.load(Ordering::SeqCst));
     let stop = count > grace && (operations >= OPERATIONS_AFTER_SIGNAL || count > grace + 1);
     stop.then_some(rhai::Dynamic::UNIT)

@@ -3,6 +3,7 @@
 //! calls into userspace closures (`BEGIN`, `END`, `every`).
 
 pub mod api;
+mod bufs;
 pub mod calls;
 pub mod checks;
 pub mod dist;
@@ -95,6 +96,7 @@ impl Session {
         positional::register(&mut engine);
         tools::register(&mut engine, &registry);
         formatting::register(&mut engine);
+        bufs::register(&mut engine);
         modules::install(&mut engine);
         let ast = engine.compile(source).map_err(|e| {
             let hint = habits::syntax_hint(source, e.1).map(|h| format!(": {h}")).unwrap_or_default();
