@@ -129,21 +129,21 @@ fn aggregations_of_read_sizes() {
             prelude: "let s = map();",
             body: "s = hist(e.args.count);",
             sizes: &[0, 1, 5, 6, 100, 1024, 1500],
-            want: vec![Want::Hist(
+            want: vec![Want::hist(
                 "@s:",
-                vec![
-                    hist_row("[0]", 1, 26),
-                    hist_row("[1]", 1, 26),
-                    hist_row("[2, 4)", 0, 0),
-                    hist_row("[4, 8)", 2, 52),
-                    hist_row("[8, 16)", 0, 0),
-                    hist_row("[16, 32)", 0, 0),
-                    hist_row("[32, 64)", 0, 0),
-                    hist_row("[64, 128)", 1, 26),
-                    hist_row("[128, 256)", 0, 0),
-                    hist_row("[256, 512)", 0, 0),
-                    hist_row("[512, 1K)", 0, 0),
-                    hist_row("[1K, 2K)", 2, 52),
+                &[
+                    ("[0]", 1, 26),
+                    ("[1]", 1, 26),
+                    ("[2, 4)", 0, 0),
+                    ("[4, 8)", 2, 52),
+                    ("[8, 16)", 0, 0),
+                    ("[16, 32)", 0, 0),
+                    ("[32, 64)", 0, 0),
+                    ("[64, 128)", 1, 26),
+                    ("[128, 256)", 0, 0),
+                    ("[256, 512)", 0, 0),
+                    ("[512, 1K)", 0, 0),
+                    ("[1K, 2K)", 2, 52),
                 ],
             )],
         },
@@ -153,25 +153,22 @@ fn aggregations_of_read_sizes() {
             prelude: "let s = map();",
             body: "s = hist(e.args.count);",
             sizes: &[2, 3, 4, 7, 8, 8, 8],
-            want: vec![Want::Hist(
-                "@s:",
-                vec![hist_row("[2, 4)", 2, 34), hist_row("[4, 8)", 2, 34), hist_row("[8, 16)", 3, 52)],
-            )],
+            want: vec![Want::hist("@s:", &[("[2, 4)", 2, 34), ("[4, 8)", 2, 34), ("[8, 16)", 3, 52)])],
         },
         ReadCase {
             name: "lhist buckets with below-min and above-max",
             prelude: "let l = map();",
             body: "l = lhist(e.args.count, 10, 50, 10);",
             sizes: &[3, 10, 15, 49, 50, 500],
-            want: vec![Want::Hist(
+            want: vec![Want::hist(
                 "@l:",
-                vec![
-                    hist_row("(..., 10)", 1, 26),
-                    hist_row("[10, 20)", 2, 52),
-                    hist_row("[20, 30)", 0, 0),
-                    hist_row("[30, 40)", 0, 0),
-                    hist_row("[40, 50)", 1, 26),
-                    hist_row("[50, ...)", 2, 52),
+                &[
+                    ("(..., 10)", 1, 26),
+                    ("[10, 20)", 2, 52),
+                    ("[20, 30)", 0, 0),
+                    ("[30, 40)", 0, 0),
+                    ("[40, 50)", 1, 26),
+                    ("[50, ...)", 2, 52),
                 ],
             )],
         },
@@ -181,14 +178,9 @@ fn aggregations_of_read_sizes() {
             prelude: "let l = map();",
             body: "l = lhist(e.args.count, 0, 1000, 100);",
             sizes: &[250, 299, 300, 550, 599, 598, 510],
-            want: vec![Want::Hist(
+            want: vec![Want::hist(
                 "@l:",
-                vec![
-                    hist_row("[200, 300)", 2, 26),
-                    hist_row("[300, 400)", 1, 13),
-                    hist_row("[400, 500)", 0, 0),
-                    hist_row("[500, 600)", 4, 52),
-                ],
+                &[("[200, 300)", 2, 26), ("[300, 400)", 1, 13), ("[400, 500)", 0, 0), ("[500, 600)", 4, 52)],
             )],
         },
         ReadCase {

@@ -483,31 +483,64 @@ fn block_tools_see_direct_writes() {
     assert!(bcc_hist_total(&out.stdout) >= 1, "{out}");
 }
 
+/// tcpconnect and tcpaccept (`-P PORT`) and tcplife (`LIFE_FLAGS -L PORT`)
+/// while this process connects to `listener`, runs `traffic` on (client,
+/// server) and closes both; their outcomes, in that order, and the client's
+/// port.
+pub(crate) fn tcp_tools_on_a_connection(
+    listener: &TcpListener,
+    life_flags: &[&str],
+    traffic: impl FnOnce(&mut TcpStream, &mut TcpStream),
+) -> ([Outcome; 3], u16) {
+    let to = listener.local_addr().unwrap();
+    let port = to.port().to_string();
+    let t1 = start_tool(&["tcpconnect", "-P", &port]);
+    let t2 = start_tool(&["tcpaccept", "-P", &port]);
+    let mut life = vec!["tcplife"];
+    life.extend_from_slice(life_flags);
+    life.extend(["-L", &port]);
+    let t3 = start_tool(&life);
+    let mut c = TcpStream::connect(to).unwrap();
+    let cport = c.local_addr().unwrap().port();
+    let (mut a, _) = listener.accept().unwrap();
+    traffic(&mut c, &mut a);
+    drop(c);
+    drop(a);
+    std::thread::sleep(Duration::from_millis(200));
+    ([t1.interrupt_and_finish(), t2.interrupt_and_finish(), t3.interrupt_and_finish()], cport)
+}
+
+/// tcpretrans while 4 clients try to connect to `listener`, whose accept
+/// queue is full (it drops their SYNs: they send them again).
+pub(crate) fn tcpretrans_with_a_full_accept_queue(listener: &TcpListener) -> Outcome {
+    let to = listener.local_addr().unwrap();
+    unsafe { libc::listen(listener.as_raw_fd(), 0) };
+    let t = start_tool(&["tcpretrans"]);
+    let clients: Vec<_> = (0..4)
+        .map(|_| std::thread::spawn(move || TcpStream::connect_timeout(&to, Duration::from_millis(1500)).ok()))
+        .collect();
+    for c in clients {
+        let _ = c.join();
+    }
+    t.interrupt_and_finish()
+}
+
 #[test]
 fn tcp_tools_see_a_loopback_connection() {
     let Some(_g) = setup() else { return };
     let me = pid().to_string();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port().to_string();
-    let t1 = start_tool(&["tcpconnect", "-P", &port]);
-    let t2 = start_tool(&["tcpaccept", "-P", &port]);
-    let t3 = start_tool(&["tcplife", "-L", &port]);
-    let mut c = TcpStream::connect(("127.0.0.1", listener.local_addr().unwrap().port())).unwrap();
-    let cport = c.local_addr().unwrap().port().to_string();
-    let (a, _) = listener.accept().unwrap();
-    c.write_all(b"x").unwrap();
-    drop(c);
-    drop(a);
-    std::thread::sleep(Duration::from_millis(100));
-    let out = t1.interrupt_and_finish();
+    let ([out1, out2, out3], cport) = tcp_tools_on_a_connection(&listener, &[], |c, _| c.write_all(b"x").unwrap());
+    let out = out1;
     let hits = lines_with(&out, &[&format!("{me} ")]);
     assert_eq!(hits.len(), 1, "{out}");
     assert!(hits[0].ends_with(&format!("127.0.0.1        127.0.0.1        {port:<5}")), "{out}");
-    let out = t2.interrupt_and_finish();
+    let out = out2;
     let hits = lines_with(&out, &[&format!("{me} ")]);
     assert_eq!(hits.len(), 1, "{out}");
     assert!(hits[0].contains(&format!("127.0.0.1        {cport:<5} 127.0.0.1        {port}")), "{out}");
-    let out = t3.interrupt_and_finish();
+    let out = out3;
     let hits = lines_with(&out, &[&format!("127.0.0.1       {port:<5} 127.0.0.1       {cport:<5}")]);
     assert_eq!(hits.len(), 1, "{out}");
 }
@@ -517,20 +550,7 @@ fn tcpretrans_sees_syn_retransmits() {
     let Some(_g) = setup() else { return };
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
-    // A full accept queue drops new SYNs: the clients send them again.
-    unsafe { libc::listen(listener.as_raw_fd(), 0) };
-    let t = start_tool(&["tcpretrans"]);
-    let clients: Vec<_> = (0..4)
-        .map(|_| {
-            std::thread::spawn(move || {
-                TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_millis(1500)).ok()
-            })
-        })
-        .collect();
-    for c in clients {
-        let _ = c.join();
-    }
-    let out = t.interrupt_and_finish();
+    let out = tcpretrans_with_a_full_accept_queue(&listener);
     let hits = lines_with(&out, &[&format!("R> 127.0.0.1:{port} ")]);
     assert!(!hits.is_empty(), "{out}");
 }

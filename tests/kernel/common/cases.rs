@@ -6,7 +6,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
 
-use super::{fill, tid, Outcome, Tracer, Zero, EXIT_TIMEOUT};
+use super::{fill, hist_row, tid, Outcome, Tracer, Zero, EXIT_TIMEOUT};
 
 /// Start `rtrace -e src`, wait until attached, make the events, end with
 /// SIGINT; the run must exit 0.
@@ -69,6 +69,11 @@ impl Want {
     /// `Want::Map` from string slices.
     pub fn map(name: &'static str, lines: &[&str]) -> Want {
         Want::Map(name, lines.iter().map(|l| l.to_string()).collect())
+    }
+
+    /// `Want::Hist` from (label, count, bar length) rows ([`hist_row`]).
+    pub fn hist(header: &'static str, rows: &[(&str, u64, usize)]) -> Want {
+        Want::Hist(header, rows.iter().map(|&(label, count, bar)| hist_row(label, count, bar)).collect())
     }
 
     pub fn check(&self, out: &Outcome) {
