@@ -79,34 +79,25 @@ fn kernel_function_errors_name_the_specifier_part() {
         ),
         (&["stackcount", "p::vfs_read"], &["stackcount: error: 'p::vfs_read': kernel function 'vfs_read'"]),
     ];
-    for (args, wants) in cases {
-        let out = run(args);
-        let line = assert_clean_error(&out);
-        assert_eq!(out.code, Some(2), "{args:?}\n{out}");
-        for want in *wants {
-            assert!(line.contains(want), "{args:?}: {line:?} lacks {want:?}");
-        }
-    }
+    assert_usage_errors(cases);
 }
 
 #[test]
 fn specifier_parts_that_do_not_exist_are_named() {
     let Some(_g) = setup() else { return };
-    let cases: &[(&[&str], &str)] = &[
-        (&["argdist", "-C", "p:c:rtt_no_such_fn(int x):int:x"], "function 'rtt_no_such_fn' in 'c': "),
-        (&["argdist", "-C", "t:syscalls:rtt_no_such():int:args->x"], "tracepoint 'syscalls:rtt_no_such': "),
-        (&["argdist", "-C", "p::rtt_no_such_fn(int x):int:x"], "kernel function 'rtt_no_such_fn': "),
-        (&["argdist", "-C", "p:c:write(int fd):int:fd->x"], "user-space functions have no BTF types"),
-        (&["argdist", "-C", "p:c:write(int fd):int:*fd"], "'*' (pointer dereference)"),
-        (&["argdist", "-C", "q:c:write"], "probe type must be 'p', 'r', 't', 'u', 'btf' or 'rt'"),
-        (&["funccount", "c:rtt_no_such_*"], "funccount: error: 'c:rtt_no_such_*': function 'rtt_no_such_*' in 'c': "),
+    let cases: &[(&[&str], &[&str])] = &[
+        (&["argdist", "-C", "p:c:rtt_no_such_fn(int x):int:x"], &["function 'rtt_no_such_fn' in 'c': "]),
+        (&["argdist", "-C", "t:syscalls:rtt_no_such():int:args->x"], &["tracepoint 'syscalls:rtt_no_such': "]),
+        (&["argdist", "-C", "p::rtt_no_such_fn(int x):int:x"], &["kernel function 'rtt_no_such_fn': "]),
+        (&["argdist", "-C", "p:c:write(int fd):int:fd->x"], &["user-space functions have no BTF types"]),
+        (&["argdist", "-C", "p:c:write(int fd):int:*fd"], &["'*' (pointer dereference)"]),
+        (&["argdist", "-C", "q:c:write"], &["probe type must be 'p', 'r', 't', 'u', 'btf' or 'rt'"]),
+        (
+            &["funccount", "c:rtt_no_such_*"],
+            &["funccount: error: 'c:rtt_no_such_*': function 'rtt_no_such_*' in 'c': "],
+        ),
     ];
-    for (args, want) in cases {
-        let out = run(args);
-        let line = assert_clean_error(&out);
-        assert_eq!(out.code, Some(2), "{args:?}\n{out}");
-        assert!(line.contains(want), "{args:?}: {line:?} lacks {want:?}");
-    }
+    assert_usage_errors(cases);
 }
 
 #[test]

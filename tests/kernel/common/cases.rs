@@ -6,7 +6,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
 
-use super::{fill, hist_row, tid, Outcome, Tracer, Zero, EXIT_TIMEOUT};
+use super::{assert_clean_error, fill, hist_row, run, tid, Outcome, Tracer, Zero, EXIT_TIMEOUT};
 
 /// Start `rtrace -e src`, wait until attached, make the events, end with
 /// SIGINT; the run must exit 0.
@@ -123,6 +123,19 @@ impl Expect {
         }
         if let Some(d) = self.within {
             assert!(out.elapsed < d, "the run took {:?}, more than {d:?}\n{out}", out.elapsed);
+        }
+    }
+}
+
+/// Each `rtrace ARGS...` is a usage error (exit 2) reported in one clean
+/// line ([`assert_clean_error`]) that contains every one of its texts.
+pub fn assert_usage_errors(cases: &[(&[&str], &[&str])]) {
+    for (args, wants) in cases {
+        let out = run(args);
+        let line = assert_clean_error(&out);
+        assert_eq!(out.code, Some(2), "{args:?}\n{out}");
+        for want in *wants {
+            assert!(line.contains(want), "{args:?}: {line:?} lacks {want:?}");
         }
     }
 }
