@@ -35,6 +35,23 @@ pub(crate) fn start_tool(args: &[&str]) -> Tracer {
     t
 }
 
+/// `rtrace TOOL ARGS...` around `event`, stopped once a line contains `marker`.
+pub(crate) fn tool_until(args: &[&str], event: impl FnOnce(), marker: &str) -> Outcome {
+    let mut t = start_tool(args);
+    event();
+    t.wait_line(&format!("a line with {marker:?}"), Duration::from_secs(10), |l| l.contains(marker));
+    t.interrupt_and_finish()
+}
+
+/// Wait for an argdist summary line containing `want`, then for the next
+/// interval's `[HH:MM:SS]` (so the interval that printed it is complete),
+/// and stop.
+pub(crate) fn argdist_rows(mut t: Tracer, want: &str) -> Outcome {
+    t.wait_line("the summary", Duration::from_secs(10), |l| l.contains(want));
+    t.wait_line("the next interval", Duration::from_secs(5), |l| l.starts_with('['));
+    t.interrupt_and_finish()
+}
+
 /// The lines of `out` that contain every one of `words`.
 pub(crate) fn lines_with<'a>(out: &'a Outcome, words: &[&str]) -> Vec<&'a str> {
     out.stdout.lines().filter(|l| words.iter().all(|w| l.contains(w))).collect()
@@ -112,12 +129,10 @@ fn argdist_counts_and_histograms_of_a_programs_calls() {
     let rets = format!("r:{b}:rtt_mul()");
     let hist = format!("p:{b}:rtt_mul(long a, long b):long:a");
     let lat = format!("r:{b}:rtt_mul():u64:$latency");
-    let mut t = start_tool(&["argdist", "-i", "1", "-C", &count, &pair, &rets, "-H", &hist, &lat]);
+    let t = start_tool(&["argdist", "-i", "1", "-C", &count, &pair, &rets, "-H", &hist, &lat]);
     run_fixture(&bin, 5);
-    t.wait_line("the summary with all five calls", Duration::from_secs(10), |l| l.contains("b = 40"));
-    // Let the interval that printed it finish.
-    t.wait_line("the next interval", Duration::from_secs(5), |l| l.starts_with('['));
-    let out = t.interrupt_and_finish();
+    // The summary with all five calls.
+    let out = argdist_rows(t, "b = 40");
     assert_eq!(out.code, Some(0), "{out}");
     let text = &out.stdout;
     assert!(text.contains(&format!("{count}\n\tCOUNT      EVENT\n")), "{out}");
@@ -154,11 +169,9 @@ fn argdist_usdt_arguments() {
         return;
     }
     let spec = format!("u:{}:tick:long,char*:arg3,arg2", bin.display());
-    let mut t = start_tool(&["argdist", "-i", "1", "-C", &spec]);
+    let t = start_tool(&["argdist", "-i", "1", "-C", &spec]);
     run_fixture(&bin, 6);
-    t.wait_line("the summary", Duration::from_secs(10), |l| l.contains("arg3 = 300"));
-    t.wait_line("the next interval", Duration::from_secs(5), |l| l.starts_with('['));
-    let out = t.interrupt_and_finish();
+    let out = argdist_rows(t, "arg3 = 300");
     for (v, name) in [(100, "alpha"), (200, "beta"), (300, "gamma")] {
         assert!(out.stdout.contains(&format!("\t2          arg3 = {v}, arg2 = {name}\n")), "{out}");
     }
@@ -168,14 +181,11 @@ fn argdist_usdt_arguments() {
 fn argdist_libc_calls_and_tracepoints_of_one_process() {
     let Some(_g) = setup() else { return };
     let me = pid().to_string();
-    let mut t =
-        start_tool(&["argdist", "-p", &me, "-i", "1", "-C", "p:c:getppid()", "-C", "t:syscalls:sys_enter_getppid"]);
+    let t = start_tool(&["argdist", "-p", &me, "-i", "1", "-C", "p:c:getppid()", "-C", "t:syscalls:sys_enter_getppid"]);
     for _ in 0..7 {
         unsafe { libc::getppid() };
     }
-    t.wait_line("the summary", Duration::from_secs(10), |l| l.contains("total calls"));
-    t.wait_line("the next interval", Duration::from_secs(5), |l| l.starts_with('['));
-    let out = t.interrupt_and_finish();
+    let out = argdist_rows(t, "total calls");
     let libc_rows = out.stdout.split("p:c:getppid()\n").nth(1).unwrap_or("");
     assert!(libc_rows.contains("\t7          total calls\n"), "{out}");
     let tp_rows = out.stdout.split("t:syscalls:sys_enter_getppid\n").nth(1).unwrap_or("");
@@ -257,19 +267,13 @@ fn opensnoop_statsnoop_show_paths_and_errors() {
     let Some(_g) = setup() else { return };
     let me = pid().to_string();
     let missing = format!("/tmp/rtt_{}_missing", token());
-    let mut t = start_tool(&["opensnoop", "-p", &me, "-x"]);
-    let _ = std::fs::File::open(&missing);
-    t.wait_line("the open", Duration::from_secs(10), |l| l.contains(&missing));
-    let out = t.interrupt_and_finish();
+    let out = tool_until(&["opensnoop", "-p", &me, "-x"], || drop(std::fs::File::open(&missing)), &missing);
     let hits = lines_with(&out, &[&missing]);
     assert_eq!(hits.len(), 1, "{out}");
     assert!(hits[0].starts_with(&format!("{me:<6} ")), "{out}");
     assert!(hits[0].ends_with(&format!("  -1   2 {missing}")), "{out}");
 
-    let mut t = start_tool(&["statsnoop", "-p", &me]);
-    let _ = std::fs::metadata(&missing);
-    t.wait_line("the stat", Duration::from_secs(10), |l| l.contains(&missing));
-    let out = t.interrupt_and_finish();
+    let out = tool_until(&["statsnoop", "-p", &me], || drop(std::fs::metadata(&missing)), &missing);
     let hits = lines_with(&out, &[&missing]);
     assert!(!hits.is_empty() && hits.iter().all(|l| l.ends_with(&format!("  -1   2 {missing}"))), "{out}");
 }
@@ -340,10 +344,8 @@ fn killsnoop_setuids_syncsnoop_see_this_process() {
 fn threadsnoop_and_pidpersec() {
     let Some(_g) = setup() else { return };
     let me = pid().to_string();
-    let mut t = start_tool(&["threadsnoop", "-p", &me]);
-    std::thread::spawn(|| {}).join().unwrap();
-    t.wait_line("the new thread", Duration::from_secs(10), |l| l.contains(&format!(" {me} ")));
-    let out = t.interrupt_and_finish();
+    let spawn = || std::thread::spawn(|| {}).join().unwrap();
+    let out = tool_until(&["threadsnoop", "-p", &me], spawn, &format!(" {me} "));
     assert!(!lines_with(&out, &[&format!(" {me} ")]).is_empty(), "{out}");
 
     let mut t = start_tool(&["pidpersec", "-n", "2"]);

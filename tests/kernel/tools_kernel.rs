@@ -10,14 +10,9 @@ use std::process::Command;
 use std::time::Duration;
 
 use crate::common::*;
-use crate::tools::{lines_with, start_tool, tcp_tools_on_a_connection, tcpretrans_with_a_full_accept_queue};
-
-/// Wait for a summary line, then for the next interval's `[HH:MM:SS]`, and stop.
-fn argdist_rows(mut t: Tracer, want: &str) -> Outcome {
-    t.wait_line("the summary", Duration::from_secs(10), |l| l.contains(want));
-    t.wait_line("the next interval", Duration::from_secs(5), |l| l.starts_with('['));
-    t.interrupt_and_finish()
-}
+use crate::tools::{
+    argdist_rows, lines_with, start_tool, tcp_tools_on_a_connection, tcpretrans_with_a_full_accept_queue, tool_until,
+};
 
 #[test]
 fn argdist_follows_btf_struct_pointers_with_c_expressions() {
@@ -195,10 +190,7 @@ fn statsnoop_shows_paths_of_240_bytes() {
     while missing.len() < 240 {
         missing.push('x');
     }
-    let mut t = start_tool(&["statsnoop", "-x", "-p", &me]);
-    let _ = std::fs::metadata(&missing);
-    t.wait_line("the stat", Duration::from_secs(10), |l| l.contains(&missing));
-    let out = t.interrupt_and_finish();
+    let out = tool_until(&["statsnoop", "-x", "-p", &me], || drop(std::fs::metadata(&missing)), &missing);
     let hits = lines_with(&out, &[&missing]);
     assert!(!hits.is_empty() && hits.iter().all(|l| l.ends_with(&format!("  -1   2 {missing}"))), "{out}");
 }
