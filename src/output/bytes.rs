@@ -65,6 +65,31 @@ pub fn text_of(value: &Dynamic) -> String {
     }
 }
 
+/// The bytes `text` shows as [`escape`]d text: each `\xNN` one byte, the
+/// rest as it is (so a key printed as `ab\x01` is found as `m["ab\\x01"]`).
+pub fn unescape(text: &str) -> Vec<u8> {
+    let b = text.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = b
+            .get(i + 2..i + 4)
+            .filter(|h| h.iter().all(u8::is_ascii_hexdigit))
+            .and_then(|h| u8::from_str_radix(std::str::from_utf8(h).ok()?, 16).ok());
+        match (b[i], b.get(i + 1), hex) {
+            (b'\\', Some(b'x'), Some(v)) => {
+                out.push(v);
+                i += 4;
+            }
+            (c, _, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
 /// Printable ASCII (space to `~`) as is, every other byte as `\xNN`.
 pub fn escape(bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len() * 4);
@@ -100,6 +125,16 @@ mod tests {
         assert_eq!(show(&b, BufForm::Hex), "68 69 00 ff 20");
         assert_eq!(show(&[], BufForm::Hex), "");
         assert_eq!(show(&[7], BufForm::Hex), "07");
+    }
+
+    #[test]
+    fn unescape_inverts_escape() {
+        let b = [b'h', b'i', 0, 0xff, b' ', b'\\', 0x7f];
+        assert_eq!(unescape(&escape(&b)), b);
+        assert_eq!(unescape("plain"), b"plain");
+        assert_eq!(unescape(r"\x4"), br"\x4");
+        assert_eq!(unescape(r"\xzz\x41"), br"\xzzA");
+        assert_eq!(unescape(r"\x+f"), br"\x+f");
     }
 
     #[test]

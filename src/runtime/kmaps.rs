@@ -295,10 +295,10 @@ impl KernelMap {
             let mut slot = vec![0u8; ty.slot_size() as usize];
             if matches!((ty, self.shape.key_sems.get(i)), (Ty::Bytes(_), Some(Sem::Buf))) && slot.len() >= 8 {
                 // A buf key: its length, then its bytes (as the kernel writes
-                // it); a string given for one stands for its bytes.
+                // it); a string given for one is its printed (escaped) form.
                 let bytes = match p.read_lock::<Buf>() {
                     Some(b) => b.0.clone(),
-                    None => output::bytes::text_of(p).into_bytes(),
+                    None => output::bytes::unescape(&output::bytes::text_of(p)),
                 };
                 let n = bytes.len().min(slot.len() - 8);
                 slot[..8].copy_from_slice(&(n as u64).to_le_bytes());

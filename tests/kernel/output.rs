@@ -250,6 +250,7 @@ probe("tracepoint:syscalls:sys_enter_write", |e| {
         printf("%rx|%rh|%r|%s|%-20rh|\n", b, b, b, b, b);
     }
 });
+probe("END", || { for k in m.keys() { print(`key ${k} -> ${m[k]}`); } });
 "#,
         &[("ME", &tid()), ("N", &data.len())],
     );
@@ -265,8 +266,10 @@ probe("tracepoint:syscalls:sys_enter_write", |e| {
         r"\x01\x02\x61\x00\xff\x20|01 02 61 00 ff 20|\x01\x02a\x00\xff |\x01\x02a\x00\xff |01 02 61 00 ff 20   |";
     let text = trace_until(&src, write_twice, printed);
     assert_eq!(text.lines().iter().filter(|l| **l == printed).count(), 2, "{text}");
-    // The key prints as bpftrace prints a buffer, not as a C string.
+    // The key prints as bpftrace prints a buffer, not as a C string; the
+    // printed key finds its entry from userspace.
     assert_eq!(text.map_lines("m"), vec![r"@m[\x01\x02a\x00\xff ]: 2"], "{text}");
+    assert!(text.line_index(r"key \x01\x02a\x00\xff  -> 2").is_some(), "{text}");
 
     let mut t = Tracer::start(&["-f", "json", "-e", &src]);
     t.wait_line("the attached_probes record", ATTACH_TIMEOUT, |l| l.contains("attached_probes"));
@@ -278,7 +281,11 @@ probe("tracepoint:syscalls:sys_enter_write", |e| {
     let maps = json_of_type(&records, "map");
     assert_eq!(maps.len(), 1, "{json}");
     assert_eq!(maps[0]["data"], json!({"@m": {r"\x01\x02a\x00\xff ": 2}}), "{json}");
-    let prints: Vec<&str> = json_of_type(&records, "printf").iter().filter_map(|r| r["data"].as_str()).collect();
+    let prints: Vec<&str> = json_of_type(&records, "printf")
+        .iter()
+        .filter_map(|r| r["data"].as_str())
+        .filter(|t| !t.starts_with("key "))
+        .collect();
     assert_eq!(prints, vec![format!("{printed}\n"); 2], "{json}");
 }
 
