@@ -13,7 +13,7 @@ use rhai::Dynamic;
 use crate::output::bytes::Buf;
 use crate::output::dist::Distribution;
 use crate::output::{self, KeyPart, MapDump, MapValue};
-use crate::plan::site::{MapShape, Sem};
+use crate::plan::site::{MapShape, ValueMeaning};
 use crate::runtime::stacks::StackMaps;
 use crate::script::api::MapBackend;
 use crate::script::MapHandle;
@@ -93,15 +93,17 @@ impl KernelMap {
         for (i, ty) in self.shape.layout.key.iter().enumerate() {
             let size = ty.slot_size() as usize;
             let slot = key.get(off..off + size).unwrap_or(&[]);
-            let sem = self.shape.key_sems.get(i).copied().unwrap_or(Sem::Plain);
+            let sem = self.shape.key_sems.get(i).copied().unwrap_or(ValueMeaning::Plain);
             parts.push(match (ty, sem) {
-                (Ty::Int, Sem::Stack { map, user, mode }) => {
+                (Ty::Int, ValueMeaning::Stack { map, user, mode }) => {
                     KeyPart::Str(self.stacks.render_key(map, i64_at(slot, 0), user, mode))
                 }
-                (Ty::Int, Sem::Ksym) => KeyPart::Str(crate::symbols::stacks::ksym_name(i64_at(slot, 0) as u64)),
-                (Ty::Int, Sem::Plain | Sem::Buf) => KeyPart::Int(i64_at(slot, 0)),
-                (Ty::Int, Sem::Bool) => KeyPart::Str((i64_at(slot, 0) != 0).to_string()),
-                (Ty::Bytes(_), Sem::Buf) => KeyPart::Str(crate::output::bytes::escape_buf(slot)),
+                (Ty::Int, ValueMeaning::Ksym) => {
+                    KeyPart::Str(crate::symbols::stacks::ksym_name(i64_at(slot, 0) as u64))
+                }
+                (Ty::Int, ValueMeaning::Plain | ValueMeaning::Buf) => KeyPart::Int(i64_at(slot, 0)),
+                (Ty::Int, ValueMeaning::Bool) => KeyPart::Str((i64_at(slot, 0) != 0).to_string()),
+                (Ty::Bytes(_), ValueMeaning::Buf) => KeyPart::Str(crate::output::bytes::escape_buf(slot)),
                 (Ty::Bytes(_), _) => KeyPart::Str(str_at(slot)),
             });
             off += size;
@@ -128,17 +130,22 @@ impl KernelMap {
                 let size = ty.slot_size() as usize;
                 let slot = key.get(off..off + size).unwrap_or(&[]);
                 off += size;
-                match (ty, self.shape.key_sems.get(i).copied().unwrap_or(Sem::Plain)) {
-                    (Ty::Bytes(_), Sem::Buf) => names.push(crate::output::bytes::escape_buf(slot)),
+                match (ty, self.shape.key_sems.get(i).copied().unwrap_or(ValueMeaning::Plain)) {
+                    (Ty::Bytes(_), ValueMeaning::Buf) => names.push(crate::output::bytes::escape_buf(slot)),
                     (Ty::Bytes(_), _) => names.push(str_at(slot)),
-                    (Ty::Int, Sem::Stack { map, user, .. }) => match self.stacks.frames(map, i64_at(slot, 0), user) {
-                        Ok((_, frames)) => names
-                            .extend(frames.iter().rev().map(|f| crate::symbols::stacks::frame_function(f).to_string())),
-                        Err(why) => names.push(format!("[{why}]")),
-                    },
-                    (Ty::Int, Sem::Ksym) => names.push(crate::symbols::stacks::ksym_name(i64_at(slot, 0) as u64)),
-                    (Ty::Int, Sem::Plain | Sem::Buf) => names.push(i64_at(slot, 0).to_string()),
-                    (Ty::Int, Sem::Bool) => names.push((i64_at(slot, 0) != 0).to_string()),
+                    (Ty::Int, ValueMeaning::Stack { map, user, .. }) => {
+                        match self.stacks.frames(map, i64_at(slot, 0), user) {
+                            Ok((_, frames)) => names.extend(
+                                frames.iter().rev().map(|f| crate::symbols::stacks::frame_function(f).to_string()),
+                            ),
+                            Err(why) => names.push(format!("[{why}]")),
+                        }
+                    }
+                    (Ty::Int, ValueMeaning::Ksym) => {
+                        names.push(crate::symbols::stacks::ksym_name(i64_at(slot, 0) as u64))
+                    }
+                    (Ty::Int, ValueMeaning::Plain | ValueMeaning::Buf) => names.push(i64_at(slot, 0).to_string()),
+                    (Ty::Int, ValueMeaning::Bool) => names.push((i64_at(slot, 0) != 0).to_string()),
                 }
             }
             *folded.entry(names.join(";")).or_insert(0) += count;
@@ -293,7 +300,7 @@ impl KernelMap {
         let mut out = Vec::new();
         for (i, (p, ty)) in parts.iter().zip(&layout.key).enumerate() {
             let mut slot = vec![0u8; ty.slot_size() as usize];
-            if matches!((ty, self.shape.key_sems.get(i)), (Ty::Bytes(_), Some(Sem::Buf))) && slot.len() >= 8 {
+            if matches!((ty, self.shape.key_sems.get(i)), (Ty::Bytes(_), Some(ValueMeaning::Buf))) && slot.len() >= 8 {
                 // A buf key: its length, then its bytes (as the kernel writes
                 // it); a string given for one is its printed (escaped) form.
                 let bytes = match p.read_lock::<Buf>() {

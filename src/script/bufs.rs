@@ -7,7 +7,7 @@ use rhai::{Engine, ImmutableString};
 
 use crate::output::bytes::Buf;
 
-pub fn register(engine: &mut Engine) {
+pub fn install(engine: &mut Engine) {
     engine.register_type_with_name::<Buf>("buf");
     engine.register_fn("to_string", |b: &mut Buf| b.escaped());
     engine.register_fn("to_debug", |b: &mut Buf| format!("{:?}", b.escaped()));
@@ -27,7 +27,7 @@ mod tests {
 
     fn eval(src: &str) -> String {
         let mut engine = Engine::new();
-        register(&mut engine);
+        install(&mut engine);
         let mut scope = rhai::Scope::new();
         scope.push_dynamic("b", Dynamic::from(Buf(vec![b'h', b'i', 0, 0xff])));
         engine.eval_with_scope::<Dynamic>(&mut scope, src).map(|d| d.to_string()).unwrap_or_else(|e| e.to_string())

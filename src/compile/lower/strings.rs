@@ -105,7 +105,7 @@ impl Lowerer<'_> {
                 return err(tpos, format!("kptr(): '{written}' is no struct or union type; {hint}"));
             }
         };
-        let Some(btf) = crate::kernel::btf::kernel() else {
+        let Some(btf) = self.target.btf else {
             return err(tpos, "kptr() needs the kernel's BTF (/sys/kernel/btf/vmlinux), which this kernel lacks");
         };
         let found = if kind == "struct" { btf.struct_named(name) } else { btf.union_named(name) };
@@ -122,7 +122,7 @@ impl Lowerer<'_> {
         if rest || chain.is_empty() {
             return err(pos, "only member names can follow kptr(...), e.g. kptr(p, \"struct sock\").sk_family");
         }
-        let Some(btf) = crate::kernel::btf::kernel() else { return err(pos, "this kernel has no BTF") };
+        let Some(btf) = self.target.btf else { return err(pos, "this kernel has no BTF") };
         let names: Vec<String> = chain.iter().map(|c| c.0.clone()).collect();
         let ty = base.pointee.unwrap_or(0);
         let base = fields::Base { value: base.expr, ty, pointee: true, name: "kptr(...)".into() };
@@ -140,7 +140,7 @@ impl Lowerer<'_> {
         call: &RExpr,
         rhs: &RExpr,
         pos: Position,
-    ) -> Result<Vec<(Capture, Expr)>> {
+    ) -> Result<Vec<(RecordField, Expr)>> {
         let RExpr::FnCall(c, _) = call else { return Ok(vec![]) };
         let base = self.kptr(&c.args)?;
         let access = self.kptr_member(&c.args, rhs, pos)?;
@@ -151,7 +151,10 @@ impl Lowerer<'_> {
         } else {
             access.expr
         };
-        Ok(vec![(Capture::KptrBase { id, ty: ty_key(&ty) }, base.expr), (Capture::KptrMember { id, path }, member)])
+        Ok(vec![
+            (RecordField::KptrBase { id, ty: ty_key(&ty) }, base.expr),
+            (RecordField::KptrMember { id, path }, member),
+        ])
     }
 }
 
