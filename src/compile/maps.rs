@@ -16,6 +16,8 @@ pub struct MapUse {
     pub key: Vec<Ty>,
     /// Key part meanings, parallel to `key`.
     pub key_sems: Vec<ValueMeaning>,
+    /// For a store: the meaning of the value stored (a `buf()`, ...).
+    pub value_meaning: ValueMeaning,
     pub kind: UseKind,
     /// `line:col` of the use, for errors.
     pub at: String,
@@ -177,18 +179,27 @@ pub fn unify(uses: &[MapUse], names: &dyn Fn(MapId) -> String) -> Result<BTreeMa
             (Some((op, _)), None) => MapShape {
                 layout: MapLayout { key, value: ValueKind::Agg(agg_kind(op)) },
                 key_sems,
+                value_meaning: ValueMeaning::Plain,
                 agg: Some(op),
                 prealloc: false,
             },
             (None, Some((ty, _))) => MapShape {
                 layout: MapLayout { key, value: ValueKind::Value(ty) },
                 key_sems,
+                // A map that stores `buf()` values prints them as bufs.
+                value_meaning: uses
+                    .iter()
+                    .filter(|u| matches!(u.kind, UseKind::Store(_)))
+                    .map(|u| u.value_meaning)
+                    .find(|m| *m != ValueMeaning::Plain)
+                    .unwrap_or(ValueMeaning::Plain),
                 agg: None,
                 prealloc: false,
             },
             (None, None) => MapShape {
                 layout: MapLayout { key, value: ValueKind::Value(Ty::Int) },
                 key_sems,
+                value_meaning: ValueMeaning::Plain,
                 agg: None,
                 prealloc: false,
             },
@@ -204,7 +215,7 @@ mod tests {
 
     fn u(map: MapId, key: Vec<Ty>, kind: UseKind) -> MapUse {
         let key_sems = vec![ValueMeaning::Plain; key.len()];
-        MapUse { map, key, key_sems, kind, at: "1:1".into() }
+        MapUse { map, key, key_sems, value_meaning: ValueMeaning::Plain, kind, at: "1:1".into() }
     }
 
     #[test]

@@ -98,6 +98,8 @@ pub struct MapShape {
     pub layout: MapLayout,
     /// How each key part prints.
     pub key_sems: Vec<ValueMeaning>,
+    /// How a plain value prints (a `buf()` stored as a value: escaped).
+    pub value_meaning: ValueMeaning,
     /// The aggregation stored, if any (decides how values print).
     pub agg: Option<AggOp>,
     /// A probe that runs with interrupts off (perf events, irq and timer
@@ -113,6 +115,7 @@ impl MapShape {
         MapShape {
             layout: MapLayout { key: vec![Ty::Int], value: ValueKind::Value(Ty::Int) },
             key_sems: vec![ValueMeaning::Plain],
+            value_meaning: ValueMeaning::Plain,
             agg: None,
             prealloc: false,
         }

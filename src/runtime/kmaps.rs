@@ -81,6 +81,19 @@ fn i64_at(b: &[u8], off: usize) -> i64 {
     b.get(off..off + 8).map(|s| i64::from_le_bytes(s.try_into().unwrap_or([0; 8]))).unwrap_or(0)
 }
 
+/// A buf key or value as the kernel writes it: the length, then the bytes;
+/// a string given for one is its printed (escaped) form. `slot` holds at
+/// least the 8-byte length.
+fn buf_slot(slot: &mut [u8], value: &Dynamic) {
+    let bytes = match value.read_lock::<Buf>() {
+        Some(b) => b.0.clone(),
+        None => output::bytes::unescape(&output::bytes::text_of(value)),
+    };
+    let n = bytes.len().min(slot.len() - 8);
+    slot[..8].copy_from_slice(&(n as u64).to_le_bytes());
+    slot[8..8 + n].copy_from_slice(&bytes[..n]);
+}
+
 fn str_at(b: &[u8]) -> String {
     let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
     String::from_utf8_lossy(&b[..end]).into_owned()
@@ -174,6 +187,9 @@ impl KernelMap {
     fn combine(&self, slots: &[Vec<u8>]) -> Option<MapValue> {
         Some(match self.shape.layout.value {
             ValueKind::Value(Ty::Int) => MapValue::Int(i64_at(slots.first()?, 0)),
+            ValueKind::Value(Ty::Bytes(_)) if self.shape.value_meaning == ValueMeaning::Buf => {
+                MapValue::Str(crate::output::bytes::escape_buf(slots.first()?))
+            }
             ValueKind::Value(Ty::Bytes(_)) => MapValue::Str(str_at(slots.first()?)),
             ValueKind::Agg(AggKind::Sum) => {
                 let any = slots.iter().any(|s| i64_at(s, 0) != 0) || !self.shape.layout.is_array();
@@ -301,15 +317,7 @@ impl KernelMap {
         for (i, (p, ty)) in parts.iter().zip(&layout.key).enumerate() {
             let mut slot = vec![0u8; ty.slot_size() as usize];
             if matches!((ty, self.shape.key_sems.get(i)), (Ty::Bytes(_), Some(ValueMeaning::Buf))) && slot.len() >= 8 {
-                // A buf key: its length, then its bytes (as the kernel writes
-                // it); a string given for one is its printed (escaped) form.
-                let bytes = match p.read_lock::<Buf>() {
-                    Some(b) => b.0.clone(),
-                    None => output::bytes::unescape(&output::bytes::text_of(p)),
-                };
-                let n = bytes.len().min(slot.len() - 8);
-                slot[..8].copy_from_slice(&(n as u64).to_le_bytes());
-                slot[8..8 + n].copy_from_slice(&bytes[..n]);
+                buf_slot(&mut slot, p);
                 out.extend_from_slice(&slot);
                 continue;
             }
@@ -404,6 +412,7 @@ impl MapBackend for KernelMap {
                 let n = value.as_int().map_err(|_| format!("map '{}' holds integers", self.name))?;
                 v.copy_from_slice(&n.to_le_bytes());
             }
+            Ty::Bytes(_) if self.shape.value_meaning == ValueMeaning::Buf && v.len() >= 8 => buf_slot(&mut v, value),
             Ty::Bytes(_) => {
                 let text = crate::output::bytes::text_of(value);
                 let n = text.len().min(v.len().saturating_sub(1));

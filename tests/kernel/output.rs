@@ -237,20 +237,25 @@ fn no_loss_report_when_nothing_is_lost() {
 // buf() values: %rx, %rh, map keys
 
 #[test]
-fn bufs_print_as_hex_with_rx_and_rh_and_escaped_as_map_keys() {
+fn bufs_print_as_hex_with_rx_and_rh_and_escaped_as_map_keys_and_values() {
     let Some(_g) = setup() else { return };
     let data = [1u8, 2, b'a', 0, 0xff, b' '];
     let src = fill(
         r#"
 let m = map();
+let v = map();
 probe("tracepoint:syscalls:sys_enter_write", |e| {
     if e.tid == __ME__ && e.args.count == __N__ {
         let b = buf(e.args.buf, e.args.count);
         m[buf(e.args.buf, e.args.count)] = count();
+        v[e.args.count] = b;
         printf("%rx|%rh|%r|%s|%-20rh|\n", b, b, b, b, b);
     }
 });
-probe("END", || { for k in m.keys() { print(`key ${k} -> ${m[k]}`); } });
+probe("END", || {
+    for k in m.keys() { print(`key ${k} -> ${m[k]}`); }
+    v[7] = v[__N__];
+});
 "#,
         &[("ME", &tid()), ("N", &data.len())],
     );
@@ -270,6 +275,9 @@ probe("END", || { for k in m.keys() { print(`key ${k} -> ${m[k]}`); } });
     // printed key finds its entry from userspace.
     assert_eq!(text.map_lines("m"), vec![r"@m[\x01\x02a\x00\xff ]: 2"], "{text}");
     assert!(text.line_index(r"key \x01\x02a\x00\xff  -> 2").is_some(), "{text}");
+    // Stored as a value it prints the same way, also after a userspace copy.
+    let value = r"\x01\x02a\x00\xff ";
+    assert_eq!(text.map_lines("v"), vec![format!("@v[6]: {value}"), format!("@v[7]: {value}")], "{text}");
 
     let mut t = Tracer::start(&["-f", "json", "-e", &src]);
     t.wait_line("the attached_probes record", ATTACH_TIMEOUT, |l| l.contains("attached_probes"));
@@ -278,9 +286,9 @@ probe("END", || { for k in m.keys() { print(`key ${k} -> ${m[k]}`); } });
     let json = t.interrupt_and_finish();
     assert_eq!(json.code, Some(0), "{json}");
     let records = json_records(&json.stdout);
-    let maps = json_of_type(&records, "map");
-    assert_eq!(maps.len(), 1, "{json}");
-    assert_eq!(maps[0]["data"], json!({"@m": {r"\x01\x02a\x00\xff ": 2}}), "{json}");
+    let maps: Vec<&Value> = json_of_type(&records, "map").into_iter().map(|r| &r["data"]).collect();
+    assert!(maps.contains(&&json!({"@m": {r"\x01\x02a\x00\xff ": 2}})), "{json}");
+    assert!(maps.contains(&&json!({"@v": {"6": value, "7": value}})), "{json}");
     let prints: Vec<&str> = json_of_type(&records, "printf")
         .iter()
         .filter_map(|r| r["data"].as_str())

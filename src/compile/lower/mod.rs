@@ -329,7 +329,8 @@ impl<'a> Lowerer<'a> {
     pub(crate) fn record_use(&mut self, map: &MapHandle, key: &[Expr], kind: UseKind, pos: Position) {
         let key_sems = key.iter().map(|k| self.sem(k)).collect();
         let key = key.iter().map(|k| self.ty(k)).collect();
-        self.uses.push(MapUse { map: map.id(), key, key_sems, kind, at: at(pos) });
+        let value_meaning = ValueMeaning::Plain;
+        self.uses.push(MapUse { map: map.id(), key, key_sems, value_meaning, kind, at: at(pos) });
     }
 
     /// How a value prints: stacks and `ksym()` are integers shown as symbols.

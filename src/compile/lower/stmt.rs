@@ -167,6 +167,10 @@ impl Lowerer<'_> {
                 None => {
                     let ty = self.ty(&value);
                     self.record_use(&map, &key, UseKind::Store(ty), pos);
+                    let meaning = self.sem(&value);
+                    if let Some(u) = self.uses.last_mut() {
+                        u.value_meaning = meaning;
+                    }
                     StmtKind::MapStore { map: map.id(), key, value }
                 }
                 Some(op) => {
