@@ -54,6 +54,7 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
         maps: MapTable::default(),
         sites: vec![],
         probes: vec![],
+        syscall_dispatch: opts.syscall_dispatch,
     };
     // Stack maps are added to the table as the probes ask for them.
     let table = RefCell::new(MapTable::new(reg.maps.len()));
@@ -97,9 +98,11 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
         plan.probes.push(def.spec.clone());
         let per_point = closure::needs_per_point_program(&body)
             || split::functions_need_per_point(&body, &def.ast, def.closure.curry().len());
+        let mut expanded = Vec::with_capacity(specs.len());
         for spec in &specs {
-            let ptype = probes::probe_type(spec.kind);
-            let points = ptype.expand(spec, &opts.trace, kernel).map_err(|e| here(def, e.to_string()))?;
+            let points = probes::probe_type(spec.kind)
+                .expand(spec, &opts.trace, kernel)
+                .map_err(|e| here(def, e.to_string()))?;
             total_points += points.len();
             if total_points > opts.max_probes {
                 return Err(here(
@@ -110,15 +113,20 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
                     ),
                 ));
             }
-            // Many syscall tracepoints: one program on raw_syscalls, lowered per syscall first.
-            let raw = if spec.kind == ProbeKind::Tracepoint { dispatch::target(&points, kernel) } else { None };
+            expanded.push(points);
+        }
+        // Many syscall tracepoints: one program on raw_syscalls, lowered per syscall first.
+        for dispatch::Unit { kind, name: unit_name, points, raw } in
+            dispatch::units(&specs, expanded, opts.syscall_dispatch, kernel)
+        {
+            let ptype = probes::probe_type(kind);
             let first_pending = pending.len();
             let per_point = per_point || ptype.per_point(&points, kernel);
             let groups: Vec<Vec<AttachPoint>> =
                 if per_point { points.into_iter().map(|p| vec![p]).collect() } else { vec![points] };
             for group in groups {
                 let program = ptype.program(&group[0], per_point, kernel).map_err(|e| here(def, e.to_string()))?;
-                let probe_name = if per_point { group[0].name.clone() } else { spec.full_name() };
+                let probe_name = if per_point { group[0].name.clone() } else { unit_name.clone() };
                 let target = lower::ProgramCtx {
                     event: program.event.as_ref(),
                     btf: kernel.btf(),
@@ -177,7 +185,7 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
             }
             if let Some(raw) = raw {
                 let program = ptype.program(&raw, false, kernel).map_err(|e| here(def, e.to_string()))?;
-                dispatch::merge(&mut pending, first_pending, raw, spec.full_name(), program);
+                dispatch::merge(&mut pending, first_pending, raw, unit_name, program);
             }
         }
     }

@@ -6,6 +6,7 @@
 
 pub mod arch;
 pub mod btf;
+mod btf_lazy;
 #[cfg(test)]
 pub mod fake;
 #[cfg(test)]
@@ -81,6 +82,6 @@ impl Kernel for LiveKernel {
         sys::kprobes_available()
     }
     fn btf(&self) -> Option<&dyn BtfTypes> {
-        btf::kernel().map(|b| b as &dyn BtfTypes)
+        btf_lazy::types()
     }
 }
