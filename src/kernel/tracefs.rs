@@ -482,7 +482,7 @@ mod tests {
         }
         let mut count = 0;
         for (category, name) in tracepoints().unwrap() {
-            let format = read_format(&category, &name).unwrap_or_else(|e| panic!("{category}:{name}: {e:#}"));
+            let format = read_format(category, name).unwrap_or_else(|e| panic!("{category}:{name}: {e:#}"));
             assert!(format.fields.iter().any(|f| f.common), "{category}:{name}");
             count += 1;
         }
