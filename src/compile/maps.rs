@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use probes_ebpf::ir::{AggKind, AggOp, MapId, MapLayout, Ty, ValueKind};
 
-use crate::plan::site::{MapShape, Sem};
+use crate::plan::site::{MapShape, ValueMeaning};
 
 /// How one statement uses a map.
 #[derive(Clone, Debug)]
@@ -15,7 +15,7 @@ pub struct MapUse {
     /// Key part types; empty for `m = ...` without a key.
     pub key: Vec<Ty>,
     /// Key part meanings, parallel to `key`.
-    pub key_sems: Vec<Sem>,
+    pub key_sems: Vec<ValueMeaning>,
     pub kind: UseKind,
     /// `line:col` of the use, for errors.
     pub at: String,
@@ -89,7 +89,7 @@ pub fn unify(uses: &[MapUse], names: &dyn Fn(MapId) -> String) -> Result<BTreeMa
         let mut key_sems = first.key_sems.clone();
         for u in &uses[1..] {
             for (s, t) in key_sems.iter_mut().zip(&u.key_sems) {
-                if *s == Sem::Plain {
+                if *s == ValueMeaning::Plain {
                     *s = *t;
                 }
             }
@@ -203,7 +203,7 @@ mod tests {
     use super::*;
 
     fn u(map: MapId, key: Vec<Ty>, kind: UseKind) -> MapUse {
-        let key_sems = vec![Sem::Plain; key.len()];
+        let key_sems = vec![ValueMeaning::Plain; key.len()];
         MapUse { map, key, key_sems, kind, at: "1:1".into() }
     }
 

@@ -51,6 +51,8 @@ pub trait Kernel: Sync {
     fn kprobes_available(&self) -> bool;
     /// The kernel's types; None when it has no BTF.
     fn btf(&self) -> Option<&dyn BtfTypes>;
+    /// CPUs a per-CPU map has a slot for (kernel reads of aggregations combine them).
+    fn possible_cpus(&self) -> u32;
 }
 
 /// The running kernel.
@@ -83,5 +85,8 @@ impl Kernel for LiveKernel {
     }
     fn btf(&self) -> Option<&dyn BtfTypes> {
         btf_lazy::types()
+    }
+    fn possible_cpus(&self) -> u32 {
+        libbpf_rs::num_possible_cpus().map_or(1, |n| n as u32)
     }
 }

@@ -12,7 +12,7 @@ use rhai::Dynamic;
 
 use crate::output::dist::Distribution;
 use crate::output::{self, KeyPart, MapDump, MapValue};
-use crate::plan::site::{MapShape, Sem};
+use crate::plan::site::{MapShape, ValueMeaning};
 use crate::runtime::stacks::StackMaps;
 use crate::script::api::MapBackend;
 use crate::script::MapHandle;
@@ -92,14 +92,16 @@ impl KernelMap {
         for (i, ty) in self.shape.layout.key.iter().enumerate() {
             let size = ty.slot_size() as usize;
             let slot = key.get(off..off + size).unwrap_or(&[]);
-            let sem = self.shape.key_sems.get(i).copied().unwrap_or(Sem::Plain);
+            let sem = self.shape.key_sems.get(i).copied().unwrap_or(ValueMeaning::Plain);
             parts.push(match (ty, sem) {
-                (Ty::Int, Sem::Stack { map, user, mode }) => {
+                (Ty::Int, ValueMeaning::Stack { map, user, mode }) => {
                     KeyPart::Str(self.stacks.render_key(map, i64_at(slot, 0), user, mode))
                 }
-                (Ty::Int, Sem::Ksym) => KeyPart::Str(crate::symbols::stacks::ksym_name(i64_at(slot, 0) as u64)),
-                (Ty::Int, Sem::Plain | Sem::Buf) => KeyPart::Int(i64_at(slot, 0)),
-                (Ty::Int, Sem::Bool) => KeyPart::Str((i64_at(slot, 0) != 0).to_string()),
+                (Ty::Int, ValueMeaning::Ksym) => {
+                    KeyPart::Str(crate::symbols::stacks::ksym_name(i64_at(slot, 0) as u64))
+                }
+                (Ty::Int, ValueMeaning::Plain | ValueMeaning::Buf) => KeyPart::Int(i64_at(slot, 0)),
+                (Ty::Int, ValueMeaning::Bool) => KeyPart::Str((i64_at(slot, 0) != 0).to_string()),
                 (Ty::Bytes(_), _) => KeyPart::Str(str_at(slot)),
             });
             off += size;
@@ -126,16 +128,21 @@ impl KernelMap {
                 let size = ty.slot_size() as usize;
                 let slot = key.get(off..off + size).unwrap_or(&[]);
                 off += size;
-                match (ty, self.shape.key_sems.get(i).copied().unwrap_or(Sem::Plain)) {
+                match (ty, self.shape.key_sems.get(i).copied().unwrap_or(ValueMeaning::Plain)) {
                     (Ty::Bytes(_), _) => names.push(str_at(slot)),
-                    (Ty::Int, Sem::Stack { map, user, .. }) => match self.stacks.frames(map, i64_at(slot, 0), user) {
-                        Ok((_, frames)) => names
-                            .extend(frames.iter().rev().map(|f| crate::symbols::stacks::frame_function(f).to_string())),
-                        Err(why) => names.push(format!("[{why}]")),
-                    },
-                    (Ty::Int, Sem::Ksym) => names.push(crate::symbols::stacks::ksym_name(i64_at(slot, 0) as u64)),
-                    (Ty::Int, Sem::Plain | Sem::Buf) => names.push(i64_at(slot, 0).to_string()),
-                    (Ty::Int, Sem::Bool) => names.push((i64_at(slot, 0) != 0).to_string()),
+                    (Ty::Int, ValueMeaning::Stack { map, user, .. }) => {
+                        match self.stacks.frames(map, i64_at(slot, 0), user) {
+                            Ok((_, frames)) => names.extend(
+                                frames.iter().rev().map(|f| crate::symbols::stacks::frame_function(f).to_string()),
+                            ),
+                            Err(why) => names.push(format!("[{why}]")),
+                        }
+                    }
+                    (Ty::Int, ValueMeaning::Ksym) => {
+                        names.push(crate::symbols::stacks::ksym_name(i64_at(slot, 0) as u64))
+                    }
+                    (Ty::Int, ValueMeaning::Plain | ValueMeaning::Buf) => names.push(i64_at(slot, 0).to_string()),
+                    (Ty::Int, ValueMeaning::Bool) => names.push((i64_at(slot, 0) != 0).to_string()),
                 }
             }
             *folded.entry(names.join(";")).or_insert(0) += count;
