@@ -166,7 +166,13 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| {
         m[0] = v + 1;
         print(`v=${v} now=${m[0]}`);
         if v == 0 {
-            sleep(0.5);
+            // Hold the first event's userspace part until the kernel has
+            // counted the next two (bounded: 20 s at most).
+            let waits = 0;
+            while m[0] < 3 && waits < 2000 {
+                sleep(0.01);
+                waits += 1;
+            }
         }
     }
 });
@@ -176,8 +182,8 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| {
     let mut t = Tracer::start(&["-e", &src]);
     t.wait_attached();
     getppid_n(1);
-    // The first event's userspace part is now sleeping; the next two events
-    // update the map before their records are handled.
+    // The first event's userspace part now waits for the map to reach 3; the
+    // next two events update it before their records are handled.
     t.wait_line("v=0 now=1", Duration::from_secs(10), |l| l == "v=0 now=1");
     getppid_n(2);
     t.wait_line("v=2 now=3", Duration::from_secs(10), |l| l == "v=2 now=3");
