@@ -204,6 +204,8 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
     let mut table = table.into_inner();
     let follow_map = (opts.trace.follow_children && !pending.is_empty()).then(|| table.alloc_follow());
     let stop_map = table.alloc_stop();
+    let helper_map = (opts.check_helpers > 0).then(|| table.alloc_helper_errors());
+    let mut helper_slots = 0u32;
     let layouts: Vec<MapLayout> = table.layouts(&plan.shapes);
     plan.maps = table;
     let pid = ir::Expr::Builtin(ir::Builtin::Pid);
@@ -236,6 +238,11 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
             maps: layouts.clone(),
             body,
             possible_cpus: possible_cpus(),
+            helper_checks: helper_map.map(|map| ir::HelperChecks {
+                map,
+                first_slot: helper_slots,
+                reads: opts.check_helpers > 1,
+            }),
         };
         let code = probes_ebpf::generate(&program).map_err(|e| {
             // Code with no statement of its own (e.g. the whole probe over a limit): the probe() call.
@@ -243,6 +250,7 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
                 .or_else(|| reg.probes.iter().find(|p| p.spec == plan.probes[probe]).and_then(|p| Pos::of(p.pos)));
             Diagnostic::new(file, pos, e.message)
         })?;
+        helper_slots += code.helper_sites.len() as u32;
         plan.programs.push(CompiledProgram {
             name,
             probe_type: ptype,
@@ -333,6 +341,7 @@ fn follow_programs(
             maps: maps.clone(),
             body,
             possible_cpus: possible_cpus(),
+            helper_checks: None,
         };
         let code = probes_ebpf::generate(&program).map_err(|e| anyhow!("{}", e.message))?;
         out.push(CompiledProgram {
