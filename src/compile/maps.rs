@@ -16,6 +16,8 @@ pub struct MapUse {
     pub key: Vec<Ty>,
     /// Key part meanings, parallel to `key`.
     pub key_sems: Vec<Sem>,
+    /// What a stored value means (`Store` uses; `Plain` otherwise).
+    pub value_sem: Sem,
     pub kind: UseKind,
     /// `line:col` of the use, for errors.
     pub at: String,
@@ -178,18 +180,30 @@ pub fn unify(uses: &[MapUse], names: &dyn Fn(MapId) -> String) -> Result<BTreeMa
                 layout: MapLayout { key, value: ValueKind::Agg(agg_kind(op)) },
                 key_sems,
                 agg: Some(op),
+                value_sem: Sem::Plain,
                 prealloc: false,
             },
             (None, Some((ty, _))) => MapShape {
                 layout: MapLayout { key, value: ValueKind::Value(ty) },
                 key_sems,
                 agg: None,
+                // Pointers print in hex when every value stored is one.
+                value_sem: if uses
+                    .iter()
+                    .filter(|u| matches!(u.kind, UseKind::Store(_)))
+                    .all(|u| u.value_sem == Sem::Ptr)
+                {
+                    Sem::Ptr
+                } else {
+                    Sem::Plain
+                },
                 prealloc: false,
             },
             (None, None) => MapShape {
                 layout: MapLayout { key, value: ValueKind::Value(Ty::Int) },
                 key_sems,
                 agg: None,
+                value_sem: Sem::Plain,
                 prealloc: false,
             },
         };
@@ -204,7 +218,7 @@ mod tests {
 
     fn u(map: MapId, key: Vec<Ty>, kind: UseKind) -> MapUse {
         let key_sems = vec![Sem::Plain; key.len()];
-        MapUse { map, key, key_sems, kind, at: "1:1".into() }
+        MapUse { map, key, key_sems, value_sem: Sem::Plain, kind, at: "1:1".into() }
     }
 
     #[test]

@@ -11,6 +11,7 @@ pub mod fields;
 pub mod lower;
 mod map_names;
 pub mod maps;
+mod pointers;
 pub mod split;
 pub mod userspace_uses;
 

@@ -72,7 +72,14 @@ impl Cx<'_> {
         let Some(m) = self.map(map) else { return };
         let Some(key) = self.key(key) else { return };
         let key_sems = vec![Sem::Plain; key.len()];
-        out.push(MapUse { map: m.id(), key, key_sems, kind, at: crate::script::position_text(pos) });
+        out.push(MapUse {
+            map: m.id(),
+            key,
+            key_sems,
+            value_sem: Sem::Plain,
+            kind,
+            at: crate::script::position_text(pos),
+        });
     }
 
     fn key(&self, e: &RExpr) -> Option<Vec<Ty>> {

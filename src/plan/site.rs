@@ -90,6 +90,9 @@ pub enum Sem {
     Bool,
     /// `buf(ptr, len)`: a length and bytes, shown hex-escaped in userspace.
     Buf,
+    /// A pointer (a tracepoint field or BTF member of pointer type,
+    /// `e.curtask`): map keys and values print it in hex.
+    Ptr,
 }
 
 /// A map's final shape.
@@ -100,6 +103,8 @@ pub struct MapShape {
     pub key_sems: Vec<Sem>,
     /// The aggregation stored, if any (decides how values print).
     pub agg: Option<AggOp>,
+    /// How plain values (`m[k] = v`) print.
+    pub value_sem: Sem,
     /// A probe that runs with interrupts off (perf events, irq and timer
     /// tracepoints) writes it: its entries are allocated when the map is
     /// created, since on-demand allocation there keeps only one spare entry
@@ -114,6 +119,7 @@ impl MapShape {
             layout: MapLayout { key: vec![Ty::Int], value: ValueKind::Value(Ty::Int) },
             key_sems: vec![Sem::Plain],
             agg: None,
+            value_sem: Sem::Plain,
             prealloc: false,
         }
     }

@@ -99,6 +99,7 @@ impl KernelMap {
                 }
                 (Ty::Int, Sem::Ksym) => KeyPart::Str(crate::symbols::stacks::ksym_name(i64_at(slot, 0) as u64)),
                 (Ty::Int, Sem::Plain | Sem::Buf) => KeyPart::Int(i64_at(slot, 0)),
+                (Ty::Int, Sem::Ptr) => KeyPart::Ptr(i64_at(slot, 0) as u64),
                 (Ty::Int, Sem::Bool) => KeyPart::Str((i64_at(slot, 0) != 0).to_string()),
                 (Ty::Bytes(_), _) => KeyPart::Str(str_at(slot)),
             });
@@ -135,6 +136,7 @@ impl KernelMap {
                     },
                     (Ty::Int, Sem::Ksym) => names.push(crate::symbols::stacks::ksym_name(i64_at(slot, 0) as u64)),
                     (Ty::Int, Sem::Plain | Sem::Buf) => names.push(i64_at(slot, 0).to_string()),
+                    (Ty::Int, Sem::Ptr) => names.push(format!("{:#x}", i64_at(slot, 0) as u64)),
                     (Ty::Int, Sem::Bool) => names.push((i64_at(slot, 0) != 0).to_string()),
                 }
             }
@@ -163,6 +165,9 @@ impl KernelMap {
     /// Combine per-CPU slots into one value; `None` when nothing was recorded.
     fn combine(&self, slots: &[Vec<u8>]) -> Option<MapValue> {
         Some(match self.shape.layout.value {
+            ValueKind::Value(Ty::Int) if self.shape.value_sem == Sem::Ptr => {
+                MapValue::Ptr(i64_at(slots.first()?, 0) as u64)
+            }
             ValueKind::Value(Ty::Int) => MapValue::Int(i64_at(slots.first()?, 0)),
             ValueKind::Value(Ty::Bytes(_)) => MapValue::Str(str_at(slots.first()?)),
             ValueKind::Agg(AggKind::Sum) => {
@@ -360,6 +365,7 @@ impl MapBackend for KernelMap {
         Ok(match self.combine(&self.slots(&k)?) {
             None => Dynamic::from(0i64),
             Some(MapValue::Int(i)) => Dynamic::from(i),
+            Some(MapValue::Ptr(p)) => Dynamic::from(p as i64),
             Some(MapValue::Str(s)) => Dynamic::from(s),
             Some(MapValue::Avg { count, total }) | Some(MapValue::Stats { count, total }) => {
                 Dynamic::from(total / count.max(1) as i64)
@@ -416,6 +422,7 @@ fn key_text(parts: &[KeyPart]) -> String {
         .iter()
         .map(|p| match p {
             KeyPart::Int(i) => i.to_string(),
+            KeyPart::Ptr(p) => format!("{p:#x}"),
             KeyPart::Str(s) => format!("{s:?}"),
         })
         .collect();
@@ -426,6 +433,7 @@ fn key_text(parts: &[KeyPart]) -> String {
 fn value_dynamic(v: &MapValue) -> Dynamic {
     match v {
         MapValue::Int(i) => Dynamic::from(*i),
+        MapValue::Ptr(p) => Dynamic::from(*p as i64),
         MapValue::Str(s) => Dynamic::from(s.clone()),
         MapValue::Avg { count, total } => Dynamic::from(total / (*count).max(1) as i64),
         MapValue::Stats { count, total } => {
@@ -503,6 +511,7 @@ fn parts_dynamic(parts: Vec<KeyPart>) -> Dynamic {
         .into_iter()
         .map(|p| match p {
             KeyPart::Int(i) => Dynamic::from(i),
+            KeyPart::Ptr(p) => Dynamic::from(p as i64),
             KeyPart::Str(s) => Dynamic::from(s),
         })
         .collect();

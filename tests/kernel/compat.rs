@@ -532,3 +532,60 @@ fn man_page_and_completions_are_built() {
         assert!(text.contains(needle), "{file} lacks {needle}");
     }
 }
+
+/// `0x` and lower-case hex digits.
+fn is_hex_pointer(text: &str) -> bool {
+    text.strip_prefix("0x")
+        .is_some_and(|d| !d.is_empty() && d.chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()))
+}
+
+#[test]
+fn pointer_keys_and_values_print_in_hex() {
+    let Some(_g) = setup() else { return };
+    let src = fill(
+        r#"let by_name = map();
+let last = map();
+let task = map();
+probe("tracepoint:syscalls:sys_enter_openat", |e| {
+    if e.tid == __ME__ {
+        by_name[e.args.filename] = count();
+        last[7] = e.args.filename;
+        task[e.curtask] = e.args.dfd;
+    }
+});
+"#,
+        &[("ME", &tid())],
+    );
+    for json in [false, true] {
+        let mut args = vec!["-e", src.as_str()];
+        if json {
+            args.extend(["-f", "json"]);
+        }
+        let mut t = Tracer::start(&args);
+        t.wait_line("attached", Duration::from_secs(30), |l| {
+            l.starts_with("Attaching ") || l.contains("attached_probes")
+        });
+        let _ = std::fs::File::open("/nonexistent/rtrace-pointers");
+        let out = t.interrupt_and_finish();
+        assert_eq!(out.code, Some(0), "{out}");
+        if !json {
+            let keys = out.map_lines("by_name");
+            assert_eq!(keys.len(), 1, "{out}");
+            let key = keys[0].strip_prefix("@by_name[").and_then(|k| k.strip_suffix("]: 1")).unwrap_or("");
+            assert!(is_hex_pointer(key), "a pointer key prints in hex\n{out}");
+            let value = out.map_lines("last").first().and_then(|l| l.strip_prefix("@last[7]: ")).map(str::to_string);
+            assert_eq!(value.as_deref(), Some(key), "the same pointer as a value\n{out}");
+            let task = out.map_lines("task");
+            let task = task.first().and_then(|l| l.strip_prefix("@task[0xffff")).unwrap_or("");
+            assert!(task.ends_with("]: -100"), "e.curtask is a kernel pointer; dfd stays a number\n{out}");
+        } else {
+            let records = json_records(&out.stdout);
+            let maps = json_of_type(&records, "map");
+            let data = |name: &str| maps.iter().find_map(|r| r["data"].get(name).cloned()).unwrap_or_default();
+            let by_name = data("@by_name");
+            let key = by_name.as_object().and_then(|o| o.keys().next().cloned()).unwrap_or_default();
+            assert!(is_hex_pointer(&key), "{out}");
+            assert_eq!(data("@last")["7"], serde_json::Value::String(key), "a pointer value is a hex string\n{out}");
+        }
+    }
+}
