@@ -187,16 +187,7 @@ pub fn unify(uses: &[MapUse], names: &dyn Fn(MapId) -> String) -> Result<BTreeMa
                 layout: MapLayout { key, value: ValueKind::Value(ty) },
                 key_sems,
                 agg: None,
-                // Pointers print in hex when every value stored is one.
-                value_sem: if uses
-                    .iter()
-                    .filter(|u| matches!(u.kind, UseKind::Store(_)))
-                    .all(|u| u.value_sem == Sem::Ptr)
-                {
-                    Sem::Ptr
-                } else {
-                    Sem::Plain
-                },
+                value_sem: stored_meaning(&uses),
                 prealloc: false,
             },
             (None, None) => MapShape {
@@ -210,6 +201,18 @@ pub fn unify(uses: &[MapUse], names: &dyn Fn(MapId) -> String) -> Result<BTreeMa
         shapes.insert(id, shape);
     }
     Ok(shapes)
+}
+
+/// Pointers print in hex when every value stored is one (and none is
+/// added to with `+=`).
+fn stored_meaning(uses: &[&MapUse]) -> Sem {
+    let mut stores = uses.iter().filter(|u| matches!(u.kind, UseKind::Store(_))).peekable();
+    let pointers = stores.peek().is_some() && stores.all(|u| u.value_sem == Sem::Ptr);
+    if pointers && !uses.iter().any(|u| u.kind == UseKind::Update) {
+        Sem::Ptr
+    } else {
+        Sem::Plain
+    }
 }
 
 #[cfg(test)]

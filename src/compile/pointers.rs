@@ -70,6 +70,13 @@ probe("tracepoint:syscalls:sys_enter_openat", |e| {
         assert_eq!(plan.shapes[0].key_sems, vec![Sem::Ptr], "by_name[e.args.filename]");
         assert_eq!((plan.shapes[1].key_sems[0], plan.shapes[1].value_sem), (Sem::Plain, Sem::Ptr), "last");
         assert_eq!(plan.shapes[2].value_sem, Sem::Plain, "flags is an int");
+        let (_, plan) = compile(
+            r#"let total = map();
+probe("tracepoint:syscalls:sys_enter_openat", |e| { total[e.tid] += e.args.flags; });
+"#,
+            0,
+        );
+        assert_eq!(plan.shapes[0].value_sem, Sem::Plain, "a map only added to holds numbers");
     }
 
     #[test]
