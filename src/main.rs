@@ -1,15 +1,17 @@
 //! rtrace: a Linux tracer whose Rhai scripts register eBPF probes.
 //!
-//! The pipeline (design.md §3, architecture.md), one folder per stage:
+//! The pipeline (design.md §3; ARCHITECTURE.md maps the tree), one folder per stage:
 //! 1. `cli` parses the command line; `config` resolves every flag and
 //!    `RTRACE_*` variable once into a `Config`.
 //! 2. `script` runs the Rhai top level, producing probe definitions and maps.
 //! 3. `compile` asks `probes` to expand each spec and decide each point's
 //!    program (program type, context, `EventContext` for `e.argN`, `e.args`,
-//!    `e.retval`, `e.func`), lowers and splits each closure into kernel IR and
-//!    userspace sites, unifies map layouts, and generates BPF with
-//!    `probes_ebpf`. What it needs from the kernel it asks through
-//!    `kernel::Kernel` (live, or fixtures in tests).
+//!    `e.retval`, `e.func`), splits each closure into kernel and userspace
+//!    statements, lowers the kernel ones to IR and each userspace run to a
+//!    record, unifies map layouts, adds the stop and pid filters, and
+//!    generates BPF with `probes_ebpf`. What it needs from the kernel it
+//!    asks through `kernel::Kernel` (live, or fixtures in tests). It hands
+//!    the runtime a `plan::Plan`.
 //! 4. `runtime` loads the programs (`kernel::sys`), attaches them through
 //!    their probe types, and runs the event loop: reader thread → channel →
 //!    userspace continuations.

@@ -171,7 +171,7 @@ pub(crate) fn event_path(rhs: &RExpr, resolve: &dyn Fn(&RExpr) -> Option<String>
         }
         RExpr::Dot(..) => {
             // `e.args.F[i]` ships F; userspace takes the element.
-            if let Some((field, _, _)) = crate::compile::lower::index::indexed_arg(rhs) {
+            if let Some((field, _, _)) = super::syntax::indexed_arg(rhs) {
                 return Some(vec!["args".to_string(), field.to_string()]);
             }
             let (chain, _) = property_chain(rhs);

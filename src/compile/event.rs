@@ -6,10 +6,10 @@ use probes_ebpf::ir::{BinOp, Builtin, ContextKind, Expr, LocalId};
 use rhai::{Expr as RExpr, Position};
 
 use super::fields;
-use super::lower::index;
 use super::lower::{err, property_chain, str_literal, userspace_only, LowerError, Lowerer, Result};
+use super::syntax::indexed_arg;
 use crate::kernel::btf::Shape;
-use crate::kernel::tracepoint_format::FieldKind;
+use crate::kernel::tracepoint_format::{c_int_width, FieldKind};
 use crate::probes::event::btf_slot;
 use crate::symbols::stacks::StackMode;
 
@@ -35,7 +35,7 @@ impl Lowerer<'_> {
             return true;
         }
         let (Some(format), RExpr::Dot(x, _, _)) = (self.target.event.format(), e) else { return false };
-        if let Some((field, _, _)) = index::indexed_arg(&x.rhs) {
+        if let Some((field, _, _)) = indexed_arg(&x.rhs) {
             return self.user_field(field);
         }
         if let RExpr::Dot(inner, _, _) = &x.rhs {
@@ -107,7 +107,7 @@ impl Lowerer<'_> {
             }
         }
         let is_event = matches!(lhs, RExpr::Variable(v, _, _) if Some(v.1.as_str()) == self.event.as_deref() && self.lookup_local(v.1.as_str()).is_none());
-        if let (true, Some((field, fpos, ix))) = (is_event, index::indexed_arg(rhs)) {
+        if let (true, Some((field, fpos, ix))) = (is_event, indexed_arg(rhs)) {
             return self.arg_element(field, fpos, ix).map(|(e, _)| e);
         }
         if !is_event {
@@ -360,16 +360,4 @@ pub(crate) fn user_access(mut a: fields::Access, user: bool) -> fields::Access {
         a.expr = fields::in_user_memory(a.expr);
     }
     a
-}
-
-/// Width and signedness of a plain C integer type name.
-pub(crate) fn c_int_width(c_type: &str) -> Option<(u32, bool)> {
-    Some(match c_type.trim() {
-        "int" | "signed int" | "s32" | "pid_t" | "__s32" => (4, true),
-        "unsigned int" | "u32" | "__u32" | "uid_t" | "gid_t" | "umode_t" => (4, false),
-        "long" | "long int" | "s64" | "ssize_t" | "loff_t" | "__s64" | "off_t" => (8, true),
-        "short" | "s16" => (2, true),
-        "unsigned short" | "u16" => (2, false),
-        _ => return None,
-    })
 }

@@ -1,16 +1,15 @@
 //! `exit()` from a probe's kernel side can't be lost: besides its control
 //! message, the program raises the stop flag with the exit status in it
-//! ([`EXIT_MARK`] | status). Every program then leaves at once (no further
-//! event callback runs, as design.md says for `exit()`), and the runtime
-//! reads the status from the flag when the control ring had no room for the
-//! message.
+//! (`plan::maps::EXIT_MARK` | status). Every program then leaves at once
+//! (no further event callback runs, as design.md says for `exit()`), and
+//! the runtime reads the status from the flag when the control ring had no
+//! room for the message.
 
 use probes_ebpf::ir::{BinOp, Expr, MapId, Stmt, StmtKind};
 
 use probes_ebpf::record::CONTROL_EXIT;
 
-/// Set in the stop flag by a kernel `exit()`; the low 8 bits hold the status.
-pub const EXIT_MARK: u64 = 0x100;
+use crate::plan::maps::EXIT_MARK;
 
 /// After every kernel `exit(code)` in `body`, store `EXIT_MARK | status` in the stop flag.
 pub fn mark_exits(body: &mut Vec<Stmt>, stop_map: MapId) {
@@ -55,11 +54,6 @@ fn flag_value(code: Expr) -> Expr {
     )
 }
 
-/// The status a kernel `exit()` left in the stop flag, if it did.
-pub fn decode(flag: u64) -> Option<i32> {
-    (flag & EXIT_MARK != 0).then_some((flag & 0xff) as i32)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -81,12 +75,5 @@ mod tests {
         assert!(matches!(&body[1].kind, StmtKind::MapStore { map: 9, value: Expr::Int(0x100), .. }));
         let StmtKind::If { then, .. } = &body[2].kind else { panic!() };
         assert!(matches!(&then[1].kind, StmtKind::MapStore { map: 9, value: Expr::Int(0x1ff), .. }));
-    }
-
-    #[test]
-    fn the_flag_decodes_to_the_status() {
-        assert_eq!(decode(1), None, "a plain stop from userspace");
-        assert_eq!(decode(0x100), Some(0));
-        assert_eq!(decode(0x1ff), Some(255));
     }
 }

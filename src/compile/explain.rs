@@ -9,7 +9,7 @@ use probes_ebpf::disasm;
 use probes_ebpf::ir::{AggKind, Ty, ValueKind};
 
 use super::Plan;
-use crate::plan::site::Capture;
+use crate::plan::site::RecordField;
 use crate::script::Session;
 
 fn ty_text(t: &Ty) -> String {
@@ -108,13 +108,13 @@ pub fn render(session: &Session, plan: &Plan, source: &str) -> String {
                 .iter()
                 .map(|(cap, ty)| {
                     let name = match cap {
-                        Capture::Event(path) => format!("e.{}", path.join(".")),
-                        Capture::Local { name, .. } => name.clone(),
-                        Capture::Emitted => "emitted".into(),
-                        Capture::EventItem { path, index } => format!("e.{}[{index}]", path.join(".")),
-                        Capture::Read { line, col } => format!("str() at {line}:{col}"),
-                        Capture::KptrBase { ty, .. } => format!("kptr(.., \"{ty}\")"),
-                        Capture::KptrMember { path, .. } => format!("kptr(..).{}", path.join(".")),
+                        RecordField::Event(path) => format!("e.{}", path.join(".")),
+                        RecordField::Local { name, .. } => name.clone(),
+                        RecordField::Emitted => "emitted".into(),
+                        RecordField::EventItem { path, index } => format!("e.{}[{index}]", path.join(".")),
+                        RecordField::Read { line, col } => format!("str() at {line}:{col}"),
+                        RecordField::KptrBase { ty, .. } => format!("kptr(.., \"{ty}\")"),
+                        RecordField::KptrMember { path, .. } => format!("kptr(..).{}", path.join(".")),
                     };
                     format!("{name}: {}", ty_text(ty))
                 })

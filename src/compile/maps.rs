@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use probes_ebpf::ir::{AggKind, AggOp, MapId, MapLayout, Ty, ValueKind};
 
-use crate::plan::site::{MapShape, Sem};
+use crate::plan::site::{MapShape, ValueMeaning};
 
 /// How one statement uses a map.
 #[derive(Clone, Debug)]
@@ -15,9 +15,9 @@ pub struct MapUse {
     /// Key part types; empty for `m = ...` without a key.
     pub key: Vec<Ty>,
     /// Key part meanings, parallel to `key`.
-    pub key_sems: Vec<Sem>,
+    pub key_sems: Vec<ValueMeaning>,
     /// What a stored value means (`Store` uses; `Plain` otherwise).
-    pub value_sem: Sem,
+    pub value_sem: ValueMeaning,
     pub kind: UseKind,
     /// `line:col` of the use, for errors.
     pub at: String,
@@ -91,7 +91,7 @@ pub fn unify(uses: &[MapUse], names: &dyn Fn(MapId) -> String) -> Result<BTreeMa
         let mut key_sems = first.key_sems.clone();
         for u in &uses[1..] {
             for (s, t) in key_sems.iter_mut().zip(&u.key_sems) {
-                if *s == Sem::Plain {
+                if *s == ValueMeaning::Plain {
                     *s = *t;
                 }
             }
@@ -180,7 +180,7 @@ pub fn unify(uses: &[MapUse], names: &dyn Fn(MapId) -> String) -> Result<BTreeMa
                 layout: MapLayout { key, value: ValueKind::Agg(agg_kind(op)) },
                 key_sems,
                 agg: Some(op),
-                value_sem: Sem::Plain,
+                value_sem: ValueMeaning::Plain,
                 prealloc: false,
             },
             (None, Some((ty, _))) => MapShape {
@@ -194,7 +194,7 @@ pub fn unify(uses: &[MapUse], names: &dyn Fn(MapId) -> String) -> Result<BTreeMa
                 layout: MapLayout { key, value: ValueKind::Value(Ty::Int) },
                 key_sems,
                 agg: None,
-                value_sem: Sem::Plain,
+                value_sem: ValueMeaning::Plain,
                 prealloc: false,
             },
         };
@@ -205,13 +205,13 @@ pub fn unify(uses: &[MapUse], names: &dyn Fn(MapId) -> String) -> Result<BTreeMa
 
 /// Pointers print in hex when every value stored is one (and none is
 /// added to with `+=`).
-fn stored_meaning(uses: &[&MapUse]) -> Sem {
+fn stored_meaning(uses: &[&MapUse]) -> ValueMeaning {
     let mut stores = uses.iter().filter(|u| matches!(u.kind, UseKind::Store(_))).peekable();
-    let pointers = stores.peek().is_some() && stores.all(|u| u.value_sem == Sem::Ptr);
+    let pointers = stores.peek().is_some() && stores.all(|u| u.value_sem == ValueMeaning::Ptr);
     if pointers && !uses.iter().any(|u| u.kind == UseKind::Update) {
-        Sem::Ptr
+        ValueMeaning::Ptr
     } else {
-        Sem::Plain
+        ValueMeaning::Plain
     }
 }
 
@@ -220,8 +220,8 @@ mod tests {
     use super::*;
 
     fn u(map: MapId, key: Vec<Ty>, kind: UseKind) -> MapUse {
-        let key_sems = vec![Sem::Plain; key.len()];
-        MapUse { map, key, key_sems, value_sem: Sem::Plain, kind, at: "1:1".into() }
+        let key_sems = vec![ValueMeaning::Plain; key.len()];
+        MapUse { map, key, key_sems, value_sem: ValueMeaning::Plain, kind, at: "1:1".into() }
     }
 
     #[test]

@@ -1,35 +1,42 @@
-//! From registered probes to loadable programs: parse specs, expand attach
-//! points, lower each closure to IR (`lower`), unify map layouts (`maps`),
-//! and generate BPF (`probes_ebpf`).
+//! From registered probes to loadable programs, in this order: parse specs
+//! and expand them to attach points and program groups (`expand`); per
+//! group, split the closure into kernel and userspace statements (`split`)
+//! and lower the kernel ones to IR (`lower`); unify map layouts (`maps`);
+//! put the stop and pid filters first (`filters`); generate BPF
+//! (`probes_ebpf`). The result is a `plan::Plan`.
 
 pub mod closure;
 mod dispatch;
 pub mod event;
 pub mod exit_flag;
+mod expand;
 pub mod explain;
 pub mod fields;
+mod filters;
 pub mod lower;
 mod map_names;
 pub mod maps;
 mod pointers;
 pub mod split;
+mod syntax;
 pub mod userspace_uses;
+mod values;
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 use probes_ebpf::ir::{self, MapId, MapLayout};
 
-use crate::config::{Config, Trace};
+use crate::config::Config;
 use crate::diag::{Diagnostic, Pos};
 use crate::kernel::Kernel;
 use crate::plan::maps::MapTable;
 use crate::plan::site::{MapShape, Site};
 pub use crate::plan::{CompiledProgram, Plan, SitePlan};
 use crate::probes::spec::{self, ProbeKind};
-use crate::probes::{self, AttachPoint, ProbeType, ProgramSpec};
+use crate::probes::{AttachPoint, ProbeType, ProgramSpec};
 use crate::script::{ProbeDef, Session};
 
 /// A lowered program group waiting for the map layouts.
@@ -99,24 +106,9 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
         let per_point = closure::needs_per_point_program(&body)
             || split::functions_need_per_point(&body, &def.ast, def.closure.curry().len());
         for spec in &specs {
-            let ptype = probes::probe_type(spec.kind);
-            let points = ptype.expand(spec, &opts.trace, kernel).map_err(|e| here(def, e.to_string()))?;
-            total_points += points.len();
-            if total_points > opts.max_probes {
-                return Err(here(
-                    def,
-                    format!(
-                        "this script attaches {total_points}+ probes, over the limit of {} (raise it with RTRACE_MAX_PROBES)",
-                        opts.max_probes
-                    ),
-                ));
-            }
-            // Many syscall tracepoints: one program on raw_syscalls, lowered per syscall first.
-            let raw = if spec.kind == ProbeKind::Tracepoint { dispatch::target(&points, kernel) } else { None };
+            let expand::Groups { ptype, groups, per_point, raw } =
+                expand::groups(spec, per_point, opts, kernel, &mut total_points).map_err(|e| here(def, e))?;
             let first_pending = pending.len();
-            let per_point = per_point || ptype.per_point(&points, kernel);
-            let groups: Vec<Vec<AttachPoint>> =
-                if per_point { points.into_iter().map(|p| vec![p]).collect() } else { vec![points] };
             for group in groups {
                 let program = ptype.program(&group[0], per_point, kernel).map_err(|e| here(def, e.to_string()))?;
                 let probe_name = if per_point { group[0].name.clone() } else { spec.full_name() };
@@ -138,14 +130,17 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
                     maps: &table,
                     stack_lost: table.borrow().stack_lost(),
                     stack_depth: opts.stack_depth,
-                    functions: Some(&def.ast),
                 };
-                let lowered = lower::lower(&body, def.closure.curry(), &target)
-                    .map_err(|e| Diagnostic::at(file, e.pos, e.message))?;
-                let captured: Vec<(String, rhai::Dynamic)> =
-                    body.params.iter().cloned().zip(def.closure.curry().iter().cloned()).collect();
                 let event =
                     (body.params.len() > def.closure.curry().len()).then(|| body.params.last().cloned()).flatten();
+                // The pipeline per group: split the closure, then lower its kernel statements.
+                let captures = values::captured(&body.params, def.closure.curry());
+                let split = split::analyze(&body, &captures, event.as_deref(), target.event, Some(&def.ast));
+                let closure =
+                    lower::Closure { body: &body, captures: &captures, event: event.as_deref(), split: &split };
+                let lowered = lower::lower(&closure, &target).map_err(|e| Diagnostic::at(file, e.pos, e.message))?;
+                let captured: Vec<(String, rhai::Dynamic)> =
+                    body.params.iter().cloned().zip(def.closure.curry().iter().cloned()).collect();
                 let mut sites: Vec<&Site> = lowered.sites.iter().collect();
                 sites.sort_by_key(|s| s.id);
                 if sites.iter().any(|s| s.emit) && def.on_event.is_none() {
@@ -209,28 +204,11 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
     let mut helper_slots = 0u32;
     let layouts: Vec<MapLayout> = table.layouts(&plan.shapes);
     plan.maps = table;
-    let pid = ir::Expr::Builtin(ir::Builtin::Pid);
     for Pending { lowered, name, ptype, program: spec, points, probe, dispatch } in pending {
         let site_ids = lowered.sites.iter().map(|s| s.id).collect();
         let split = lowered.split.clone();
         let mut body = lowered.body;
-        // -p: every probe only sees the traced process; -c: the command and
-        // the processes it starts. Not `interval`: a timer, whoever it interrupts.
-        let timer = points.iter().all(|p| p.name.starts_with("interval:"));
-        let not_target = match (follow_map, opts.trace.pid) {
-            _ if timer => None,
-            (Some(map), _) => {
-                Some(ir::Expr::Unary(ir::UnOp::Not, Box::new(ir::Expr::MapContains { map, key: vec![pid.clone()] })))
-            }
-            (None, Some(target)) => {
-                Some(ir::Expr::Binary(ir::BinOp::Ne, Box::new(pid.clone()), Box::new(ir::Expr::Int(target as i64))))
-            }
-            (None, None) => None,
-        };
-        if let Some(cond) = not_target {
-            body.insert(0, leave_if(cond));
-        }
-        body.insert(0, leave_if(stopped(stop_map)));
+        filters::add(&mut body, &points, follow_map, opts.trace.pid, stop_map);
         exit_flag::mark_exits(&mut body, stop_map);
         let program = ir::Program {
             name: name.clone(),
@@ -238,7 +216,7 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
             locals: lowered.locals,
             maps: layouts.clone(),
             body,
-            possible_cpus: possible_cpus(),
+            possible_cpus: kernel.possible_cpus(),
             helper_checks: helper_map.map(|map| ir::HelperChecks {
                 map,
                 first_slot: helper_slots,
@@ -268,98 +246,11 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
     }
     if let Some(map) = follow_map {
         plan.programs.extend(
-            follow_programs(map, stop_map, layouts, kernel)
+            filters::follow_programs(map, stop_map, layouts, kernel)
                 .map_err(|e| Diagnostic::new(file, None, format!("-c: {e}")))?,
         );
     }
     Ok(plan)
-}
-
-/// CPUs per-CPU maps have slots for (kernel reads of aggregations combine them).
-fn possible_cpus() -> u32 {
-    libbpf_rs::num_possible_cpus().map_or(1, |n| n as u32)
-}
-
-/// `if cond { return }`, first thing in a program.
-fn leave_if(cond: ir::Expr) -> ir::Stmt {
-    let leave = ir::Stmt { kind: ir::StmtKind::Return, span: ir::Span::default() };
-    ir::Stmt { kind: ir::StmtKind::If { cond, then: vec![leave], otherwise: vec![] }, span: ir::Span::default() }
-}
-
-/// Tracing has stopped: every program leaves at once, while the (slow)
-/// detaching happens after the output is written.
-fn stopped(stop_map: MapId) -> ir::Expr {
-    ir::Expr::MapGet { map: stop_map, key: vec![] }
-}
-
-/// `-c`: two programs keep the followed pids. A new process (not a thread)
-/// started by a followed one is followed too; a followed process whose last
-/// thread exits is dropped (its pid may be reused).
-fn follow_programs(
-    map: MapId,
-    stop_map: MapId,
-    maps: Vec<MapLayout>,
-    kernel: &dyn Kernel,
-) -> Result<Vec<CompiledProgram>> {
-    const CLONE_THREAD: i64 = 0x10000;
-    let pid = || ir::Expr::Builtin(ir::Builtin::Pid);
-    let stmt = |kind| ir::Stmt { kind, span: ir::Span::default() };
-    let field = |category: &str, event: &str, name: &str| -> Result<ir::Expr> {
-        let format = kernel.tracepoint_format(category, event)?;
-        let f = format.field(name).ok_or_else(|| anyhow!("{category}:{event} has no {name} field"))?;
-        Ok(ir::Expr::CtxInt { offset: f.offset, size: f.size, signed: f.signed })
-    };
-    // task_newtask runs in the parent, before the child runs.
-    let followed = ir::Expr::MapContains { map, key: vec![pid()] };
-    let thread = ir::Expr::Binary(
-        ir::BinOp::And,
-        Box::new(field("task", "task_newtask", "clone_flags")?),
-        Box::new(ir::Expr::Int(CLONE_THREAD)),
-    );
-    let new_process =
-        ir::Expr::LogicalAnd(Box::new(followed.clone()), Box::new(ir::Expr::Unary(ir::UnOp::Not, Box::new(thread))));
-    let add =
-        stmt(ir::StmtKind::MapStore { map, key: vec![field("task", "task_newtask", "pid")?], value: ir::Expr::Int(1) });
-    let on_new = vec![stmt(ir::StmtKind::If { cond: new_process, then: vec![add], otherwise: vec![] })];
-    // sched_process_exit runs in the exiting thread; group_dead: the last one.
-    let last = ir::Expr::LogicalAnd(Box::new(followed), Box::new(field("sched", "sched_process_exit", "group_dead")?));
-    let drop = stmt(ir::StmtKind::MapDelete { map, key: vec![pid()] });
-    let on_exit = vec![stmt(ir::StmtKind::If { cond: last, then: vec![drop], otherwise: vec![] })];
-
-    let ptype: &'static dyn ProbeType = &probes::tracepoint::Tracepoint;
-    let mut out = Vec::new();
-    for (name, target, mut body) in
-        [("rtrace_follow", "task:task_newtask", on_new), ("rtrace_unfollow", "sched:sched_process_exit", on_exit)]
-    {
-        body.insert(0, leave_if(stopped(stop_map)));
-        let spec = spec::ProbeSpec { kind: ProbeKind::Tracepoint, target: target.into() };
-        let points = ptype.expand(&spec, &Trace::default(), kernel)?;
-        let spec = ptype.program(&points[0], false, kernel)?;
-        let program = ir::Program {
-            name: name.into(),
-            context: spec.context,
-            locals: vec![],
-            maps: maps.clone(),
-            body,
-            possible_cpus: possible_cpus(),
-            helper_checks: None,
-        };
-        let code = probes_ebpf::generate(&program).map_err(|e| anyhow!("{}", e.message))?;
-        out.push(CompiledProgram {
-            name: name.into(),
-            probe_type: ptype,
-            prog_type: spec.prog_type,
-            load: spec.load,
-            code,
-            points,
-            probe: 0,
-            site_ids: vec![],
-            split: vec![],
-            internal: true,
-            dispatch: 0,
-        });
-    }
-    Ok(out)
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! Which kernel values are pointers (tracepoint fields declared as
 //! pointers, BTF members and arguments that point to a struct or to chars,
 //! `kptr()` values, `e.curtask`), so that map keys and values holding one
-//! print in hex as bpftrace prints them (`plan::site::Sem::Ptr`).
+//! print in hex as bpftrace prints them (`plan::site::ValueMeaning::Ptr`).
 
 use probes_ebpf::ir::{Builtin, Expr};
 
@@ -39,7 +39,7 @@ impl Lowerer<'_> {
 mod tests {
     use crate::config::Config;
     use crate::kernel::fake::FakeKernel;
-    use crate::plan::site::Sem;
+    use crate::plan::site::ValueMeaning;
     use crate::plan::Plan;
     use crate::script::Session;
 
@@ -67,16 +67,20 @@ probe("tracepoint:syscalls:sys_enter_openat", |e| {
     #[test]
     fn pointer_fields_print_as_pointers_in_keys_and_values() {
         let (_, plan) = compile(OPENS, 0);
-        assert_eq!(plan.shapes[0].key_sems, vec![Sem::Ptr], "by_name[e.args.filename]");
-        assert_eq!((plan.shapes[1].key_sems[0], plan.shapes[1].value_sem), (Sem::Plain, Sem::Ptr), "last");
-        assert_eq!(plan.shapes[2].value_sem, Sem::Plain, "flags is an int");
+        assert_eq!(plan.shapes[0].key_sems, vec![ValueMeaning::Ptr], "by_name[e.args.filename]");
+        assert_eq!(
+            (plan.shapes[1].key_sems[0], plan.shapes[1].value_sem),
+            (ValueMeaning::Plain, ValueMeaning::Ptr),
+            "last"
+        );
+        assert_eq!(plan.shapes[2].value_sem, ValueMeaning::Plain, "flags is an int");
         let (_, plan) = compile(
             r#"let total = map();
 probe("tracepoint:syscalls:sys_enter_openat", |e| { total[e.tid] += e.args.flags; });
 "#,
             0,
         );
-        assert_eq!(plan.shapes[0].value_sem, Sem::Plain, "a map only added to holds numbers");
+        assert_eq!(plan.shapes[0].value_sem, ValueMeaning::Plain, "a map only added to holds numbers");
     }
 
     #[test]

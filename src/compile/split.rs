@@ -10,7 +10,7 @@
 //! makes its statement run in userspace, whole, with the reason kept for
 //! `--explain`. A kernel `if` or constant `for` stays in the kernel and its
 //! inner statements are marked one by one. Lowering (`compile/lower`) then
-//! only sees kernel statements; `record.rs` turns each run of userspace
+//! only sees kernel statements; `lower/record.rs` turns each run of userspace
 //! statements into one record carrying what they read.
 //!
 //! The walk also finds what userspace statements need the kernel to capture
@@ -19,7 +19,6 @@
 //! that the closure and the script functions it is passed to read.
 
 mod event_reads;
-mod record;
 
 use event_reads::event_reads;
 pub use event_reads::functions_need_per_point;
@@ -30,7 +29,8 @@ use probes_ebpf::ir::Span;
 use rhai::{ASTNode, Expr as RExpr, Position, Stmt as RStmt, AST};
 
 use super::closure::{property_chain, ClosureBody};
-use super::lower::{span, Captured, AGGREGATIONS};
+use super::syntax::{indexed_arg, span, AGGREGATIONS};
+use super::values::CapturedValue;
 use crate::kernel::tracepoint_format::FieldKind;
 use crate::plan::site::Placement;
 use crate::probes::event::EventContext;
@@ -105,7 +105,7 @@ impl From<&str> for Why {
 type Flow = std::result::Result<Kind, Why>;
 
 struct Walk<'a> {
-    captures: &'a HashMap<String, Captured>,
+    captures: &'a HashMap<String, CapturedValue>,
     event: Option<&'a str>,
     ctx: &'a dyn EventContext,
     /// Top-level variables the closure assigns: userspace state.
@@ -120,7 +120,7 @@ struct Walk<'a> {
 /// Split `body`; `ast` holds the script functions `e` may be passed to.
 pub fn analyze(
     body: &ClosureBody,
-    captures: &HashMap<String, Captured>,
+    captures: &HashMap<String, CapturedValue>,
     event: Option<&str>,
     ctx: &dyn EventContext,
     ast: Option<&AST>,
@@ -135,7 +135,7 @@ pub fn analyze(
                     target = &ix.lhs;
                 }
                 if let RExpr::Variable(v, _, _) = target {
-                    if matches!(captures.get(v.1.as_str()), Some(c) if !matches!(c, Captured::Map(_))) {
+                    if matches!(captures.get(v.1.as_str()), Some(c) if !matches!(c, CapturedValue::Map(_))) {
                         assigned.insert(v.1.to_string());
                     }
                 }
@@ -266,7 +266,7 @@ impl Walk<'_> {
     /// no map (userspace would see a later value), writes none, aggregates
     /// nothing, and neither ends the probe nor sends anything.
     fn movable(&self, s: &RStmt) -> bool {
-        let map = |e: &RExpr| name_of(e).is_some_and(|n| matches!(self.captures.get(n), Some(Captured::Map(_))));
+        let map = |e: &RExpr| name_of(e).is_some_and(|n| matches!(self.captures.get(n), Some(CapturedValue::Map(_))));
         let mut ok = true;
         s.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
             ok &= match path.last() {
@@ -465,7 +465,8 @@ impl Walk<'_> {
 
     /// A captured map (not shadowed by a local).
     fn map_of(&self, e: &RExpr) -> bool {
-        name_of(e).is_some_and(|n| self.lookup(n).is_none() && matches!(self.captures.get(n), Some(Captured::Map(_))))
+        name_of(e)
+            .is_some_and(|n| self.lookup(n).is_none() && matches!(self.captures.get(n), Some(CapturedValue::Map(_))))
     }
 
     fn const_int(&self, e: &RExpr) -> bool {
@@ -475,7 +476,7 @@ impl Walk<'_> {
                 let n = v.1.as_str();
                 self.lookup(n).is_none()
                     && !self.assigned.contains(n)
-                    && matches!(self.captures.get(n), Some(Captured::Int(_)))
+                    && matches!(self.captures.get(n), Some(CapturedValue::Int(_)))
             }
             _ => false,
         }
@@ -557,10 +558,10 @@ impl Walk<'_> {
             return Err(format!("uses `{name}`, a top-level variable the probe assigns (userspace state)").into());
         }
         match self.captures.get(name) {
-            Some(Captured::Int(_)) => Ok(Kind::Int),
-            Some(Captured::Str(_)) => Ok(Kind::Str),
-            Some(Captured::Map(_)) => Ok(Kind::Any),
-            Some(Captured::Other(t)) => Err(format!("uses `{name}`, a top-level {}", type_text(t)).into()),
+            Some(CapturedValue::Int(_)) => Ok(Kind::Int),
+            Some(CapturedValue::Str(_)) => Ok(Kind::Str),
+            Some(CapturedValue::Map(_)) => Ok(Kind::Any),
+            Some(CapturedValue::Other(t)) => Err(format!("uses `{name}`, a top-level {}", type_text(t)).into()),
             None if Some(name) == self.event => Err(format!("uses `{name}` as a whole value").into()),
             None if self.strict => Err(format!("uses `{name}`").into()),
             None => Ok(Kind::Any),
@@ -579,7 +580,7 @@ impl Walk<'_> {
                     other => Err(format!("calls .{other}()").into()),
                 };
             }
-            if crate::compile::lower::index::indexed_arg(rhs).is_some() {
+            if indexed_arg(rhs).is_some() {
                 return Ok(Kind::Any);
             }
             if rest {

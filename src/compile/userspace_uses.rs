@@ -15,7 +15,7 @@ use probes_ebpf::ir::Ty;
 use rhai::{ASTNode, Dynamic, Expr as RExpr, Scope, Stmt as RStmt, AST};
 
 use super::maps::{MapUse, UseKind};
-use crate::plan::site::Sem;
+use crate::plan::site::ValueMeaning;
 use crate::script::MapHandle;
 
 /// Every userspace-evident use of a top-level map in `ast`. `str_max` is the
@@ -71,12 +71,12 @@ impl Cx<'_> {
     fn push(&self, out: &mut Vec<MapUse>, map: &RExpr, key: &RExpr, kind: UseKind, pos: rhai::Position) {
         let Some(m) = self.map(map) else { return };
         let Some(key) = self.key(key) else { return };
-        let key_sems = vec![Sem::Plain; key.len()];
+        let key_sems = vec![ValueMeaning::Plain; key.len()];
         out.push(MapUse {
             map: m.id(),
             key,
             key_sems,
-            value_sem: Sem::Plain,
+            value_sem: ValueMeaning::Plain,
             kind,
             at: crate::script::position_text(pos),
         });

@@ -1,9 +1,9 @@
 //! A kernel made of fixtures captured on a real machine
 //! (`tests/fixtures/kernel/`): its tracepoint list, some tracepoint
 //! formats, raw tracepoint names, a few kernel functions and a small table
-//! of kernel types (`btf.txt`, see `fake_btf`), and no kprobe PMU or
-//! fentry. compile runs against it without root, with the same answers on
-//! every machine.
+//! of kernel types (`btf.txt`, see `fake_btf`), two CPUs, and no kprobe
+//! PMU or fentry. compile runs against it without root, with the same
+//! answers on every machine.
 //!
 //! To add a format: copy `/sys/kernel/tracing/events/CAT/NAME/format` to
 //! `tests/fixtures/kernel/formats/CAT/NAME`.
@@ -100,5 +100,9 @@ impl Kernel for FakeKernel {
     }
     fn btf(&self) -> Option<&dyn BtfTypes> {
         Some(&self.btf)
+    }
+    /// Two, as on the machine the goldens were first made on.
+    fn possible_cpus(&self) -> u32 {
+        2
     }
 }

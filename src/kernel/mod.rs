@@ -50,6 +50,8 @@ pub trait Kernel: Sync {
     fn kprobes_available(&self) -> bool;
     /// The kernel's types; None when it has no BTF.
     fn btf(&self) -> Option<&dyn BtfTypes>;
+    /// CPUs a per-CPU map has a slot for (kernel reads of aggregations combine them).
+    fn possible_cpus(&self) -> u32;
 }
 
 /// The running kernel.
@@ -82,5 +84,8 @@ impl Kernel for LiveKernel {
     }
     fn btf(&self) -> Option<&dyn BtfTypes> {
         btf::kernel().map(|b| b as &dyn BtfTypes)
+    }
+    fn possible_cpus(&self) -> u32 {
+        libbpf_rs::num_possible_cpus().map_or(1, |n| n as u32)
     }
 }

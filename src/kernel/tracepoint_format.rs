@@ -203,6 +203,20 @@ fn strip_qualifiers(c_type: &str) -> String {
         .collect::<Vec<_>>()
         .join(" ")
 }
+
+/// Width and signedness of a plain C integer type name (a format field's
+/// `int` may be stored in 8 bytes: syscall arguments are).
+pub fn c_int_width(c_type: &str) -> Option<(u32, bool)> {
+    Some(match c_type.trim() {
+        "int" | "signed int" | "s32" | "pid_t" | "__s32" => (4, true),
+        "unsigned int" | "u32" | "__u32" | "uid_t" | "gid_t" | "umode_t" => (4, false),
+        "long" | "long int" | "s64" | "ssize_t" | "loff_t" | "__s64" | "off_t" => (8, true),
+        "short" | "s16" => (2, true),
+        "unsigned short" | "u16" => (2, false),
+        _ => return None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

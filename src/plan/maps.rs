@@ -28,11 +28,20 @@ pub enum MapRole {
     Stack { depth: u32, user: bool, mode: StackMode },
     /// `-c`: the followed pids (the command and its descendants).
     Follow,
-    /// A one-slot array every program checks first: non-zero = stopped.
+    /// A one-slot array every program checks first: non-zero = stopped
+    /// (a kernel `exit()` writes [`EXIT_MARK`] | status there).
     Stop,
     /// `-k`: per-CPU counts and last errors of failed helper calls, one
     /// slot per checked call site (`probes_ebpf::record`).
     HelperErrors,
+}
+
+/// Set in the stop flag by a kernel `exit()`; the low 8 bits hold the status.
+pub const EXIT_MARK: u64 = 0x100;
+
+/// The status a kernel `exit()` left in the stop flag, if it did.
+pub fn exit_status_in_stop_flag(flag: u64) -> Option<i32> {
+    (flag & EXIT_MARK != 0).then_some((flag & 0xff) as i32)
 }
 
 /// The maps of one plan, indexed by map id.
@@ -160,6 +169,13 @@ impl MapTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_stop_flag_decodes_to_the_exit_status() {
+        assert_eq!(exit_status_in_stop_flag(1), None, "a plain stop from userspace");
+        assert_eq!(exit_status_in_stop_flag(0x100), Some(0));
+        assert_eq!(exit_status_in_stop_flag(0x1ff), Some(255));
+    }
 
     #[test]
     fn ids_follow_the_script_maps() {

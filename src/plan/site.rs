@@ -1,14 +1,14 @@
 //! What compile tells the runtime about values: the userspace sites (runs
 //! of statements that run in userspace, with the record fields the kernel
-//! ships for them), what a value means when printed (`Sem`), and each map's
-//! final shape.
+//! ships for them), what a value means when printed (`ValueMeaning`), and
+//! each map's final shape.
 
 use probes_ebpf::ir::{AggOp, MapId, MapLayout, Span, Ty, ValueKind};
 use rhai::Stmt as RStmt;
 
 /// What one field of a userspace record holds.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Capture {
+pub enum RecordField {
     /// `e.pid` (`["pid"]`), `e.args.filename` (`["args", "filename"]`).
     Event(Vec<String>),
     /// A kernel `let` value: its name and its position in `Site::scope`.
@@ -48,9 +48,9 @@ pub enum Capture {
 pub struct Site {
     pub id: u32,
     pub stmts: Vec<RStmt>,
-    pub fields: Vec<(Capture, Ty)>,
+    pub fields: Vec<(RecordField, Ty)>,
     /// How each field prints, parallel to `fields`.
-    pub sems: Vec<Sem>,
+    pub sems: Vec<ValueMeaning>,
     /// Names of the closure's local variables visible at the site, in the
     /// order Rhai's scope holds them (after the parameters); compiled Rhai
     /// code finds variables by position, so the runtime rebuilds this order.
@@ -76,7 +76,7 @@ pub struct Placement {
 
 /// What an integer value means beyond its bits, for printing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Sem {
+pub enum ValueMeaning {
     Plain,
     /// A stack id in stack map `map` (user stacks carry the pid too).
     Stack {
@@ -100,11 +100,11 @@ pub enum Sem {
 pub struct MapShape {
     pub layout: MapLayout,
     /// How each key part prints.
-    pub key_sems: Vec<Sem>,
+    pub key_sems: Vec<ValueMeaning>,
     /// The aggregation stored, if any (decides how values print).
     pub agg: Option<AggOp>,
     /// How plain values (`m[k] = v`) print.
-    pub value_sem: Sem,
+    pub value_sem: ValueMeaning,
     /// A probe that runs with interrupts off (perf events, irq and timer
     /// tracepoints) writes it: its entries are allocated when the map is
     /// created, since on-demand allocation there keeps only one spare entry
@@ -117,9 +117,9 @@ impl MapShape {
     pub fn unused() -> MapShape {
         MapShape {
             layout: MapLayout { key: vec![Ty::Int], value: ValueKind::Value(Ty::Int) },
-            key_sems: vec![Sem::Plain],
+            key_sems: vec![ValueMeaning::Plain],
             agg: None,
-            value_sem: Sem::Plain,
+            value_sem: ValueMeaning::Plain,
             prealloc: false,
         }
     }

@@ -8,21 +8,21 @@ use probes_ebpf::ir::Ty;
 use probes_ebpf::record;
 use rhai::{Dynamic, Scope, AST};
 
-use crate::plan::site::Capture;
-use crate::plan::site::Sem;
+use crate::plan::site::RecordField;
+use crate::plan::site::ValueMeaning;
 use crate::plan::Plan;
 use std::sync::Arc;
 
 use crate::runtime::stacks::StackMaps;
 use crate::script::Session;
 
-struct Site {
+struct SiteRunner {
     ast: AST,
     /// For `emit()` sites: the callback, the AST it lives in, array or not.
     on_event: Option<(rhai::FnPtr, std::sync::Arc<AST>, bool)>,
-    sems: Vec<Sem>,
+    sems: Vec<ValueMeaning>,
     scope: Vec<String>,
-    fields: Vec<(Capture, Ty, usize)>,
+    fields: Vec<(RecordField, Ty, usize)>,
     captured: Vec<(String, Dynamic)>,
     event: Option<String>,
     probe: usize,
@@ -34,7 +34,7 @@ struct Site {
 }
 
 pub struct Continuations {
-    sites: Vec<Site>,
+    sites: Vec<SiteRunner>,
     /// Errors seen so far (with `--keep-going`).
     pub errors: u64,
     pub keep_going: bool,
@@ -60,10 +60,13 @@ impl Continuations {
                 let (offsets, _) = record::field_offsets(sp.site.fields.iter().map(|(_, ty)| *ty));
                 let fields =
                     sp.site.fields.iter().zip(offsets).map(|((cap, ty), at)| (cap.clone(), *ty, at as usize)).collect();
-                let has_event =
-                    sp.site.fields.iter().any(|(c, _)| matches!(c, Capture::Event(_) | Capture::EventItem { .. }));
-                let has_reads = sp.site.fields.iter().any(|(c, _)| matches!(c, Capture::Read { .. }));
-                Site {
+                let has_event = sp
+                    .site
+                    .fields
+                    .iter()
+                    .any(|(c, _)| matches!(c, RecordField::Event(_) | RecordField::EventItem { .. }));
+                let has_reads = sp.site.fields.iter().any(|(c, _)| matches!(c, RecordField::Read { .. }));
+                SiteRunner {
                     has_event,
                     has_reads,
                     ast: AST::new(sp.site.stmts.clone(), sp.ast.shared_lib().clone()),
@@ -113,7 +116,7 @@ impl Continuations {
                 .iter()
                 .enumerate()
                 .map(|(i, (_, ty, off))| match site.sems.get(i) {
-                    Some(Sem::Stack { map, user, mode }) => Dynamic::from(self.stacks.render(
+                    Some(ValueMeaning::Stack { map, user, mode }) => Dynamic::from(self.stacks.render(
                         *map,
                         decode(rec, *off, *ty).as_int().unwrap_or(-1),
                         *user,
@@ -161,43 +164,43 @@ impl Continuations {
         for (i, (cap, ty, off)) in site.fields.iter().enumerate() {
             let mut value = decode(rec, *off, *ty);
             match site.sems.get(i) {
-                Some(Sem::Stack { map, user, mode }) => {
+                Some(ValueMeaning::Stack { map, user, mode }) => {
                     let v = value.as_int().unwrap_or(-1);
                     value = Dynamic::from(self.stacks.render(*map, v, *user, *mode));
                 }
-                Some(Sem::Bool) => value = Dynamic::from(value.as_int().unwrap_or(0) != 0),
-                Some(Sem::Buf) => {
+                Some(ValueMeaning::Bool) => value = Dynamic::from(value.as_int().unwrap_or(0) != 0),
+                Some(ValueMeaning::Buf) => {
                     let n = match ty {
                         Ty::Bytes(n) => *n as usize,
                         Ty::Int => 0,
                     };
                     value = Dynamic::from(crate::output::bytes::escape_buf(rec.get(*off..*off + n).unwrap_or(&[])));
                 }
-                Some(Sem::Ksym) => {
+                Some(ValueMeaning::Ksym) => {
                     value = Dynamic::from(crate::symbols::stacks::ksym_name(value.as_int().unwrap_or(0) as u64))
                 }
                 _ => {}
             }
             match cap {
-                Capture::Local { slot, .. } => {
+                RecordField::Local { slot, .. } => {
                     if let Some(l) = locals.get_mut(*slot) {
                         *l = value;
                     }
                 }
-                Capture::Emitted | Capture::Read { .. } => {}
-                Capture::KptrBase { id, ty } => {
+                RecordField::Emitted | RecordField::Read { .. } => {}
+                RecordField::KptrBase { id, ty } => {
                     kptr_bases.insert(*id, (value.as_int().unwrap_or(0), ty.clone()));
                 }
-                Capture::KptrMember { id, path } => kptr_members.push((*id, path.clone(), value)),
-                Capture::EventItem { path, .. } => {
+                RecordField::KptrMember { id, path } => kptr_members.push((*id, path.clone(), value)),
+                RecordField::EventItem { path, .. } => {
                     if let Some(f) = path.last() {
                         arrays.entry(f.clone()).or_default().push(value);
                     }
                 }
-                Capture::Event(path) if arrays.contains_key(path.last().map(String::as_str).unwrap_or("")) => {
+                RecordField::Event(path) if arrays.contains_key(path.last().map(String::as_str).unwrap_or("")) => {
                     // The array's own marker field: the items came just before.
                 }
-                Capture::Event(path) => match path.as_slice() {
+                RecordField::Event(path) => match path.as_slice() {
                     [f, ..] if f == "kstack" || f == "ustack" => {
                         event.insert(path.join("/").into(), value);
                     }
@@ -242,7 +245,7 @@ impl Continuations {
         if site.has_reads {
             crate::script::kernel_reads::with_reads(|reads| {
                 for (cap, ty, off) in &site.fields {
-                    if let Capture::Read { line, col } = cap {
+                    if let RecordField::Read { line, col } = cap {
                         reads.push((*line, *col, decode(rec, *off, *ty).into_string().unwrap_or_default()));
                     }
                 }

@@ -1,8 +1,8 @@
 //! Printing every map (at exit, and on SIGUSR1 while tracing goes on) and
 //! reporting lost events as they happen, the way bpftrace does.
 
-use crate::compile::Plan;
 use crate::output::{self, sink, MapDump, MapValue};
+use crate::plan::Plan;
 use crate::script::Session;
 
 use super::Loaded;

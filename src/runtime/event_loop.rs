@@ -40,8 +40,9 @@ fn user_stack_offsets(plan: &Plan) -> Vec<Vec<usize>> {
         .iter()
         .map(|sp| {
             let (offsets, _) = probes_ebpf::record::field_offsets(sp.site.fields.iter().map(|(_, ty)| *ty));
-            let user_stack =
-                |i: usize| matches!(sp.site.sems.get(i), Some(crate::plan::site::Sem::Stack { user: true, .. }));
+            let user_stack = |i: usize| {
+                matches!(sp.site.sems.get(i), Some(crate::plan::site::ValueMeaning::Stack { user: true, .. }))
+            };
             offsets.into_iter().enumerate().filter(|(i, _)| user_stack(*i)).map(|(_, at)| at as usize).collect()
         })
         .collect();

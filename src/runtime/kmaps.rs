@@ -12,7 +12,7 @@ use rhai::Dynamic;
 
 use crate::output::dist::Distribution;
 use crate::output::{self, KeyPart, MapDump, MapValue};
-use crate::plan::site::{MapShape, Sem};
+use crate::plan::site::{MapShape, ValueMeaning};
 use crate::runtime::stacks::StackMaps;
 use crate::script::api::MapBackend;
 use crate::script::MapHandle;
@@ -92,15 +92,17 @@ impl KernelMap {
         for (i, ty) in self.shape.layout.key.iter().enumerate() {
             let size = ty.slot_size() as usize;
             let slot = key.get(off..off + size).unwrap_or(&[]);
-            let sem = self.shape.key_sems.get(i).copied().unwrap_or(Sem::Plain);
+            let sem = self.shape.key_sems.get(i).copied().unwrap_or(ValueMeaning::Plain);
             parts.push(match (ty, sem) {
-                (Ty::Int, Sem::Stack { map, user, mode }) => {
+                (Ty::Int, ValueMeaning::Stack { map, user, mode }) => {
                     KeyPart::Str(self.stacks.render_key(map, i64_at(slot, 0), user, mode))
                 }
-                (Ty::Int, Sem::Ksym) => KeyPart::Str(crate::symbols::stacks::ksym_name(i64_at(slot, 0) as u64)),
-                (Ty::Int, Sem::Plain | Sem::Buf) => KeyPart::Int(i64_at(slot, 0)),
-                (Ty::Int, Sem::Ptr) => KeyPart::Ptr(i64_at(slot, 0) as u64),
-                (Ty::Int, Sem::Bool) => KeyPart::Str((i64_at(slot, 0) != 0).to_string()),
+                (Ty::Int, ValueMeaning::Ksym) => {
+                    KeyPart::Str(crate::symbols::stacks::ksym_name(i64_at(slot, 0) as u64))
+                }
+                (Ty::Int, ValueMeaning::Plain | ValueMeaning::Buf) => KeyPart::Int(i64_at(slot, 0)),
+                (Ty::Int, ValueMeaning::Ptr) => KeyPart::Ptr(i64_at(slot, 0) as u64),
+                (Ty::Int, ValueMeaning::Bool) => KeyPart::Str((i64_at(slot, 0) != 0).to_string()),
                 (Ty::Bytes(_), _) => KeyPart::Str(str_at(slot)),
             });
             off += size;
@@ -127,17 +129,22 @@ impl KernelMap {
                 let size = ty.slot_size() as usize;
                 let slot = key.get(off..off + size).unwrap_or(&[]);
                 off += size;
-                match (ty, self.shape.key_sems.get(i).copied().unwrap_or(Sem::Plain)) {
+                match (ty, self.shape.key_sems.get(i).copied().unwrap_or(ValueMeaning::Plain)) {
                     (Ty::Bytes(_), _) => names.push(str_at(slot)),
-                    (Ty::Int, Sem::Stack { map, user, .. }) => match self.stacks.frames(map, i64_at(slot, 0), user) {
-                        Ok((_, frames)) => names
-                            .extend(frames.iter().rev().map(|f| crate::symbols::stacks::frame_function(f).to_string())),
-                        Err(why) => names.push(format!("[{why}]")),
-                    },
-                    (Ty::Int, Sem::Ksym) => names.push(crate::symbols::stacks::ksym_name(i64_at(slot, 0) as u64)),
-                    (Ty::Int, Sem::Plain | Sem::Buf) => names.push(i64_at(slot, 0).to_string()),
-                    (Ty::Int, Sem::Ptr) => names.push(format!("{:#x}", i64_at(slot, 0) as u64)),
-                    (Ty::Int, Sem::Bool) => names.push((i64_at(slot, 0) != 0).to_string()),
+                    (Ty::Int, ValueMeaning::Stack { map, user, .. }) => {
+                        match self.stacks.frames(map, i64_at(slot, 0), user) {
+                            Ok((_, frames)) => names.extend(
+                                frames.iter().rev().map(|f| crate::symbols::stacks::frame_function(f).to_string()),
+                            ),
+                            Err(why) => names.push(format!("[{why}]")),
+                        }
+                    }
+                    (Ty::Int, ValueMeaning::Ksym) => {
+                        names.push(crate::symbols::stacks::ksym_name(i64_at(slot, 0) as u64))
+                    }
+                    (Ty::Int, ValueMeaning::Plain | ValueMeaning::Buf) => names.push(i64_at(slot, 0).to_string()),
+                    (Ty::Int, ValueMeaning::Ptr) => names.push(format!("{:#x}", i64_at(slot, 0) as u64)),
+                    (Ty::Int, ValueMeaning::Bool) => names.push((i64_at(slot, 0) != 0).to_string()),
                 }
             }
             *folded.entry(names.join(";")).or_insert(0) += count;
@@ -165,7 +172,7 @@ impl KernelMap {
     /// Combine per-CPU slots into one value; `None` when nothing was recorded.
     fn combine(&self, slots: &[Vec<u8>]) -> Option<MapValue> {
         Some(match self.shape.layout.value {
-            ValueKind::Value(Ty::Int) if self.shape.value_sem == Sem::Ptr => {
+            ValueKind::Value(Ty::Int) if self.shape.value_sem == ValueMeaning::Ptr => {
                 MapValue::Ptr(i64_at(slots.first()?, 0) as u64)
             }
             ValueKind::Value(Ty::Int) => MapValue::Int(i64_at(slots.first()?, 0)),

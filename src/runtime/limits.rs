@@ -19,7 +19,7 @@ pub const CONTROL_PER_TURN: usize = 256;
 pub fn note_kernel_exit(session: &Session, reader: &Reader, stop: &libbpf_rs::MapHandle) {
     let status = match reader.exit_code() {
         Some((_probe, code)) => Some(crate::script::api::exit_status(code)),
-        None => stop_flag(stop).and_then(crate::compile::exit_flag::decode),
+        None => stop_flag(stop).and_then(crate::plan::maps::exit_status_in_stop_flag),
     };
     if let Some(status) = status {
         let mut reg = session.registry.lock().unwrap_or_else(|e| e.into_inner());

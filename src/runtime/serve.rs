@@ -20,7 +20,7 @@ use super::kmaps::KernelMap;
 use super::{probe_stats, Loaded};
 use crate::output::metrics::{self, Family, Format, Number, Type};
 use crate::output::{KeyPart, MapDump, MapValue};
-use crate::plan::site::Sem;
+use crate::plan::site::ValueMeaning;
 use crate::plan::Plan;
 use crate::script::{position_text, Session};
 
@@ -129,7 +129,7 @@ fn sources(prefix: &str, stats: bool, session: &Session, plan: &Plan, loaded: &L
         let opts = &handle.options().metrics;
         let at = || format!("{}:{}", session.file_name, position_text(handle.options().pos));
         let shape = &km.shape;
-        let stacks = shape.key_sems.iter().any(|s| matches!(s, Sem::Stack { .. }));
+        let stacks = shape.key_sems.iter().any(|s| matches!(s, ValueMeaning::Stack { .. }));
         if !opts.enabled || (stacks && !opts.folded_stacks) {
             continue;
         }

@@ -147,7 +147,7 @@ fn duration_arg(d: &Dynamic, pos: Position) -> RhaiResult<Duration> {
 }
 
 /// Register rtrace's API on `engine`.
-pub fn register(engine: &mut Engine, registry: &SharedRegistry) {
+pub fn install(engine: &mut Engine, registry: &SharedRegistry) {
     engine.register_type_with_name::<MapHandle>("Map");
     engine.on_print(|text| {
         if text != PRINTED {

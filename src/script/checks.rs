@@ -23,7 +23,7 @@ struct Report {
 
 static REPORT: Mutex<Option<Report>> = Mutex::new(None);
 
-pub fn register(engine: &mut Engine, registry: &SharedRegistry) {
+pub fn install(engine: &mut Engine, registry: &SharedRegistry) {
     let r = registry.clone();
     engine.register_fn("check", move |ctx: NativeCallContext, name: Dynamic, ok: Dynamic, detail: Dynamic| {
         check(&ctx, &r, name, ok, detail.to_string())

@@ -29,7 +29,7 @@ const READERS: [(&str, Reader); 5] = [
     ("max", Distribution::max),
 ];
 
-pub fn register(engine: &mut Engine) {
+pub fn install(engine: &mut Engine) {
     engine.register_type_with_name::<Distribution>("Distribution");
     for (name, read) in READERS {
         engine.register_fn(name, move |ctx: NativeCallContext, m: &mut MapHandle| -> RhaiResult<i64> {

@@ -70,7 +70,7 @@ impl Formatting {
 }
 
 /// Register printf, sprintf, eprintf and system on `engine`.
-pub fn register(engine: &mut Engine) {
+pub fn install(engine: &mut Engine) {
     let mut formatting = Formatting::default();
     formatting.add(engine, "printf", super::userlib::printf);
     formatting.add(engine, "sprintf", sprintf);

@@ -44,7 +44,7 @@ fn read(ctx: &NativeCallContext) -> RhaiResult<String> {
     }
 }
 
-pub fn register(engine: &mut Engine) {
+pub fn install(engine: &mut Engine) {
     engine.register_fn("str", |ctx: NativeCallContext, _p: i64| read(&ctx));
     engine.register_fn("str", |ctx: NativeCallContext, _p: i64, _len: i64| read(&ctx));
 }

@@ -88,13 +88,13 @@ impl Session {
         let mut engine = Engine::new();
         engine.set_optimization_level(OptimizationLevel::None);
         engine.set_max_expr_depths(256, 256);
-        api::register(&mut engine, &registry);
-        dist::register(&mut engine);
-        userlib::register(&mut engine, &registry);
-        checks::register(&mut engine, &registry);
-        positional::register(&mut engine);
-        tools::register(&mut engine, &registry);
-        formatting::register(&mut engine);
+        api::install(&mut engine, &registry);
+        dist::install(&mut engine);
+        userlib::install(&mut engine, &registry);
+        checks::install(&mut engine, &registry);
+        positional::install(&mut engine);
+        tools::install(&mut engine, &registry);
+        formatting::install(&mut engine);
         modules::install(&mut engine);
         let ast = engine.compile(source).map_err(|e| {
             let hint = habits::syntax_hint(source, e.1).map(|h| format!(": {h}")).unwrap_or_default();

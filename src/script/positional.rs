@@ -32,7 +32,7 @@ pub fn parse(text: &str) -> Result<i64, String> {
     Ok(if negative { v.wrapping_neg() } else { v })
 }
 
-pub fn register(engine: &mut Engine) {
+pub fn install(engine: &mut Engine) {
     engine.register_fn("parse_int", |ctx: NativeCallContext, text: &str| -> Result<i64, Box<EvalAltResult>> {
         parse(text).map_err(|m| Box::new(EvalAltResult::ErrorRuntime(Dynamic::from(m), ctx.call_position())))
     });

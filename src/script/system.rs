@@ -228,7 +228,7 @@ mod tests {
 
     fn engine() -> Engine {
         let mut e = Engine::new();
-        crate::script::formatting::register(&mut e);
+        crate::script::formatting::install(&mut e);
         e
     }
 

@@ -38,7 +38,7 @@ pub fn description(name: &str, source: &str) -> String {
 /// `rtrace_pid()`, `eprint(text)` and `probe_error(spec)` ("" when `spec`
 /// can be attached here, else the error a run would give); sprintf and
 /// eprintf: formatting.rs.
-pub fn register(engine: &mut Engine, registry: &SharedRegistry) {
+pub fn install(engine: &mut Engine, registry: &SharedRegistry) {
     let r = registry.clone();
     engine.register_fn("probe_error", move |spec: &str| -> String {
         let check = r.lock().unwrap().spec_check.clone();

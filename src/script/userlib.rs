@@ -52,7 +52,7 @@ pub fn set_kptrs(members: std::collections::HashMap<(i64, String), rhai::Map>) {
     KPTRS.with(|k| *k.borrow_mut() = members);
 }
 
-pub fn register(engine: &mut Engine, registry: &SharedRegistry) {
+pub fn install(engine: &mut Engine, registry: &SharedRegistry) {
     // As statements (`time("%H:%M\n");`, `join(arr);`) these print, as in bpftrace.
     engine.register_fn("time", |ctx: NativeCallContext| printing(&ctx, "time", local_time("%H:%M:%S"), "\n"));
     engine.register_fn("time", |ctx: NativeCallContext, fmt: &str| printing(&ctx, "time", local_time(fmt), ""));
@@ -82,7 +82,7 @@ pub fn register(engine: &mut Engine, registry: &SharedRegistry) {
     });
     engine.register_fn("str", |s: &str, _len: i64| s.to_string());
     // str(address): the string the kernel read for this record (kernel_reads.rs).
-    super::kernel_reads::register(engine);
+    super::kernel_reads::install(engine);
     // Symbols: kernel addresses, user addresses of a process.
     engine.register_fn("ksym", |addr: i64| crate::symbols::stacks::ksym_name(addr as u64));
     engine.register_fn("usym", |addr: i64, pid: i64| {

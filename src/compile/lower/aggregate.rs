@@ -1,9 +1,6 @@
 //! The aggregations (`count() sum(x) ... quantiles(x)`) as the right side of a map assignment.
 use super::*;
 
-/// Aggregations exist only in the kernel.
-pub(crate) const AGGREGATIONS: &[&str] = &["count", "sum", "min", "max", "avg", "stats", "hist", "lhist", "quantiles"];
-
 impl Lowerer<'_> {
     /// `count()`, `hist(x)`, ... as the right side of a map assignment.
     pub(crate) fn aggregation(&mut self, rhs: &RExpr) -> Result<Option<(AggOp, Option<Expr>)>> {

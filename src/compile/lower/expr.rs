@@ -32,12 +32,12 @@ impl Lowerer<'_> {
                     });
                 }
                 match self.captures.get(name) {
-                    Some(Captured::Int(i)) => Ok(Expr::Int(*i)),
-                    Some(Captured::Str(s)) => Ok(str_literal(s)),
-                    Some(Captured::Map(m)) => {
+                    Some(CapturedValue::Int(i)) => Ok(Expr::Int(*i)),
+                    Some(CapturedValue::Str(s)) => Ok(str_literal(s)),
+                    Some(CapturedValue::Map(m)) => {
                         err(pos, format!("map `{}` needs a key here, e.g. `{name}[e.pid]`", m.name()))
                     }
-                    Some(Captured::Other(t)) => {
+                    Some(CapturedValue::Other(t)) => {
                         err(pos, format!("`{name}` is a {t}, which can't be used in the kernel"))
                     }
                     None if Some(name) == self.event.as_deref() => {

@@ -4,20 +4,7 @@
 //! string), with a constant index or any integer (a loop variable).
 
 use super::*;
-use crate::compile::event::c_int_width;
-use crate::kernel::tracepoint_format::TracepointFormat;
-
-/// `args.F[I]` at the end of an event's dot chain: F, its position, and I.
-pub(crate) fn indexed_arg(rhs: &RExpr) -> Option<(&str, Position, &RExpr)> {
-    let RExpr::Dot(x, _, _) = rhs else { return None };
-    let RExpr::Property(a, _) = &x.lhs else { return None };
-    if a.2.as_str() != "args" {
-        return None;
-    }
-    let RExpr::Index(ix, _, _) = &x.rhs else { return None };
-    let RExpr::Property(f, fpos) = &ix.lhs else { return None };
-    Some((f.2.as_str(), *fpos, &ix.rhs))
-}
+use crate::kernel::tracepoint_format::{c_int_width, TracepointFormat};
 
 /// An array field's element type and count: `unsigned long[6]` → ("unsigned long", 6).
 fn array_of(c_type: &str) -> Option<(&str, u32)> {

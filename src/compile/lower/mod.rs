@@ -8,23 +8,26 @@
 use std::collections::HashMap;
 
 use probes_ebpf::ir::{AggOp, BinOp, ContextKind, Expr, LocalId, MapId, Span, Stmt, StmtKind, Ty, UnOp};
-use rhai::{ASTNode, Dynamic, Expr as RExpr, Position, Stmt as RStmt};
+use rhai::{ASTNode, Expr as RExpr, Position, Stmt as RStmt};
 
 mod aggregate;
 mod expr;
 pub(crate) mod index;
+mod record;
 mod stmt;
 pub(crate) mod strings;
 
 pub(crate) use super::closure::{event_path, property_chain, ClosureBody};
-pub(crate) use aggregate::AGGREGATIONS;
+pub(crate) use super::syntax::{span, AGGREGATIONS};
+pub(crate) use super::values::CapturedValue;
 pub(crate) use expr::{bin_op, fold, str_literal, ty_name};
 
 use super::maps::{MapUse, UseKind};
+use super::split::Split;
 use crate::kernel::btf::BtfTypes;
 use crate::kernel::tracepoint_format::FieldKind;
 use crate::plan::maps::MapTable;
-use crate::plan::site::{Capture, Sem, Site};
+use crate::plan::site::{RecordField, Site, ValueMeaning};
 use crate::probes::event::EventContext;
 use crate::script::MapHandle;
 use crate::symbols::stacks::StackMode;
@@ -65,8 +68,6 @@ pub struct ProgramCtx<'a> {
     pub stack_lost: MapId,
     /// Frames kept per stack unless the script gives a limit.
     pub stack_depth: u32,
-    /// The AST holding the script's functions (what a function given `e` reads).
-    pub functions: Option<&'a rhai::AST>,
 }
 
 impl ProgramCtx<'_> {
@@ -95,15 +96,6 @@ pub(crate) fn err<T>(pos: Position, message: impl Into<String>) -> Result<T> {
     Err(LowerError { pos, message: message.into(), userspace: false })
 }
 
-/// A value captured from the script's top level.
-#[derive(Clone)]
-pub(crate) enum Captured {
-    Map(MapHandle),
-    Int(i64),
-    Str(String),
-    Other(&'static str),
-}
-
 /// The IR of one probe plus how it uses maps.
 pub struct Lowered {
     pub locals: Vec<Ty>,
@@ -115,14 +107,23 @@ pub struct Lowered {
     pub split: Vec<crate::plan::site::Placement>,
 }
 
-/// Lower a closure (captured values in `curry`, matched to the first
-/// parameters) for `target`. A string local is as wide as the longest value
-/// any assignment stores in it: when a later assignment is longer than the
-/// `let`, the closure is lowered again with the wider size.
-pub fn lower(body: &ClosureBody, curry: &[Dynamic], target: &ProgramCtx) -> Result<Lowered> {
+/// What one closure is lowered from: its body, the values it captured
+/// (`values.rs`), the name of its event parameter, and the split
+/// (`split.rs`) that put each statement in the kernel or in userspace.
+pub struct Closure<'a> {
+    pub body: &'a ClosureBody,
+    pub captures: &'a HashMap<String, CapturedValue>,
+    pub event: Option<&'a str>,
+    pub split: &'a Split,
+}
+
+/// Lower a split closure for `target`. A string local is as wide as the
+/// longest value any assignment stores in it: when a later assignment is
+/// longer than the `let`, the closure is lowered again with the wider size.
+pub fn lower(closure: &Closure, target: &ProgramCtx) -> Result<Lowered> {
     let mut widths = HashMap::new();
     for _ in 0..8 {
-        let (lowered, wanted) = lower_pass(body, curry, target, &widths)?;
+        let (lowered, wanted) = lower_pass(closure, target, &widths)?;
         if wanted.iter().all(|(at, w)| widths.get(at).is_some_and(|h| h >= w)) {
             return Ok(lowered);
         }
@@ -131,41 +132,24 @@ pub fn lower(body: &ClosureBody, curry: &[Dynamic], target: &ProgramCtx) -> Resu
             *h = (*h).max(w);
         }
     }
-    lower_pass(body, curry, target, &widths).map(|(l, _)| l)
+    lower_pass(closure, target, &widths).map(|(l, _)| l)
 }
 
 /// One lowering pass; string locals declared at a position in `widths` are
 /// at least that wide. Returns the widths assignments asked for too.
 pub(crate) fn lower_pass(
-    body: &ClosureBody,
-    curry: &[Dynamic],
+    closure: &Closure,
     target: &ProgramCtx,
     widths: &HashMap<Span, u32>,
 ) -> Result<(Lowered, HashMap<Span, u32>)> {
-    let mut captures = HashMap::new();
-    for (name, value) in body.params.iter().zip(curry) {
-        let v = value.flatten_clone();
-        let c = if let Some(m) = v.clone().try_cast::<MapHandle>() {
-            Captured::Map(m)
-        } else if let Ok(i) = v.as_int() {
-            Captured::Int(i)
-        } else if let Ok(b) = v.as_bool() {
-            Captured::Int(b as i64)
-        } else if let Ok(s) = v.clone().into_string() {
-            Captured::Str(s)
-        } else {
-            Captured::Other(v.type_name())
-        };
-        captures.insert(name.clone(), c);
-    }
-    let event = if body.params.len() > curry.len() { body.params.last().cloned() } else { None };
+    let Closure { body, captures, event, split } = *closure;
     // Top-level variables the closure assigns live in userspace.
     let mut userspace_vars = HashMap::new();
     for s in &body.body {
         s.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
             if let Some(ASTNode::Stmt(RStmt::Assignment(x))) = path.last() {
                 if let RExpr::Variable(v, _, pos) = &x.1.lhs {
-                    if matches!(captures.get(v.1.as_str()), Some(c) if !matches!(c, Captured::Map(_))) {
+                    if matches!(captures.get(v.1.as_str()), Some(c) if !matches!(c, CapturedValue::Map(_))) {
                         userspace_vars.entry(v.1.to_string()).or_insert((*pos, None));
                     }
                 }
@@ -173,13 +157,12 @@ pub(crate) fn lower_pass(
             true
         });
     }
-    let split = crate::compile::split::analyze(body, &captures, event.as_deref(), target.event, target.functions);
     let order = split.order.clone();
     let mut l = Lowerer {
         split,
         target,
         captures,
-        event,
+        event: event.map(str::to_string),
         scopes: vec![Vec::new()],
         locals: Vec::new(),
         uses: Vec::new(),
@@ -200,9 +183,9 @@ pub(crate) fn lower_pass(
 
 pub(crate) struct Lowerer<'a> {
     /// Where each statement runs, decided before lowering.
-    pub(crate) split: crate::compile::split::Split,
+    pub(crate) split: &'a Split,
     pub(crate) target: &'a ProgramCtx<'a>,
-    pub(crate) captures: HashMap<String, Captured>,
+    pub(crate) captures: &'a HashMap<String, CapturedValue>,
     pub(crate) event: Option<String>,
     /// Declarations visible in each open block, in order, as Rhai's scope
     /// holds them: kernel locals (`Some(id)`) and userspace ones (`None`).
@@ -215,7 +198,7 @@ pub(crate) struct Lowerer<'a> {
     /// top-level variable the closure assigns).
     pub(crate) userspace_vars: HashMap<String, (Position, Option<u32>)>,
     /// Locals holding stacks or symbols.
-    pub(crate) local_sems: HashMap<LocalId, Sem>,
+    pub(crate) local_sems: HashMap<LocalId, ValueMeaning>,
     /// Kernel values of pointer type (BTF members), which print in hex.
     pub(crate) pointers: Vec<Expr>,
     /// Locals holding kernel pointers to BTF structs: the struct's type id.
@@ -228,10 +211,6 @@ pub(crate) struct Lowerer<'a> {
     pub(crate) local_decl: HashMap<LocalId, Span>,
     /// Widths later assignments need (see [`lower`]).
     pub(crate) wanted_widths: HashMap<Span, u32>,
-}
-
-pub(crate) fn span(pos: Position) -> Span {
-    Span { line: pos.line().unwrap_or(0) as u32, col: pos.position().unwrap_or(0) as u32 }
 }
 
 pub(crate) fn at(pos: Position) -> String {
@@ -282,7 +261,7 @@ impl<'a> Lowerer<'a> {
         match e {
             RExpr::IntegerConstant(v, _) => Some(*v),
             RExpr::Variable(v, _, _) => match self.captures.get(v.1.as_str()) {
-                Some(Captured::Int(i)) if self.lookup_local(v.1.as_str()).is_none() => Some(*i),
+                Some(CapturedValue::Int(i)) if self.lookup_local(v.1.as_str()).is_none() => Some(*i),
                 _ => None,
             },
             _ => None,
@@ -299,7 +278,7 @@ impl<'a> Lowerer<'a> {
                 matches!(call.name.as_str(), "==" | "!=" | "<" | "<=" | ">" | ">=" | "!" | "contains" | "strcontains")
             }
             RExpr::Variable(v, _, _) => match self.lookup_local(v.1.as_str()) {
-                Some(id) => self.local_sems.get(&id) == Some(&Sem::Bool),
+                Some(id) => self.local_sems.get(&id) == Some(&ValueMeaning::Bool),
                 None => false,
             },
             RExpr::Stmt(block) => match block.statements() {
@@ -320,8 +299,8 @@ impl<'a> Lowerer<'a> {
             RExpr::StringConstant(m, _) => Some(m.to_string()),
             RExpr::Variable(v, _, _) if self.lookup_local(v.1.as_str()).is_none() => {
                 match self.captures.get(v.1.as_str()) {
-                    Some(Captured::Int(i)) => Some(i.to_string()),
-                    Some(Captured::Str(s)) => Some(s.clone()),
+                    Some(CapturedValue::Int(i)) => Some(i.to_string()),
+                    Some(CapturedValue::Str(s)) => Some(s.clone()),
                     _ => None,
                 }
             }
@@ -333,7 +312,7 @@ impl<'a> Lowerer<'a> {
     pub(crate) fn map_of(&self, e: &RExpr) -> Option<MapHandle> {
         if let RExpr::Variable(v, _, _) = e {
             if self.lookup_local(v.1.as_str()).is_none() {
-                if let Some(Captured::Map(m)) = self.captures.get(v.1.as_str()) {
+                if let Some(CapturedValue::Map(m)) = self.captures.get(v.1.as_str()) {
                     return Some(m.clone());
                 }
             }
@@ -353,24 +332,24 @@ impl<'a> Lowerer<'a> {
     pub(crate) fn record_use(&mut self, map: &MapHandle, key: &[Expr], kind: UseKind, pos: Position) {
         let key_sems = key.iter().map(|k| self.sem(k)).collect();
         let key = key.iter().map(|k| self.ty(k)).collect();
-        self.uses.push(MapUse { map: map.id(), key, key_sems, value_sem: Sem::Plain, kind, at: at(pos) });
+        self.uses.push(MapUse { map: map.id(), key, key_sems, value_sem: ValueMeaning::Plain, kind, at: at(pos) });
     }
 
     /// How a value prints: stacks and `ksym()` are integers shown as symbols.
-    pub(crate) fn sem(&self, e: &Expr) -> Sem {
+    pub(crate) fn sem(&self, e: &Expr) -> ValueMeaning {
         match e {
             Expr::StackId { map, user, .. } => match self.target.stack_info(*map) {
-                Some((_, _, mode)) => Sem::Stack { map: *map, user: *user, mode },
-                None => Sem::Plain,
+                Some((_, _, mode)) => ValueMeaning::Stack { map: *map, user: *user, mode },
+                None => ValueMeaning::Plain,
             },
-            Expr::Local(id) => self.local_sems.get(id).copied().unwrap_or(Sem::Plain),
-            Expr::ReadBuf { .. } => Sem::Buf,
-            e if self.is_pointer(e) => Sem::Ptr,
+            Expr::Local(id) => self.local_sems.get(id).copied().unwrap_or(ValueMeaning::Plain),
+            Expr::ReadBuf { .. } => ValueMeaning::Buf,
+            e if self.is_pointer(e) => ValueMeaning::Ptr,
             Expr::Binary(BinOp::Or, a, b) if **b == Expr::Int(KSYM_TAG) => {
                 let _ = a;
-                Sem::Ksym
+                ValueMeaning::Ksym
             }
-            _ => Sem::Plain,
+            _ => ValueMeaning::Plain,
         }
     }
 }

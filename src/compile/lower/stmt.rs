@@ -30,10 +30,10 @@ impl Lowerer<'_> {
                     (Ty::Bytes(n), Some(w)) => Ty::Bytes(n.max(*w)),
                     (ty, _) => ty,
                 };
-                let sem = if self.is_bool(init) { Sem::Bool } else { self.sem(&value) };
+                let sem = if self.is_bool(init) { ValueMeaning::Bool } else { self.sem(&value) };
                 let id = self.new_local(ident.name.as_str(), ty);
                 self.local_decl.insert(id, span(*pos));
-                if sem != Sem::Plain {
+                if sem != ValueMeaning::Plain {
                     self.local_sems.insert(id, sem);
                 }
                 if let Some(p) = pointee {
@@ -269,7 +269,7 @@ impl Lowerer<'_> {
                         }
                         e
                     })?;
-                    fields.push((Capture::Emitted, self.ty(&v)));
+                    fields.push((RecordField::Emitted, self.ty(&v)));
                     sems.push(self.sem(&v));
                     exprs.push(v);
                 }

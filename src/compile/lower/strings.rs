@@ -99,7 +99,7 @@ impl Lowerer<'_> {
         let Some(name) = name.strip_prefix("struct ").map(str::trim) else {
             return err(tpos, format!("kptr(): '{written}' is no struct type; write e.g. \"struct sock\""));
         };
-        let Some(btf) = crate::kernel::btf::kernel() else {
+        let Some(btf) = self.target.btf else {
             return err(tpos, "kptr() needs the kernel's BTF (/sys/kernel/btf/vmlinux), which this kernel lacks");
         };
         let Some(id) = btf.struct_named(name) else {
@@ -115,7 +115,7 @@ impl Lowerer<'_> {
         if rest || chain.is_empty() {
             return err(pos, "only member names can follow kptr(...), e.g. kptr(p, \"struct sock\").sk_family");
         }
-        let Some(btf) = crate::kernel::btf::kernel() else { return err(pos, "this kernel has no BTF") };
+        let Some(btf) = self.target.btf else { return err(pos, "this kernel has no BTF") };
         let names: Vec<String> = chain.iter().map(|c| c.0.clone()).collect();
         let ty = base.pointee.unwrap_or(0);
         let base = fields::Base { value: base.expr, ty, pointee: true, name: "kptr(...)".into() };
@@ -133,7 +133,7 @@ impl Lowerer<'_> {
         call: &RExpr,
         rhs: &RExpr,
         pos: Position,
-    ) -> Result<Vec<(Capture, Expr)>> {
+    ) -> Result<Vec<(RecordField, Expr)>> {
         let RExpr::FnCall(c, _) = call else { return Ok(vec![]) };
         let base = self.kptr(&c.args)?;
         let access = self.kptr_member(&c.args, rhs, pos)?;
@@ -144,7 +144,10 @@ impl Lowerer<'_> {
         } else {
             access.expr
         };
-        Ok(vec![(Capture::KptrBase { id, ty: ty_key(&ty) }, base.expr), (Capture::KptrMember { id, path }, member)])
+        Ok(vec![
+            (RecordField::KptrBase { id, ty: ty_key(&ty) }, base.expr),
+            (RecordField::KptrMember { id, path }, member),
+        ])
     }
 }
 

@@ -4,11 +4,10 @@
 use probes_ebpf::ir::{BinOp, Expr, LocalId, Span, Stmt, StmtKind, Ty};
 use rhai::{ASTNode, Expr as RExpr, Position, Stmt as RStmt};
 
-use super::{Place, Why};
-use crate::compile::lower::{at, err, event_path, property_chain, span, LowerError, Lowerer, Result, AGGREGATIONS};
-use crate::compile::lower::{index, strings};
+use super::{at, err, event_path, index, property_chain, span, strings, LowerError, Lowerer, Result, AGGREGATIONS};
+use crate::compile::split::{Place, Why};
 use crate::kernel::tracepoint_format::FieldKind;
-use crate::plan::site::{Capture, Sem, Site};
+use crate::plan::site::{RecordField, Site, ValueMeaning};
 
 /// The node at the end of `path` is the left side of a `.` (`e` in `e.pid`).
 fn is_dot_lhs(path: &[ASTNode]) -> bool {
@@ -122,7 +121,7 @@ impl Lowerer<'_> {
         let first_pos = stmts[0].position();
         let event = self.event.clone();
         // What the statements read: event fields and kernel locals.
-        let mut wanted: Vec<(Capture, Position)> = Vec::new();
+        let mut wanted: Vec<(RecordField, Position)> = Vec::new();
         let mut problem: Option<LowerError> = None;
         let reads = &self.split.memory_reads;
         let mut read_args: Vec<(Span, Vec<RExpr>, Position)> = Vec::new();
@@ -136,7 +135,7 @@ impl Lowerer<'_> {
                 match path.last() {
                     Some(ASTNode::Expr(RExpr::FnCall(c, p))) if is_read(&path[path.len() - 1]) => {
                         let at = span(*p);
-                        wanted.push((Capture::Read { line: at.line, col: at.col }, *p));
+                        wanted.push((RecordField::Read { line: at.line, col: at.col }, *p));
                         read_args.push((at, c.args.to_vec(), *p));
                     }
                     Some(ASTNode::Expr(RExpr::Variable(v, _, _)))
@@ -166,7 +165,7 @@ impl Lowerer<'_> {
                             }
                             if Some(v.1.as_str()) == event.as_deref() {
                                 match (event_path(&x.rhs, &|a| self.const_arg(a)), &x.rhs) {
-                                    (Some(p), _) => wanted.push((Capture::Event(p), *pos)),
+                                    (Some(p), _) => wanted.push((RecordField::Event(p), *pos)),
                                     (None, RExpr::MethodCall(call, cpos))
                                         if matches!(call.name.as_str(), "kstack" | "ustack") && problem.is_none() =>
                                     {
@@ -184,7 +183,7 @@ impl Lowerer<'_> {
                     Some(ASTNode::Expr(RExpr::Variable(v, _, pos))) => {
                         let name = v.1.as_str();
                         if self.lookup_local(name).is_some() {
-                            wanted.push((Capture::Local { name: name.to_string(), slot: 0 }, *pos));
+                            wanted.push((RecordField::Local { name: name.to_string(), slot: 0 }, *pos));
                         } else if let Some((decl, Some(site))) = self.userspace_vars.get(name) {
                             if *site != id && problem.is_none() {
                                 problem = Some(LowerError {
@@ -212,11 +211,11 @@ impl Lowerer<'_> {
             let common = ["pid", "tid", "uid", "gid", "comm", "cpu", "nsecs"].map(|f| vec![f.to_string()]);
             for path in common.into_iter().chain(self.split.whole_event.iter().cloned()) {
                 let clash = wanted.iter().any(|(c, _)| match c {
-                    Capture::Event(p) => p.starts_with(&path) || path.starts_with(p),
+                    RecordField::Event(p) => p.starts_with(&path) || path.starts_with(p),
                     _ => false,
                 });
                 if !clash {
-                    wanted.push((Capture::Event(path), first_pos));
+                    wanted.push((RecordField::Event(path), first_pos));
                 }
             }
         }
@@ -224,7 +223,7 @@ impl Lowerer<'_> {
         // so it can't also be a number in the same run.
         for (a, _) in &wanted {
             for (b, bpos) in &wanted {
-                if let (Capture::Event(short), Capture::Event(long)) = (a, b) {
+                if let (RecordField::Event(short), RecordField::Event(long)) = (a, b) {
                     if long.len() > short.len()
                         && long.starts_with(short)
                         && !matches!(short[0].as_str(), "kstack" | "ustack")
@@ -248,43 +247,43 @@ impl Lowerer<'_> {
         let mut visible: Vec<(String, Option<LocalId>)> = self.scopes.iter().flatten().cloned().collect();
         let own = stmts.iter().filter(|s| matches!(s, RStmt::Var(..))).count();
         visible.truncate(visible.len().saturating_sub(own));
-        let mut fields: Vec<(Capture, Ty)> = Vec::new();
+        let mut fields: Vec<(RecordField, Ty)> = Vec::new();
         let mut sems = Vec::new();
         let mut exprs = Vec::new();
         for (mut cap, pos) in wanted {
-            if let Capture::Local { name, slot } = &mut cap {
+            if let RecordField::Local { name, slot } = &mut cap {
                 // The innermost declaration of the name is the one in use.
                 *slot = visible.iter().rposition(|(n, _)| n == name).unwrap_or(0);
             }
             if fields.iter().any(|f| f.0 == cap) {
                 continue;
             }
-            if let Capture::Event(path) = &cap {
+            if let RecordField::Event(path) = &cap {
                 if let Some(items) = self.string_array(path, pos)? {
                     for (index, e) in items.into_iter().enumerate() {
-                        fields.push((Capture::EventItem { path: path.clone(), index }, self.ty(&e)));
-                        sems.push(Sem::Plain);
+                        fields.push((RecordField::EventItem { path: path.clone(), index }, self.ty(&e)));
+                        sems.push(ValueMeaning::Plain);
                         exprs.push(e);
                     }
                     fields.push((cap, Ty::Int));
-                    sems.push(Sem::Plain);
+                    sems.push(ValueMeaning::Plain);
                     exprs.push(Expr::Int(0));
                     continue;
                 }
             }
             let expr = match &cap {
-                Capture::Read { line, col } => {
+                RecordField::Read { line, col } => {
                     let Some((_, args, at)) = read_args.iter().find(|r| r.0 == Span { line: *line, col: *col }) else {
                         continue;
                     };
                     self.call_expr("str", args, *at)?
                 }
-                Capture::Local { slot, .. } => Expr::Local(visible[*slot].1.unwrap_or(0)),
-                Capture::Event(path) => self.event_capture(path, pos)?,
-                Capture::Emitted
-                | Capture::EventItem { .. }
-                | Capture::KptrBase { .. }
-                | Capture::KptrMember { .. } => continue,
+                RecordField::Local { slot, .. } => Expr::Local(visible[*slot].1.unwrap_or(0)),
+                RecordField::Event(path) => self.event_capture(path, pos)?,
+                RecordField::Emitted
+                | RecordField::EventItem { .. }
+                | RecordField::KptrBase { .. }
+                | RecordField::KptrMember { .. } => continue,
             };
             fields.push((cap, self.ty(&expr)));
             sems.push(self.sem(&expr));
