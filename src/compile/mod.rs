@@ -62,6 +62,7 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
         maps: MapTable::default(),
         sites: vec![],
         probes: vec![],
+        syscall_dispatch: opts.syscall_dispatch,
     };
     // Stack maps are added to the table as the probes ask for them.
     let table = RefCell::new(MapTable::new(reg.maps.len()));
@@ -105,13 +106,15 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
         plan.probes.push(def.spec.clone());
         let per_point = closure::needs_per_point_program(&body)
             || split::functions_need_per_point(&body, &def.ast, def.closure.curry().len());
-        for spec in &specs {
-            let expand::Groups { ptype, groups, per_point, raw } =
-                expand::groups(spec, per_point, opts, kernel, &mut total_points).map_err(|e| here(def, e))?;
+        // Many syscall tracepoints of one direction, from any of the specs:
+        // one program on raw_syscalls, lowered per syscall first.
+        for expand::Groups { ptype, name: unit_name, groups, per_point, raw } in
+            expand::groups(&specs, per_point, opts, kernel, &mut total_points).map_err(|e| here(def, e))?
+        {
             let first_pending = pending.len();
             for group in groups {
                 let program = ptype.program(&group[0], per_point, kernel).map_err(|e| here(def, e.to_string()))?;
-                let probe_name = if per_point { group[0].name.clone() } else { spec.full_name() };
+                let probe_name = if per_point { group[0].name.clone() } else { unit_name.clone() };
                 let target = lower::ProgramCtx {
                     event: program.event.as_ref(),
                     btf: kernel.btf(),
@@ -173,7 +176,7 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
             }
             if let Some(raw) = raw {
                 let program = ptype.program(&raw, false, kernel).map_err(|e| here(def, e.to_string()))?;
-                dispatch::merge(&mut pending, first_pending, raw, spec.full_name(), program);
+                dispatch::merge(&mut pending, first_pending, raw, unit_name, program);
             }
         }
     }

@@ -1,6 +1,7 @@
 //! Small facts about the closure's syntax that the split (`split.rs`) and
 //! lowering (`lower/`) both need: a script position as an IR span, the
-//! names of the aggregations, and the shape `e.args.F[I]`.
+//! names of the aggregations (the script layer's list), and the shape
+//! `e.args.F[I]`.
 
 use probes_ebpf::ir::Span;
 use rhai::{Expr as RExpr, Position};
@@ -11,7 +12,7 @@ pub(crate) fn span(pos: Position) -> Span {
 }
 
 /// Aggregations exist only in the kernel (lowered in `lower/aggregate.rs`).
-pub(crate) const AGGREGATIONS: &[&str] = &["count", "sum", "min", "max", "avg", "stats", "hist", "lhist", "quantiles"];
+pub(crate) use crate::script::api::AGGREGATIONS;
 
 /// `args.F[I]` at the end of an event's dot chain: F, its position, and I.
 pub(crate) fn indexed_arg(rhs: &RExpr) -> Option<(&str, Position, &RExpr)> {

@@ -328,7 +328,7 @@ impl BtfTypes for KernelBtf {
     }
 }
 
-const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
+pub(super) const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
 const BTF_DIR: &str = "/sys/kernel/btf";
 const BTF_MAGIC: u16 = 0xeb9f;
 const BTF_TRACE_PREFIX: &[u8] = b"btf_trace_";

@@ -54,6 +54,10 @@ pub fn create(session: &Session, plan: &Plan, opts: &Config) -> Result<MapSet> {
                 continue;
             }
             MapRole::ControlRing => kmaps::create_ring("rtrace_control", 64 * 1024)?,
+            // Only userspace statements' records travel on the data ring:
+            // without any, one page (the reader still polls it) instead of
+            // `--ring-size` of locked memory.
+            MapRole::DataRing if plan.sites.is_empty() => kmaps::create_ring("rtrace_data", page_size())?,
             MapRole::DataRing => kmaps::create_ring("rtrace_data", opts.ring_size)?,
             MapRole::Lost => kmaps::create_lost_counters(plan.probes.len().max(1) as u32)?,
             MapRole::Wake => kmaps::create_wake_flag()?,
@@ -93,4 +97,15 @@ pub fn create(session: &Session, plan: &Plan, opts: &Config) -> Result<MapSet> {
         stacks,
         fds,
     })
+}
+
+/// The smallest ring the kernel takes: one page.
+fn page_size() -> u32 {
+    // SAFETY: sysconf only reads a system constant.
+    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if n > 0 {
+        n as u32
+    } else {
+        4096
+    }
 }
