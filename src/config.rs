@@ -67,6 +67,9 @@ pub struct Config {
     pub verbose: bool,
     /// `--exporter`: no map dump at exit; SIGHUP ends the run for a reload.
     pub exporter: bool,
+    /// `-k` (1): count failed map updates and deletes per statement; `-kk`
+    /// (2): failed memory reads too; 0: no checks.
+    pub check_helpers: u8,
 }
 
 /// Where settings come from: the environment in a run, a map in tests.
@@ -114,6 +117,7 @@ impl Config {
             metrics_prefix: String::new(),
             verbose: false,
             exporter: false,
+            check_helpers: 0,
         })
     }
 

@@ -186,13 +186,7 @@ pub fn unify(uses: &[MapUse], names: &dyn Fn(MapId) -> String) -> Result<BTreeMa
             (None, Some((ty, _))) => MapShape {
                 layout: MapLayout { key, value: ValueKind::Value(ty) },
                 key_sems,
-                // A map that stores `buf()` values prints them as bufs.
-                value_meaning: uses
-                    .iter()
-                    .filter(|u| matches!(u.kind, UseKind::Store(_)))
-                    .map(|u| u.value_meaning)
-                    .find(|m| *m != ValueMeaning::Plain)
-                    .unwrap_or(ValueMeaning::Plain),
+                value_meaning: stored_meaning(&uses),
                 agg: None,
                 prealloc: false,
             },
@@ -207,6 +201,24 @@ pub fn unify(uses: &[MapUse], names: &dyn Fn(MapId) -> String) -> Result<BTreeMa
         shapes.insert(id, shape);
     }
     Ok(shapes)
+}
+
+/// Pointers print in hex when every value stored is one (and none is
+/// added to with `+=`).
+fn stored_meaning(uses: &[&MapUse]) -> ValueMeaning {
+    let stores = || uses.iter().filter(|u| matches!(u.kind, UseKind::Store(_)));
+    // A map that stores `buf()` values prints them as bufs (a userspace copy
+    // of one, recorded as plain, keeps it so).
+    if stores().any(|u| u.value_meaning == ValueMeaning::Buf) {
+        return ValueMeaning::Buf;
+    }
+    let mut stores = stores().peekable();
+    let pointers = stores.peek().is_some() && stores.all(|u| u.value_meaning == ValueMeaning::Ptr);
+    if pointers && !uses.iter().any(|u| u.kind == UseKind::Update) {
+        ValueMeaning::Ptr
+    } else {
+        ValueMeaning::Plain
+    }
 }
 
 #[cfg(test)]

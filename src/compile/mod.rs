@@ -16,6 +16,7 @@ mod filters;
 pub mod lower;
 mod map_names;
 pub mod maps;
+mod pointers;
 pub mod split;
 mod syntax;
 pub mod userspace_uses;
@@ -202,6 +203,8 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
     let mut table = table.into_inner();
     let follow_map = (opts.trace.follow_children && !pending.is_empty()).then(|| table.alloc_follow());
     let stop_map = table.alloc_stop();
+    let helper_map = (opts.check_helpers > 0).then(|| table.alloc_helper_errors());
+    let mut helper_slots = 0u32;
     let layouts: Vec<MapLayout> = table.layouts(&plan.shapes);
     plan.maps = table;
     for Pending { lowered, name, ptype, program: spec, points, probe, dispatch } in pending {
@@ -217,6 +220,11 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
             maps: layouts.clone(),
             body,
             possible_cpus: kernel.possible_cpus(),
+            helper_checks: helper_map.map(|map| ir::HelperChecks {
+                map,
+                first_slot: helper_slots,
+                reads: opts.check_helpers > 1,
+            }),
         };
         let code = probes_ebpf::generate(&program).map_err(|e| {
             // Code with no statement of its own (e.g. the whole probe over a limit): the probe() call.
@@ -224,6 +232,7 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
                 .or_else(|| reg.probes.iter().find(|p| p.spec == plan.probes[probe]).and_then(|p| Pos::of(p.pos)));
             Diagnostic::new(file, pos, e.message)
         })?;
+        helper_slots += code.helper_sites.len() as u32;
         plan.programs.push(CompiledProgram {
             name,
             probe_type: ptype,

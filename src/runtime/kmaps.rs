@@ -115,6 +115,7 @@ impl KernelMap {
                     KeyPart::Str(crate::symbols::stacks::ksym_name(i64_at(slot, 0) as u64))
                 }
                 (Ty::Int, ValueMeaning::Plain | ValueMeaning::Buf) => KeyPart::Int(i64_at(slot, 0)),
+                (Ty::Int, ValueMeaning::Ptr) => KeyPart::Ptr(i64_at(slot, 0) as u64),
                 (Ty::Int, ValueMeaning::Bool) => KeyPart::Str((i64_at(slot, 0) != 0).to_string()),
                 (Ty::Bytes(_), ValueMeaning::Buf) => KeyPart::Str(crate::output::bytes::escape_buf(slot)),
                 (Ty::Bytes(_), _) => KeyPart::Str(str_at(slot)),
@@ -158,6 +159,7 @@ impl KernelMap {
                         names.push(crate::symbols::stacks::ksym_name(i64_at(slot, 0) as u64))
                     }
                     (Ty::Int, ValueMeaning::Plain | ValueMeaning::Buf) => names.push(i64_at(slot, 0).to_string()),
+                    (Ty::Int, ValueMeaning::Ptr) => names.push(format!("{:#x}", i64_at(slot, 0) as u64)),
                     (Ty::Int, ValueMeaning::Bool) => names.push((i64_at(slot, 0) != 0).to_string()),
                 }
             }
@@ -186,6 +188,9 @@ impl KernelMap {
     /// Combine per-CPU slots into one value; `None` when nothing was recorded.
     fn combine(&self, slots: &[Vec<u8>]) -> Option<MapValue> {
         Some(match self.shape.layout.value {
+            ValueKind::Value(Ty::Int) if self.shape.value_meaning == ValueMeaning::Ptr => {
+                MapValue::Ptr(i64_at(slots.first()?, 0) as u64)
+            }
             ValueKind::Value(Ty::Int) => MapValue::Int(i64_at(slots.first()?, 0)),
             ValueKind::Value(Ty::Bytes(_)) if self.shape.value_meaning == ValueMeaning::Buf => {
                 MapValue::Str(crate::output::bytes::escape_buf(slots.first()?))
@@ -394,6 +399,7 @@ impl MapBackend for KernelMap {
         Ok(match self.combine(&self.slots(&k)?) {
             None => Dynamic::from(0i64),
             Some(MapValue::Int(i)) => Dynamic::from(i),
+            Some(MapValue::Ptr(p)) => Dynamic::from(p as i64),
             Some(MapValue::Str(s)) => Dynamic::from(s),
             Some(MapValue::Avg { count, total }) | Some(MapValue::Stats { count, total }) => {
                 Dynamic::from(total / count.max(1) as i64)
@@ -451,6 +457,7 @@ fn key_text(parts: &[KeyPart]) -> String {
         .iter()
         .map(|p| match p {
             KeyPart::Int(i) => i.to_string(),
+            KeyPart::Ptr(p) => format!("{p:#x}"),
             KeyPart::Str(s) => format!("{s:?}"),
         })
         .collect();
@@ -461,6 +468,7 @@ fn key_text(parts: &[KeyPart]) -> String {
 fn value_dynamic(v: &MapValue) -> Dynamic {
     match v {
         MapValue::Int(i) => Dynamic::from(*i),
+        MapValue::Ptr(p) => Dynamic::from(*p as i64),
         MapValue::Str(s) => Dynamic::from(s.clone()),
         MapValue::Avg { count, total } => Dynamic::from(total / (*count).max(1) as i64),
         MapValue::Stats { count, total } => {
@@ -538,6 +546,7 @@ fn parts_dynamic(parts: Vec<KeyPart>) -> Dynamic {
         .into_iter()
         .map(|p| match p {
             KeyPart::Int(i) => Dynamic::from(i),
+            KeyPart::Ptr(p) => Dynamic::from(p as i64),
             KeyPart::Str(s) => Dynamic::from(s),
         })
         .collect();

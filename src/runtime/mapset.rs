@@ -27,6 +27,8 @@ pub struct MapSet {
     pub wake: MapHandle,
     pub stop: MapHandle,
     pub follow: Option<MapHandle>,
+    /// `-k`: the failed-helper counters.
+    pub helper_errors: Option<MapHandle>,
     pub stacks: Arc<StackMaps>,
     /// The fd of every map by id; -1 for a map not created (the stack
     /// loss counters when no probe captures stacks).
@@ -75,6 +77,7 @@ pub fn create(session: &Session, plan: &Plan, opts: &Config) -> Result<MapSet> {
             }
             MapRole::Follow => kmaps::create_follow_map(opts.trace.pid.unwrap_or(0))?,
             MapRole::Stop => kmaps::create_stop_flag()?,
+            MapRole::HelperErrors => super::helper_errors::create(plan)?,
         };
         fds[id] = map.as_fd().as_raw_fd();
         own[id] = Some(map);
@@ -90,6 +93,7 @@ pub fn create(session: &Session, plan: &Plan, opts: &Config) -> Result<MapSet> {
         wake: take(Some(plan.maps.wake()), "wake flag")?,
         stop: take(plan.maps.stop(), "stop flag")?,
         follow: take(plan.maps.follow(), "follow").ok(),
+        helper_errors: take(plan.maps.helper_errors(), "helper error").ok(),
         stacks,
         fds,
     })

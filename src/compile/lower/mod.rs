@@ -170,6 +170,7 @@ pub(crate) fn lower_pass(
         next_site: target.first_site,
         userspace_vars,
         local_sems: HashMap::new(),
+        pointers: Vec::new(),
         local_btf: HashMap::new(),
         widths,
         local_user: Default::default(),
@@ -198,6 +199,8 @@ pub(crate) struct Lowerer<'a> {
     pub(crate) userspace_vars: HashMap<String, (Position, Option<u32>)>,
     /// Locals holding stacks or symbols.
     pub(crate) local_sems: HashMap<LocalId, ValueMeaning>,
+    /// Kernel values of pointer type (BTF members), which print in hex.
+    pub(crate) pointers: Vec<Expr>,
     /// Locals holding kernel pointers to BTF structs: the struct's type id.
     pub(crate) local_btf: HashMap<LocalId, u32>,
     /// Locals holding pointers to structs in user memory.
@@ -342,6 +345,7 @@ impl<'a> Lowerer<'a> {
             },
             Expr::Local(id) => self.local_sems.get(id).copied().unwrap_or(ValueMeaning::Plain),
             Expr::ReadBuf { .. } => ValueMeaning::Buf,
+            e if self.is_pointer(e) => ValueMeaning::Ptr,
             Expr::Binary(BinOp::Or, a, b) if **b == Expr::Int(KSYM_TAG) => {
                 let _ = a;
                 ValueMeaning::Ksym

@@ -20,7 +20,10 @@ impl Lowerer<'_> {
                     _ => None,
                 };
                 let (value, pointee) = match typed {
-                    Some(access) => access.map(|a| (a.expr, a.pointee))?,
+                    Some(access) => access.map(|a| {
+                        self.note_pointer(&a);
+                        (a.expr, a.pointee)
+                    })?,
                     None => (self.expr(init)?, None),
                 };
                 let ty = match (self.ty(&value), self.widths.get(&span(*pos))) {

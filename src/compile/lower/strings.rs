@@ -48,7 +48,7 @@ impl Lowerer<'_> {
                 Ok(Expr::StrSearch(StrOp::Contains, Box::new(a), Box::new(b)))
             }
             ("buf", 2) => self.buf(args),
-            ("kptr", 2) => self.kptr(args).map(|a| a.expr),
+            ("kptr", 2) => self.kptr(args).map(|a| self.typed_value(a)),
             ("strncmp", _) => err(pos, "strncmp(a, b, n) takes two strings and a constant length"),
             ("strcontains", _) => err(pos, "strcontains(haystack, needle) takes two strings"),
             ("buf", _) => err(pos, "buf(ptr, len) takes a pointer and a length"),
