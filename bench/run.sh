@@ -53,27 +53,11 @@ GEN_CPU=${GEN_CPU:-$((NCPU - 1))}
 
 check_setup gcc taskset awk
 
-TMP=$(mktemp -d /tmp/rtrace-bench.XXXXXX)
-TRACER_PID=
-cleanup() {
-    if [[ -n ${TRACER_PID:-} ]] && kill -0 "$TRACER_PID" 2>/dev/null; then
-        kill -KILL "$TRACER_PID" 2>/dev/null || true
-    fi
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-# A private copy, so a rebuild during the run cannot swap the binary under us.
-cp "$RTRACE" "$TMP/rtrace"
-RT=$TMP/rtrace
-BT=$BPFTRACE
-
+bench_workdir bench
 gcc -O2 -Wall -o "$TMP/timeit" "$HERE/timeit.c"
 gcc -O2 -Wall -o "$TMP/getppid_loop" "$HERE/getppid_loop.c"
 
-check_foreign "at the start"
-LOAD_START=$(cut -d' ' -f1 /proc/loadavg)
+measure_start
 
 # ---------------------------------------------------------------- helpers
 
@@ -87,42 +71,8 @@ start_tracer() {
     rm -f "$out" "$out.err"
     "$@" >"$out" 2>"$out.err" &
     TRACER_PID=$!
-    local waited=0
-    while ! grep -q Attaching "$out" 2>/dev/null; do
-        if ! kill -0 "$TRACER_PID" 2>/dev/null; then
-            wait "$TRACER_PID" || true
-            TRACER_PID=
-            log "---- $name stdout:"; cat "$out" >&2; log "---- $name stderr:"; cat "$out.err" >&2
-            die "$name exited before attaching"
-        fi
-        ((waited++ < 1500)) || die "$name did not print 'Attaching' within 15 s"
-        sleep 0.01
-    done
+    await_attaching "$name" "$out" "$out.err"
     sleep "$SETTLE"
-}
-
-# stop_tracer NAME: SIGINT (maps are printed), and make sure it is gone.
-stop_tracer() {
-    local name=$1 i sent=1
-    kill -INT "$TRACER_PID" 2>/dev/null || true
-    for i in $(seq 1 300); do
-        kill -0 "$TRACER_PID" 2>/dev/null || break
-        if ((i % 100 == 0)); then
-            sent=$((sent + 1))
-            kill -INT "$TRACER_PID" 2>/dev/null || true
-        fi
-        sleep 0.01
-    done
-    if kill -0 "$TRACER_PID" 2>/dev/null; then
-        note "$name ignored $sent SIGINTs; killed"
-        kill -KILL "$TRACER_PID" 2>/dev/null || true
-    elif ((sent > 1)); then
-        note "$name needed $sent SIGINTs to stop"
-    fi
-    local rc=0
-    wait "$TRACER_PID" || rc=$?
-    TRACER_PID=
-    if ((rc != 0)); then note "$name exited with status $rc after SIGINT"; fi
 }
 
 # ------------------------------------------------------------ 1. start-up

@@ -59,29 +59,15 @@ DRAIN_LIMIT=${DRAIN_LIMIT:-120}
 
 check_setup gcc taskset awk mkfifo
 
-TMP=$(mktemp -d /tmp/rtrace-ubench.XXXXXX)
-TRACER_PID=
 GEN_BG=
 STAMP_PID=
 WAIT_PID=
-cleanup() {
-    local p
-    for p in ${TRACER_PID:-} ${GEN_BG:-} ${STAMP_PID:-} ${WAIT_PID:-}; do
-        kill -0 "$p" 2>/dev/null && kill -KILL "$p" 2>/dev/null || true
-    done
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-cp "$RTRACE" "$TMP/rtrace"
-RT=$TMP/rtrace
-BT=$BPFTRACE
+BG_VARS="TRACER_PID GEN_BG STAMP_PID WAIT_PID"
+bench_workdir ubench
 gcc -O2 -Wall -o "$TMP/ubench" "$HERE/ubench.c"
 UB=$TMP/ubench
 
-check_foreign "at the start"
-LOAD_START=$(cut -d' ' -f1 /proc/loadavg)
+measure_start
 
 # rate in events/s -> "1.234" M/s
 mps() { awk -v r="$1" 'BEGIN{ if (r == "" || r == "n/a") print "n/a"; else printf "%.3f", r / 1e6 }'; }
@@ -162,16 +148,7 @@ run_one() {
         bt-*) "$BT" "$@" "$src" >"$out" 2>"$err" & ;;
     esac
     TRACER_PID=$!
-    local waited=0
-    while ! grep -q Attaching "$st" 2>/dev/null; do
-        if ! kill -0 "$TRACER_PID" 2>/dev/null; then
-            wait "$TRACER_PID" || true
-            log "---- $tag stdout:"; cat "$st" >&2; log "---- $tag stderr:"; cat "$err" >&2
-            die "$tag: tracer exited before attaching"
-        fi
-        ((waited++ < 1500)) || die "$tag: tracer did not print 'Attaching' within 15 s"
-        sleep 0.01
-    done
+    await_attaching "$tag" "$st" "$err"
     sleep "$SETTLE"
     "$UB" waitfor "$st" done 3600 >"$TMP/$tag.found" &
     WAIT_PID=$!
@@ -197,22 +174,8 @@ run_one() {
     WAIT_PID=
     DONE_AT=$(sed -n 's/^found=//p' "$TMP/$tag.found")
     HWM_KB=$(awk '$1 == "VmHWM:" {print $2}' "/proc/$TRACER_PID/status" 2>/dev/null || true)
-    local sent=1
-    kill -INT "$TRACER_PID" 2>/dev/null || true
-    for t in $(seq 1 300); do
-        kill -0 "$TRACER_PID" 2>/dev/null || break
-        if ((t % 100 == 0)); then sent=$((sent + 1)); kill -INT "$TRACER_PID" 2>/dev/null || true; fi
-        sleep 0.02
-    done
-    if kill -0 "$TRACER_PID" 2>/dev/null; then
-        note "$tag: tracer ignored $sent SIGINTs; killed"
-        kill -KILL "$TRACER_PID" 2>/dev/null || true
-    fi
-    local rc=0
-    wait "$TRACER_PID" || rc=$?
-    TRACER_PID=
+    stop_tracer "$tag"
     if [[ -n $STAMP_PID ]]; then wait "$STAMP_PID" || true; STAMP_PID=; fi
-    ((rc == 0)) || note "$tag: tracer exited with status $rc after SIGINT"
     # With the pipe the arrival stamp of the line is exact; prefer it.
     if [[ $sink == pipe && -n $DONE_AT ]]; then DONE_AT=$(stamp_of "$tag" done); fi
     [[ -n $DONE_AT ]] || note "$tag: the 'done' end marker never arrived (lost, or the tracer went idle without it)"

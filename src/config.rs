@@ -36,6 +36,13 @@ pub struct Config {
     /// The most probes one script may attach after wildcard expansion (env
     /// `RTRACE_MAX_PROBES`, 1 to 2^20, default 1024).
     pub max_probes: usize,
+    /// The fewest syscall tracepoints of one direction, in one probe(), that
+    /// go on one `raw_syscalls` program dispatching on the syscall number
+    /// (env `RTRACE_SYSCALL_DISPATCH`, 0 to 2^20, default 8; 0: never).
+    /// Fewer keep a tracepoint each: the `raw_syscalls` program runs on
+    /// every syscall, a syscall tracepoint's only on its own
+    /// (docs/probes-kernel.md gives the figures).
+    pub syscall_dispatch: usize,
     /// Print the verifier's whole log when it refuses a program (env
     /// `RTRACE_VERIFIER_LOG` set).
     pub verifier_log: bool,
@@ -60,6 +67,9 @@ pub struct Config {
     pub verbose: bool,
     /// `--exporter`: no map dump at exit; SIGHUP ends the run for a reload.
     pub exporter: bool,
+    /// `-k` (1): count failed map updates and deletes per statement; `-kk`
+    /// (2): failed memory reads too; 0: no checks.
+    pub check_helpers: u8,
 }
 
 /// Where settings come from: the environment in a run, a map in tests.
@@ -94,6 +104,7 @@ impl Config {
             },
             join_max: number(env, "RTRACE_JOIN_MAX", 6, 1, 16)?,
             max_probes: number(env, "RTRACE_MAX_PROBES", 1024, 1, 1 << 20)? as usize,
+            syscall_dispatch: number(env, "RTRACE_SYSCALL_DISPATCH", 8, 0, 1 << 20)? as usize,
             verifier_log: env.get("RTRACE_VERIFIER_LOG").is_some(),
             debug_symbols: env.get("RTRACE_DEBUG_SYMBOLS").is_some(),
             start_ns: monotonic_ns(),
@@ -106,6 +117,7 @@ impl Config {
             metrics_prefix: String::new(),
             verbose: false,
             exporter: false,
+            check_helpers: 0,
         })
     }
 

@@ -404,4 +404,24 @@ pub struct Program {
     /// CPUs a per-CPU map has a slot for: reading an aggregation in the
     /// kernel combines all of them (0 is taken as 1).
     pub possible_cpus: u32,
+    /// `-k`/`-kk`: count failed helper calls per call site. `None`: no
+    /// check, and not one instruction more.
+    pub helper_checks: Option<HelperChecks>,
+}
+
+/// Which helper calls a program checks, and where it counts their failures:
+/// after a checked call, a negative result adds 1 to the count of the call
+/// site's slot in the per-CPU array `map` and keeps the error there (the
+/// layout is in [`crate::record`]); the sites are listed in
+/// `Generated::helper_sites`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HelperChecks {
+    pub map: MapId,
+    /// The slot of this program's first checked call (programs of one
+    /// script share the map, each from its own first slot).
+    pub first_slot: u32,
+    /// `-kk`: memory reads (`probe_read_*`) are checked too; `-k` leaves
+    /// them out (bpftrace: a read that fails is usually a page not
+    /// present, not a script bug).
+    pub reads: bool,
 }

@@ -55,6 +55,25 @@ pub const STACK_LOST_COLLISION: u32 = 0;
 /// Slot of the stack-loss counters counting captures into a full stack map.
 pub const STACK_LOST_FULL: u32 = 1;
 
+/// Bytes of one slot of the failed-helper counters (`-k`): a `u64` count
+/// at [`HELPER_ERROR_COUNT_AT`] and the last error (a negative errno) at
+/// [`HELPER_ERROR_CODE_AT`], per CPU.
+pub const HELPER_ERROR_SIZE: u32 = 16;
+pub const HELPER_ERROR_COUNT_AT: i16 = 0;
+pub const HELPER_ERROR_CODE_AT: i16 = 8;
+
+/// A failed-helper slot as `(count, last error)`, over the per-CPU values
+/// of one slot: the counts summed, the error of a CPU that saw one.
+pub fn decode_helper_errors<'a>(per_cpu: impl IntoIterator<Item = &'a [u8]>) -> (u64, i64) {
+    let at = |b: &[u8], off: i16| {
+        b.get(off as usize..off as usize + 8).map_or(0, |s| i64::from_le_bytes(s.try_into().unwrap_or([0; 8])))
+    };
+    per_cpu.into_iter().fold((0, 0), |(count, code), b| {
+        let n = at(b, HELPER_ERROR_COUNT_AT) as u64;
+        (count + n, if n > 0 { at(b, HELPER_ERROR_CODE_AT) } else { code })
+    })
+}
+
 /// `exit()` from a probe: the payload is the exit code.
 pub const CONTROL_EXIT: u32 = 1;
 /// `print(m)` from a probe: the payload is the map id.
@@ -85,5 +104,13 @@ mod tests {
         assert_eq!(decode_control(&m), Some((CONTROL_EXIT, 3, -2)));
         assert_eq!(decode_control(&m[..15]), None);
         assert_eq!(record_site(&m), Some(CONTROL_EXIT));
+    }
+
+    #[test]
+    fn helper_error_slots_sum_the_cpus() {
+        let slot = |count: i64, code: i64| [count.to_le_bytes(), code.to_le_bytes()].concat();
+        let cpus = [slot(2, -14), slot(0, 0), slot(1, -14)];
+        assert_eq!(decode_helper_errors(cpus.iter().map(Vec::as_slice)), (3, -14));
+        assert_eq!(decode_helper_errors([slot(0, 0).as_slice()]), (0, 0));
     }
 }

@@ -35,6 +35,11 @@ pub struct Cli {
     /// stderr); with -l, probe arguments.
     #[arg(short = 'v')]
     pub verbose: bool,
+    /// Report failed helper calls, counted per probe and statement (bpftrace's -k):
+    /// -k map updates and deletes that fail; -kk memory reads too (str(), e.args.X
+    /// through a pointer, buf(), BTF members), which fail on unmapped memory.
+    #[arg(short = 'k', action = clap::ArgAction::Count)]
+    pub check_helpers: u8,
     /// Print no warnings (errors still print).
     #[arg(long = "no-warnings")]
     pub no_warnings: bool,

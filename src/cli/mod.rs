@@ -31,6 +31,7 @@ pub use args::Cli;
 
 /// Run the command line; returns the process exit status.
 pub fn main() -> i32 {
+    runtime::signals::defer_print_requests();
     let argv: Vec<String> = std::env::args().collect();
     let parsed = match tools::classify(&argv) {
         tools::Invocation::List => return tools::print_list(),
@@ -198,6 +199,7 @@ fn run(cli: Cli, tool: Option<(String, Vec<String>)>) -> Result<i32> {
     config.serve = cli.serve.clone();
     config.metrics_prefix = cli.metrics_prefix.clone();
     config.verbose = cli.verbose;
+    config.check_helpers = cli.check_helpers.min(2);
     config.exporter = cli.exporter;
     crate::symbols::stacks::set_debug(config.debug_symbols);
     let plan = compile::compile(&session, &config, &crate::kernel::LiveKernel)?;

@@ -1,6 +1,6 @@
-//! Syscall wildcards on one program. A spec covering many syscall
-//! tracepoints of one direction (`tracepoint:syscalls:sys_enter_*`,
-//! `sys_exit_*`, a list) is lowered as usual (once per syscall when the
+//! Many syscall tracepoints on one program. A probe() whose specs cover
+//! many syscall tracepoints of one direction (`tracepoint:syscalls:sys_enter_*`,
+//! `sys_exit_*`, a comma list, a mix) has them lowered as usual (once per syscall when the
 //! body reads `e.probe` or `e.args`, with that syscall's name and format
 //! fields), and the result becomes one program on
 //! `tracepoint:raw_syscalls:sys_enter` (or `sys_exit`) that branches on the
@@ -16,40 +16,99 @@ use probes_ebpf::ir::{BinOp, Expr, Stmt, StmtKind};
 use super::Pending;
 use crate::kernel::syscalls;
 use crate::kernel::Kernel;
+use crate::probes::spec::{ProbeKind, ProbeSpec};
 use crate::probes::{AttachPoint, AttachTarget, ProgramSpec};
 
-/// Fewer syscalls than this keep a tracepoint each: a `raw_syscalls`
-/// program runs on every syscall of every process, a syscall tracepoint's
-/// only on its own syscall.
-pub const MIN_SYSCALLS: usize = 8;
+/// The attach points of one probe() call that get programs together: the
+/// points of one spec (`kind`, `name`), or a set of syscall tracepoints of
+/// one direction gathered from its specs that go on `raw`.
+pub struct Unit {
+    pub kind: ProbeKind,
+    pub name: String,
+    pub points: Vec<AttachPoint>,
+    pub raw: Option<AttachPoint>,
+}
 
-/// The `raw_syscalls` point the spec's points dispatch from, when they are
-/// at least [`MIN_SYSCALLS`] syscall tracepoints of one direction with known
-/// numbers.
-pub fn target(points: &[AttachPoint], k: &dyn Kernel) -> Option<AttachPoint> {
-    if points.len() < MIN_SYSCALLS {
-        return None;
+/// Cut one probe() call's expanded specs into units: the syscall
+/// tracepoints of each direction, wherever they come from (a wildcard, a
+/// comma list, both), join one dispatch unit when there are at least `min`
+/// distinct syscalls with known numbers (`min` 0: never); a point repeated
+/// by another spec keeps its own tracepoint, as does a syscall without a
+/// known number. The other points stay with their spec.
+pub fn units(specs: &[ProbeSpec], expanded: Vec<Vec<AttachPoint>>, min: usize, k: &dyn Kernel) -> Vec<Unit> {
+    // Per direction: (first spec, contributing specs, points, raw point).
+    let mut taken: Vec<Vec<bool>> = expanded.iter().map(|pts| vec![false; pts.len()]).collect();
+    let mut groups: Vec<(usize, Vec<usize>, Vec<AttachPoint>, AttachPoint)> = Vec::new();
+    for dir in ["enter", "exit"] {
+        if min == 0 {
+            break;
+        }
+        let mut seen = std::collections::HashSet::new();
+        let mut at = Vec::new();
+        for (i, pts) in expanded.iter().enumerate() {
+            if specs[i].kind != ProbeKind::Tracepoint {
+                continue;
+            }
+            for (j, p) in pts.iter().enumerate() {
+                if direction(p) == Some(dir) && number(p).is_some_and(|nr| seen.insert(nr)) {
+                    at.push((i, j));
+                }
+            }
+        }
+        if at.len() < min {
+            continue;
+        }
+        let event = format!("sys_{dir}");
+        if !k.tracepoint_exists("raw_syscalls", &event).unwrap_or(false) {
+            continue;
+        }
+        let raw = AttachPoint {
+            name: format!("tracepoint:raw_syscalls:{event}"),
+            target: AttachTarget::Tracepoint { category: "raw_syscalls".into(), event },
+        };
+        let mut from: Vec<usize> = at.iter().map(|&(i, _)| i).collect();
+        from.dedup();
+        let points = at.iter().map(|&(i, j)| expanded[i][j].clone()).collect();
+        for &(i, j) in &at {
+            taken[i][j] = true;
+        }
+        groups.push((from[0], from, points, raw));
     }
-    let dir = |p: &AttachPoint| match &p.target {
+    let mut units = Vec::new();
+    for (i, pts) in expanded.into_iter().enumerate() {
+        for (first, from, points, raw) in groups.iter_mut() {
+            if *first == i {
+                let names: Vec<String> = from.iter().map(|&s| specs[s].full_name()).collect();
+                units.push(Unit {
+                    kind: ProbeKind::Tracepoint,
+                    name: names.join(","),
+                    points: std::mem::take(points),
+                    raw: Some(raw.clone()),
+                });
+            }
+        }
+        let rest: Vec<AttachPoint> = pts.into_iter().zip(&taken[i]).filter(|(_, t)| !**t).map(|(p, _)| p).collect();
+        if !rest.is_empty() {
+            units.push(Unit { kind: specs[i].kind, name: specs[i].full_name(), points: rest, raw: None });
+        }
+    }
+    units
+}
+
+/// `enter` or `exit` for a `syscalls:sys_{enter,exit}_NAME` point.
+fn direction(p: &AttachPoint) -> Option<&'static str> {
+    match &p.target {
         AttachTarget::Tracepoint { category, event } if category == "syscalls" => {
-            let (dir, name) = event.split_once('_').and_then(|(_, rest)| rest.split_once('_'))?;
-            syscalls::number(name)?;
-            Some(dir.to_string())
+            if event.starts_with("sys_enter_") {
+                Some("enter")
+            } else if event.starts_with("sys_exit_") {
+                Some("exit")
+            } else {
+                None
+            }
         }
         _ => None,
-    };
-    let first = dir(&points[0])?;
-    if !matches!(first.as_str(), "enter" | "exit") || !points.iter().all(|p| dir(p).as_ref() == Some(&first)) {
-        return None;
     }
-    let event = format!("sys_{first}");
-    if !k.tracepoint_exists("raw_syscalls", &event).unwrap_or(false) {
-        return None;
-    }
-    Some(AttachPoint {
-        name: format!("tracepoint:raw_syscalls:{event}"),
-        target: AttachTarget::Tracepoint { category: "raw_syscalls".into(), event },
-    })
 }
 
 /// The syscall number of a `syscalls:sys_{enter,exit}_NAME` point.
@@ -124,21 +183,38 @@ fn stmt(kind: StmtKind) -> Stmt {
     Stmt { kind, span: Default::default() }
 }
 
-/// Leave unless the syscall number is one of `nrs` (sorted): a binary search.
+/// Leave unless the syscall number is one of `nrs` (sorted): a binary
+/// search over the runs of consecutive numbers (`sys_enter_*` is a handful
+/// of runs, so the verifier walks a few dozen paths, not one per syscall).
 fn member(nrs: &[i64]) -> Vec<Stmt> {
-    match nrs {
-        [] => vec![stmt(StmtKind::Return)],
-        [nr] => vec![stmt(StmtKind::If {
-            cond: Expr::Binary(BinOp::Ne, id(), Box::new(Expr::Int(*nr))),
+    let mut runs: Vec<(i64, i64)> = Vec::new();
+    for &nr in nrs {
+        match runs.last_mut() {
+            Some((_, hi)) if *hi + 1 == nr => *hi = nr,
+            _ => runs.push((nr, nr)),
+        }
+    }
+    in_runs(&runs)
+}
+
+fn in_runs(runs: &[(i64, i64)]) -> Vec<Stmt> {
+    let leave_if = |op, bound| {
+        stmt(StmtKind::If {
+            cond: Expr::Binary(op, id(), Box::new(Expr::Int(bound))),
             then: vec![stmt(StmtKind::Return)],
             otherwise: vec![],
-        })],
+        })
+    };
+    match runs {
+        [] => vec![stmt(StmtKind::Return)],
+        [(lo, hi)] if lo == hi => vec![leave_if(BinOp::Ne, *lo)],
+        [(lo, hi)] => vec![leave_if(BinOp::Lt, *lo), leave_if(BinOp::Gt, *hi)],
         _ => {
-            let mid = nrs.len() / 2;
+            let mid = runs.len() / 2;
             vec![stmt(StmtKind::If {
-                cond: Expr::Binary(BinOp::Lt, id(), Box::new(Expr::Int(nrs[mid]))),
-                then: member(&nrs[..mid]),
-                otherwise: member(&nrs[mid..]),
+                cond: Expr::Binary(BinOp::Lt, id(), Box::new(Expr::Int(runs[mid].0))),
+                then: in_runs(&runs[..mid]),
+                otherwise: in_runs(&runs[mid..]),
             })]
         }
     }
@@ -161,5 +237,43 @@ fn tree(arms: &[(i64, Vec<Stmt>)]) -> Vec<Stmt> {
                 otherwise: tree(&arms[mid..]),
             })]
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whether the statements leave (reach a `Return`) for syscall `nr`.
+    fn leaves(body: &[Stmt], nr: i64) -> bool {
+        body.iter().any(|s| match &s.kind {
+            StmtKind::Return => true,
+            StmtKind::If { cond: Expr::Binary(op, _, bound), then, otherwise } => {
+                let Expr::Int(b) = **bound else { panic!("a bound is a constant") };
+                let taken = match op {
+                    BinOp::Eq => nr == b,
+                    BinOp::Ne => nr != b,
+                    BinOp::Lt => nr < b,
+                    BinOp::Gt => nr > b,
+                    _ => panic!("unexpected comparison"),
+                };
+                leaves(if taken { then } else { otherwise }, nr)
+            }
+            _ => false,
+        })
+    }
+
+    #[test]
+    fn the_member_test_keeps_exactly_the_listed_syscalls() {
+        let sets: [&[i64]; 5] = [&[], &[5], &[0, 1, 2, 3], &[1, 2, 3, 7, 9, 10, 11, 40], &[0, 2, 4, 6, 8, 10, 12]];
+        for nrs in sets {
+            let body = member(nrs);
+            for nr in -2..50 {
+                assert_eq!(leaves(&body, nr), !nrs.contains(&nr), "syscall {nr} with {nrs:?}");
+            }
+        }
+        // Consecutive numbers are one run: two comparisons, whatever their count.
+        let all: Vec<i64> = (0..400).collect();
+        assert_eq!(member(&all).len(), 2);
     }
 }

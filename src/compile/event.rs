@@ -99,7 +99,7 @@ impl Lowerer<'_> {
     /// `e.FIELD`, `e.args.FIELD`.
     pub(crate) fn dot(&mut self, lhs: &RExpr, rhs: &RExpr, pos: Position) -> Result<Expr> {
         if let Some(access) = self.pointer_access(lhs, rhs, pos) {
-            return access.map(|a| a.expr);
+            return access.map(|a| self.typed_value(a));
         }
         if let RExpr::Variable(v, _, _) = lhs {
             if self.btf_local(v.1.as_str()).is_some() {
@@ -318,7 +318,7 @@ impl Lowerer<'_> {
     pub(crate) fn tracepoint_arg(&mut self, field: &str, pos: Position) -> Result<Expr> {
         if self.target.event.btf_args().is_some() {
             let chain = [("args".to_string(), pos), (field.to_string(), pos)];
-            return self.member_chain(&chain).map(|a| a.expr);
+            return self.member_chain(&chain).map(|a| self.typed_value(a));
         }
         let Some(format) = self.target.event.format() else {
             return err(pos, "`e.args` is only available for tracepoint probes (raw tracepoints use e.arg0..)");

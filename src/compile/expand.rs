@@ -1,18 +1,22 @@
-//! From one probe spec to programs: the spec's attach points (the probe
-//! type expands it), the limit on how many a script attaches, and how the
-//! points are grouped into programs (one program for all, or one per point
-//! where the closure or the probe type needs it).
+//! From one probe()'s specs to programs: the specs' attach points (the
+//! probe type expands each), the limit on how many a script attaches, and
+//! how the points are grouped into programs (one program for all, one per
+//! point where the closure or the probe type needs it, many syscall
+//! tracepoints on one dispatch program).
 
 use crate::config::Config;
 use crate::kernel::Kernel;
-use crate::probes::spec::{ProbeKind, ProbeSpec};
+use crate::probes::spec::ProbeSpec;
 use crate::probes::{self, AttachPoint, ProbeType};
 
 use super::dispatch;
 
-/// One spec's attach points, grouped into programs.
+/// Attach points of one probe(), grouped into programs.
 pub(super) struct Groups {
     pub ptype: &'static dyn ProbeType,
+    /// What a program for several points is called: the spec, or the specs
+    /// whose syscall tracepoints one dispatch program serves.
+    pub name: String,
     /// The points of each program.
     pub groups: Vec<Vec<AttachPoint>>,
     /// One program per point.
@@ -22,26 +26,37 @@ pub(super) struct Groups {
     pub raw: Option<AttachPoint>,
 }
 
-/// Expand `spec`; `per_point` when the closure needs a program per point
-/// (it reads `e.args` or `e.probe`). `total` counts the script's points so far.
+/// Expand a probe()'s `specs`; `per_point` when the closure needs a program
+/// per point (it reads `e.args` or `e.probe`). `total` counts the script's
+/// points so far. The syscall tracepoints of one direction, from whichever
+/// specs, may share one dispatch program (`dispatch::units`).
 pub(super) fn groups(
-    spec: &ProbeSpec,
+    specs: &[ProbeSpec],
     per_point: bool,
     opts: &Config,
     kernel: &dyn Kernel,
     total: &mut usize,
-) -> Result<Groups, String> {
-    let ptype = probes::probe_type(spec.kind);
-    let points = ptype.expand(spec, &opts.trace, kernel).map_err(|e| e.to_string())?;
-    *total += points.len();
-    if *total > opts.max_probes {
-        return Err(format!(
-            "this script attaches {}+ probes, over the limit of {} (raise it with RTRACE_MAX_PROBES)",
-            *total, opts.max_probes
-        ));
+) -> Result<Vec<Groups>, String> {
+    let mut expanded = Vec::with_capacity(specs.len());
+    for spec in specs {
+        let points = probes::probe_type(spec.kind).expand(spec, &opts.trace, kernel).map_err(|e| e.to_string())?;
+        *total += points.len();
+        if *total > opts.max_probes {
+            return Err(format!(
+                "this script attaches {}+ probes, over the limit of {} (raise it with RTRACE_MAX_PROBES)",
+                *total, opts.max_probes
+            ));
+        }
+        expanded.push(points);
     }
-    let raw = if spec.kind == ProbeKind::Tracepoint { dispatch::target(&points, kernel) } else { None };
-    let per_point = per_point || ptype.per_point(&points, kernel);
-    let groups = if per_point { points.into_iter().map(|p| vec![p]).collect() } else { vec![points] };
-    Ok(Groups { ptype, groups, per_point, raw })
+    let units = dispatch::units(specs, expanded, opts.syscall_dispatch, kernel);
+    Ok(units
+        .into_iter()
+        .map(|unit| {
+            let ptype = probes::probe_type(unit.kind);
+            let per_point = per_point || ptype.per_point(&unit.points, kernel);
+            let groups = if per_point { unit.points.into_iter().map(|p| vec![p]).collect() } else { vec![unit.points] };
+            Groups { ptype, name: unit.name, groups, per_point, raw: unit.raw }
+        })
+        .collect())
 }

@@ -83,9 +83,11 @@ pub fn render(session: &Session, plan: &Plan, source: &str) -> String {
         if prog.dispatch > 0 {
             let _ = writeln!(
                 out,
-                "  one program on {} for {} syscalls: it branches on the syscall number (e.probe and e.args per syscall)",
+                "  one program on {} for {} syscalls: it branches on the syscall number (e.probe and e.args per syscall); \
+                 {} or more syscall tracepoints of one direction in one probe() get one (RTRACE_SYSCALL_DISPATCH)",
                 prog.points.first().map(|p| p.name.as_str()).unwrap_or("?"),
-                prog.dispatch
+                prog.dispatch,
+                plan.syscall_dispatch
             );
         }
         if !prog.split.is_empty() {

@@ -102,6 +102,7 @@ pub(super) fn follow_programs(
             maps: maps.clone(),
             body,
             possible_cpus: kernel.possible_cpus(),
+            helper_checks: None,
         };
         let code = probes_ebpf::generate(&program).map_err(|e| anyhow!("{}", e.message))?;
         out.push(CompiledProgram {

@@ -16,6 +16,8 @@ pub struct MapUse {
     pub key: Vec<Ty>,
     /// Key part meanings, parallel to `key`.
     pub key_sems: Vec<ValueMeaning>,
+    /// For a store: the meaning of the value stored (a `buf()`, ...).
+    pub value_meaning: ValueMeaning,
     pub kind: UseKind,
     /// `line:col` of the use, for errors.
     pub at: String,
@@ -177,18 +179,21 @@ pub fn unify(uses: &[MapUse], names: &dyn Fn(MapId) -> String) -> Result<BTreeMa
             (Some((op, _)), None) => MapShape {
                 layout: MapLayout { key, value: ValueKind::Agg(agg_kind(op)) },
                 key_sems,
+                value_meaning: ValueMeaning::Plain,
                 agg: Some(op),
                 prealloc: false,
             },
             (None, Some((ty, _))) => MapShape {
                 layout: MapLayout { key, value: ValueKind::Value(ty) },
                 key_sems,
+                value_meaning: stored_meaning(&uses),
                 agg: None,
                 prealloc: false,
             },
             (None, None) => MapShape {
                 layout: MapLayout { key, value: ValueKind::Value(Ty::Int) },
                 key_sems,
+                value_meaning: ValueMeaning::Plain,
                 agg: None,
                 prealloc: false,
             },
@@ -198,13 +203,31 @@ pub fn unify(uses: &[MapUse], names: &dyn Fn(MapId) -> String) -> Result<BTreeMa
     Ok(shapes)
 }
 
+/// Pointers print in hex when every value stored is one (and none is
+/// added to with `+=`).
+fn stored_meaning(uses: &[&MapUse]) -> ValueMeaning {
+    let stores = || uses.iter().filter(|u| matches!(u.kind, UseKind::Store(_)));
+    // A map that stores `buf()` values prints them as bufs (a userspace copy
+    // of one, recorded as plain, keeps it so).
+    if stores().any(|u| u.value_meaning == ValueMeaning::Buf) {
+        return ValueMeaning::Buf;
+    }
+    let mut stores = stores().peekable();
+    let pointers = stores.peek().is_some() && stores.all(|u| u.value_meaning == ValueMeaning::Ptr);
+    if pointers && !uses.iter().any(|u| u.kind == UseKind::Update) {
+        ValueMeaning::Ptr
+    } else {
+        ValueMeaning::Plain
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn u(map: MapId, key: Vec<Ty>, kind: UseKind) -> MapUse {
         let key_sems = vec![ValueMeaning::Plain; key.len()];
-        MapUse { map, key, key_sems, kind, at: "1:1".into() }
+        MapUse { map, key, key_sems, value_meaning: ValueMeaning::Plain, kind, at: "1:1".into() }
     }
 
     #[test]

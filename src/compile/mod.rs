@@ -16,6 +16,7 @@ mod filters;
 pub mod lower;
 mod map_names;
 pub mod maps;
+mod pointers;
 pub mod split;
 mod syntax;
 pub mod userspace_uses;
@@ -61,6 +62,7 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
         maps: MapTable::default(),
         sites: vec![],
         probes: vec![],
+        syscall_dispatch: opts.syscall_dispatch,
     };
     // Stack maps are added to the table as the probes ask for them.
     let table = RefCell::new(MapTable::new(reg.maps.len()));
@@ -104,13 +106,15 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
         plan.probes.push(def.spec.clone());
         let per_point = closure::needs_per_point_program(&body)
             || split::functions_need_per_point(&body, &def.ast, def.closure.curry().len());
-        for spec in &specs {
-            let expand::Groups { ptype, groups, per_point, raw } =
-                expand::groups(spec, per_point, opts, kernel, &mut total_points).map_err(|e| here(def, e))?;
+        // Many syscall tracepoints of one direction, from any of the specs:
+        // one program on raw_syscalls, lowered per syscall first.
+        for expand::Groups { ptype, name: unit_name, groups, per_point, raw } in
+            expand::groups(&specs, per_point, opts, kernel, &mut total_points).map_err(|e| here(def, e))?
+        {
             let first_pending = pending.len();
             for group in groups {
                 let program = ptype.program(&group[0], per_point, kernel).map_err(|e| here(def, e.to_string()))?;
-                let probe_name = if per_point { group[0].name.clone() } else { spec.full_name() };
+                let probe_name = if per_point { group[0].name.clone() } else { unit_name.clone() };
                 let target = lower::ProgramCtx {
                     event: program.event.as_ref(),
                     btf: kernel.btf(),
@@ -172,7 +176,7 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
             }
             if let Some(raw) = raw {
                 let program = ptype.program(&raw, false, kernel).map_err(|e| here(def, e.to_string()))?;
-                dispatch::merge(&mut pending, first_pending, raw, spec.full_name(), program);
+                dispatch::merge(&mut pending, first_pending, raw, unit_name, program);
             }
         }
     }
@@ -199,6 +203,8 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
     let mut table = table.into_inner();
     let follow_map = (opts.trace.follow_children && !pending.is_empty()).then(|| table.alloc_follow());
     let stop_map = table.alloc_stop();
+    let helper_map = (opts.check_helpers > 0).then(|| table.alloc_helper_errors());
+    let mut helper_slots = 0u32;
     let layouts: Vec<MapLayout> = table.layouts(&plan.shapes);
     plan.maps = table;
     for Pending { lowered, name, ptype, program: spec, points, probe, dispatch } in pending {
@@ -214,6 +220,11 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
             maps: layouts.clone(),
             body,
             possible_cpus: kernel.possible_cpus(),
+            helper_checks: helper_map.map(|map| ir::HelperChecks {
+                map,
+                first_slot: helper_slots,
+                reads: opts.check_helpers > 1,
+            }),
         };
         let code = probes_ebpf::generate(&program).map_err(|e| {
             // Code with no statement of its own (e.g. the whole probe over a limit): the probe() call.
@@ -221,6 +232,7 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
                 .or_else(|| reg.probes.iter().find(|p| p.spec == plan.probes[probe]).and_then(|p| Pos::of(p.pos)));
             Diagnostic::new(file, pos, e.message)
         })?;
+        helper_slots += code.helper_sites.len() as u32;
         plan.programs.push(CompiledProgram {
             name,
             probe_type: ptype,

@@ -72,7 +72,8 @@ impl Cx<'_> {
         let Some(m) = self.map(map) else { return };
         let Some(key) = self.key(key) else { return };
         let key_sems = vec![ValueMeaning::Plain; key.len()];
-        out.push(MapUse { map: m.id(), key, key_sems, kind, at: crate::script::position_text(pos) });
+        let (value_meaning, at) = (ValueMeaning::Plain, crate::script::position_text(pos));
+        out.push(MapUse { map: m.id(), key, key_sems, value_meaning, kind, at });
     }
 
     fn key(&self, e: &RExpr) -> Option<Vec<Ty>> {

@@ -65,6 +65,7 @@ pub struct Member {
 }
 
 const BTF_KIND_STRUCT: u32 = 4;
+const BTF_KIND_UNION: u32 = 5;
 const BTF_KIND_TYPEDEF: u32 = 8;
 const BTF_KIND_FUNC: u32 = 12;
 
@@ -76,6 +77,8 @@ const BTF_KIND_FUNC: u32 = 12;
 pub trait BtfTypes: Sync {
     /// Type id of `struct NAME`.
     fn struct_named(&self, name: &str) -> Option<u32>;
+    /// The id of `union NAME`.
+    fn union_named(&self, name: &str) -> Option<u32>;
     /// The BTF id a `tp_btf` program attaches by: the `btf_trace_EVENT` typedef.
     fn tracepoint_id(&self, event: &str) -> Option<u32>;
     /// The id of kernel function `name` (fentry/fexit attach by it).
@@ -137,6 +140,10 @@ impl KernelBtf {
 impl BtfTypes for KernelBtf {
     fn struct_named(&self, name: &str) -> Option<u32> {
         self.find(name, BTF_KIND_STRUCT)
+    }
+
+    fn union_named(&self, name: &str) -> Option<u32> {
+        self.find(name, BTF_KIND_UNION)
     }
 
     fn tracepoint_id(&self, event: &str) -> Option<u32> {
@@ -328,7 +335,7 @@ impl BtfTypes for KernelBtf {
     }
 }
 
-const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
+pub(super) const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
 const BTF_DIR: &str = "/sys/kernel/btf";
 const BTF_MAGIC: u16 = 0xeb9f;
 const BTF_TRACE_PREFIX: &[u8] = b"btf_trace_";

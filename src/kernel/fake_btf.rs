@@ -199,6 +199,10 @@ impl BtfTypes for FakeBtf {
         let id = *self.ids.get(&format!("struct {name}"))?;
         matches!(self.ty(id), Some(Ty::Composite { .. })).then_some(id)
     }
+    fn union_named(&self, name: &str) -> Option<u32> {
+        let id = *self.ids.get(&format!("union {name}"))?;
+        matches!(self.ty(id), Some(Ty::Composite { .. })).then_some(id)
+    }
     fn tracepoint_id(&self, event: &str) -> Option<u32> {
         self.tracepoints.get(event).map(|t| t.0)
     }

@@ -6,6 +6,7 @@
 
 pub mod arch;
 pub mod btf;
+mod btf_lazy;
 #[cfg(test)]
 pub mod fake;
 #[cfg(test)]
@@ -83,7 +84,7 @@ impl Kernel for LiveKernel {
         sys::kprobes_available()
     }
     fn btf(&self) -> Option<&dyn BtfTypes> {
-        btf::kernel().map(|b| b as &dyn BtfTypes)
+        btf_lazy::types()
     }
     fn possible_cpus(&self) -> u32 {
         libbpf_rs::num_possible_cpus().map_or(1, |n| n as u32)

@@ -223,14 +223,9 @@ fn check_path_component(part: &str, what: &str) -> Result<()> {
 // listing and wildcard expansion
 // ---------------------------------------------------------------------------
 
-#[cfg(test)]
 /// All tracepoints as sorted (category, name) pairs, from `available_events`
 /// (falling back to walking `events/`). Cached for the process lifetime.
-pub fn list_tracepoints() -> Result<Vec<(String, String)>> {
-    Ok(cached_tracepoints()?.clone())
-}
-
-fn cached_tracepoints() -> Result<&'static Vec<(String, String)>> {
+pub fn tracepoints() -> Result<&'static Vec<(String, String)>> {
     if let Some(list) = TRACEPOINT_LIST.get() {
         return Ok(list);
     }
@@ -259,13 +254,9 @@ fn read_available_events(root: &Path) -> Result<Vec<(String, String)>> {
 
 fn walk_events_dir(root: &Path) -> Result<Vec<(String, String)>> {
     let events = root.join("events");
-    let entries = std::fs::read_dir(&events).with_context(|| format!("cannot list {}", events.display()))?;
+    let categories = subdirectories(&events).with_context(|| format!("cannot list {}", events.display()))?;
     let mut list = Vec::new();
-    for entry in entries.flatten() {
-        if !entry.file_type().map(|t| t.is_dir()).unwrap_or(false) {
-            continue;
-        }
-        let category = entry.file_name().to_string_lossy().into_owned();
+    for category in categories {
         for name in category_event_names(root, &category) {
             list.push((category.clone(), name));
         }
@@ -276,14 +267,16 @@ fn walk_events_dir(root: &Path) -> Result<Vec<(String, String)>> {
 
 /// Event directory names inside one category; empty when it does not exist.
 fn category_event_names(root: &Path, category: &str) -> Vec<String> {
-    let Ok(entries) = std::fs::read_dir(root.join("events").join(category)) else {
-        return Vec::new();
-    };
-    entries
+    subdirectories(&root.join("events").join(category)).unwrap_or_default()
+}
+
+/// Names of the directories in `dir`.
+fn subdirectories(dir: &Path) -> std::io::Result<Vec<String>> {
+    Ok(std::fs::read_dir(dir)?
         .flatten()
         .filter(|entry| entry.file_type().map(|t| t.is_dir()).unwrap_or(false))
         .map(|entry| entry.file_name().to_string_lossy().into_owned())
-        .collect()
+        .collect())
 }
 
 /// Whether an event directory `events/<category>/<name>` exists (one `stat`).
@@ -300,11 +293,6 @@ pub fn events_in_category(root: &Path, category: &str) -> Vec<String> {
     category_event_names(root, category)
 }
 
-/// All tracepoints as sorted (category, name) pairs, cached.
-pub fn tracepoints() -> Result<&'static Vec<(String, String)>> {
-    cached_tracepoints()
-}
-
 /// Raw tracepoint names usable with BPF_RAW_TRACEPOINT_OPEN, sorted.
 ///
 /// Taken from the `btf_trace_<name>` typedefs in `/sys/kernel/btf/vmlinux`
@@ -315,17 +303,7 @@ pub fn tracepoints() -> Result<&'static Vec<(String, String)>> {
 /// Without BTF, falls back to tracefs event names (the raw tracepoint name is
 /// the event name, e.g. `sys_enter` for `raw_syscalls:sys_enter`), minus the
 /// `syscalls` category and dynamic-event categories. Cached for the process.
-#[cfg(test)]
-pub fn list_raw_tracepoints() -> Result<Vec<String>> {
-    Ok(cached_raw_tracepoints()?.clone())
-}
-
-/// The raw tracepoint names (as described above), cached.
 pub fn raw_tracepoints() -> Result<&'static Vec<String>> {
-    cached_raw_tracepoints()
-}
-
-fn cached_raw_tracepoints() -> Result<&'static Vec<String>> {
     if let Some(list) = RAW_TRACEPOINT_LIST.get() {
         return Ok(list);
     }
@@ -337,7 +315,7 @@ fn cached_raw_tracepoints() -> Result<&'static Vec<String>> {
 }
 
 fn raw_tracepoints_from_tracefs() -> Result<Vec<String>> {
-    let mut names: Vec<String> = cached_tracepoints()?
+    let mut names: Vec<String> = tracepoints()?
         .iter()
         .filter(|(category, _)| !NON_RAW_CATEGORIES.contains(&category.as_str()))
         .map(|(_, name)| name.clone())
@@ -351,7 +329,7 @@ fn raw_tracepoints_from_tracefs() -> Result<Vec<String>> {
 /// be `category:name` or a bare name.
 #[cfg(test)]
 pub fn suggest_tracepoints(wanted: &str) -> Vec<String> {
-    let Ok(list) = cached_tracepoints() else {
+    let Ok(list) = tracepoints() else {
         return Vec::new();
     };
     suggest_tracepoints_in(list, wanted)
@@ -384,7 +362,7 @@ pub fn suggest_tracepoints_in(list: &[(String, String)], wanted: &str) -> Vec<St
 }
 
 fn unknown_tracepoint_message(category: &str, name: &str) -> String {
-    unknown_tracepoint_message_in(cached_tracepoints().map(Vec::as_slice).unwrap_or(&[]), category, name)
+    unknown_tracepoint_message_in(tracepoints().map(Vec::as_slice).unwrap_or(&[]), category, name)
 }
 
 /// "unknown tracepoint C:N", with close names from `list`.
@@ -503,8 +481,8 @@ mod tests {
             return;
         }
         let mut count = 0;
-        for (category, name) in list_tracepoints().unwrap() {
-            let format = read_format(&category, &name).unwrap_or_else(|e| panic!("{category}:{name}: {e:#}"));
+        for (category, name) in tracepoints().unwrap() {
+            let format = read_format(category, name).unwrap_or_else(|e| panic!("{category}:{name}: {e:#}"));
             assert!(format.fields.iter().any(|f| f.common), "{category}:{name}");
             count += 1;
         }

@@ -72,7 +72,7 @@ impl Distribution {
 
     pub fn count(&self) -> i64 {
         match &self.value {
-            None | Some(MapValue::Int(_)) | Some(MapValue::Str(_)) => 0,
+            None | Some(MapValue::Int(_) | MapValue::Str(_) | MapValue::Ptr(_)) => 0,
             Some(MapValue::Avg { count, .. }) | Some(MapValue::Stats { count, .. }) => *count as i64,
             Some(v) => counts(v).map(|c| c.iter().sum::<u64>() as i64).unwrap_or(0),
         }
@@ -153,7 +153,7 @@ impl Distribution {
 
 fn check_kind(map: &str, v: &MapValue) -> Result<(), String> {
     match v {
-        MapValue::Int(_) | MapValue::Str(_) => Err(format!(
+        MapValue::Int(_) | MapValue::Str(_) | MapValue::Ptr(_) => Err(format!(
             "map '{map}' is not a distribution: percentile(), count(), sum(), avg(), min() and max() read hist(), lhist(), stats() and quantiles() maps"
         )),
         _ => Ok(()),

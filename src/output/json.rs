@@ -65,6 +65,9 @@ fn push_json_value(out: &mut String, value: &MapValue) {
         MapValue::Str(s) => {
             let _ = write!(out, "\"{}\"", escape_json(s));
         }
+        MapValue::Ptr(p) => {
+            let _ = write!(out, "\"{p:#x}\"");
+        }
         MapValue::Avg { count, total } => {
             let _ = write!(out, "{}", average(*count, *total));
         }

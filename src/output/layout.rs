@@ -31,7 +31,7 @@ pub enum MapKind {
 impl MapValue {
     pub fn kind(&self) -> MapKind {
         match self {
-            MapValue::Int(_) => MapKind::Int,
+            MapValue::Int(_) | MapValue::Ptr(_) => MapKind::Int,
             MapValue::Str(_) => MapKind::Str,
             MapValue::Hist(_) | MapValue::Lhist { .. } => MapKind::Hist,
             MapValue::Avg { .. } | MapValue::Stats { .. } => MapKind::Stats,
@@ -82,6 +82,7 @@ pub fn join_key(key: &[KeyPart], separator: &str) -> String {
         .map(|part| match part {
             KeyPart::Int(v) => v.to_string(),
             KeyPart::Str(s) => s.clone(),
+            KeyPart::Ptr(p) => format!("{p:#x}"),
         })
         .collect();
     parts.join(separator)
@@ -200,6 +201,7 @@ fn key_part_byte_order(x: &KeyPart, y: &KeyPart) -> Ordering {
 fn integer_bits(part: &KeyPart) -> Option<u64> {
     match part {
         KeyPart::Int(v) => Some(*v as u64),
+        KeyPart::Ptr(p) => Some(*p),
         KeyPart::Str(_) => None,
     }
 }

@@ -71,6 +71,9 @@ fn push_text_value(out: &mut String, value: &MapValue) {
             let _ = write!(out, "{v}");
         }
         MapValue::Str(s) => out.push_str(s),
+        MapValue::Ptr(p) => {
+            let _ = write!(out, "{p:#x}");
+        }
         MapValue::Avg { count, total } => {
             let _ = write!(out, "{}", average(*count, *total));
         }

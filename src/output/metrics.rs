@@ -227,7 +227,7 @@ pub fn map_family(name: &str, help: &str, dump: &MapDump, counter: bool, labels:
         None if counter => Type::Counter,
         None => Type::Gauge,
         Some(MapValue::Int(_)) if counter => Type::Counter,
-        Some(MapValue::Int(_) | MapValue::Avg { .. }) => Type::Gauge,
+        Some(MapValue::Int(_) | MapValue::Ptr(_) | MapValue::Avg { .. }) => Type::Gauge,
         Some(MapValue::Str(_)) => return None,
         Some(MapValue::Stats { .. } | MapValue::Quantiles { .. }) => Type::Summary,
         Some(MapValue::Hist(_) | MapValue::Lhist { .. }) => Type::Histogram,
@@ -254,6 +254,7 @@ pub fn map_family(name: &str, help: &str, dump: &MapDump, counter: bool, labels:
             if dump.keyless { Vec::new() } else { labels.iter().cloned().zip(key.iter().map(key_text)).collect() };
         match value {
             MapValue::Int(i) => family.push(labels, Number::Int(*i)),
+            MapValue::Ptr(p) => family.push(labels, Number::Int(*p as i64)),
             MapValue::Str(_) => {}
             MapValue::Avg { count, total } => {
                 family.push(labels, Number::Float(*total as f64 / (*count).max(1) as f64))
@@ -348,6 +349,7 @@ fn key_text(part: &KeyPart) -> String {
     match part {
         KeyPart::Int(i) => i.to_string(),
         KeyPart::Str(s) => s.clone(),
+        KeyPart::Ptr(p) => format!("{p:#x}"),
     }
 }
 

@@ -9,6 +9,7 @@ pub mod bytes;
 pub mod dist;
 #[cfg(test)]
 mod fixtures;
+pub mod helper_error;
 mod json;
 pub mod junit;
 mod layout;

@@ -1,5 +1,6 @@
 //! C-style `printf` formatting as bpftrace does it: `%d %i %u %o %x %X %c %s
-//! %p`, `%r` (a buf() value), the float forms `%f %F %e %E %g %G`, `%%`; flags `-+ 0#`; a width
+//! %p`, `%r` `%rx` `%rh` (a buf() value: escaped, every byte `\xNN`, or
+//! space-separated hex; see [`super::bytes`]), the float forms `%f %F %e %E %g %G`, `%%`; flags `-+ 0#`; a width
 //! and a precision, each a number or `*` (taken from the next value); length
 //! modifiers `hh` (8 bits) and `h` (16 bits) truncate the value; `%x %X %o`
 //! without a modifier print the low 32 bits as C and bpftrace do
@@ -12,6 +13,8 @@
 //! [`format`] applies one to values.
 
 use rhai::Dynamic;
+
+use super::bytes::{self, Buf, BufForm};
 
 /// Integer width named by a length modifier.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,6 +48,8 @@ pub struct Spec {
     pub precision: Option<Count>,
     pub length: Length,
     pub conv: char,
+    /// For `%r`: `%rx` and `%rh` show the bytes as hex.
+    pub buf: BufForm,
 }
 
 impl Spec {
@@ -95,6 +100,7 @@ pub fn parse(fmt: &str) -> Result<Vec<Piece>, String> {
             precision: None,
             length: Length::Full,
             conv: ' ',
+            buf: BufForm::Escaped,
         };
         while let Some(&f) = chars.peek() {
             match f {
@@ -132,6 +138,16 @@ pub fn parse(fmt: &str) -> Result<Vec<Piece>, String> {
             return Err(format!("printf: unknown conversion %{conv} in {fmt:?}{hint}"));
         }
         spec.conv = conv;
+        if conv == 'r' {
+            match chars.peek() {
+                Some('x') => spec.buf = BufForm::Escapes,
+                Some('h') => spec.buf = BufForm::Hex,
+                _ => {}
+            }
+            if spec.buf != BufForm::Escaped {
+                chars.next();
+            }
+        }
         if !text.is_empty() {
             pieces.push(Piece::Text(std::mem::take(&mut text)));
         }
@@ -220,9 +236,14 @@ fn convert(spec: &Spec, arg: &Dynamic) -> Result<String, String> {
     let width = fixed(spec.width).unwrap_or(0);
     let precision = fixed(spec.precision);
     Ok(match spec.conv {
-        // `%r`: a buf() value, already shown hex-escaped.
+        // `%s` of a buf() value prints it as `%r` does; `%r` of a string
+        // shows its bytes.
         's' | 'r' => {
-            let s = arg.to_string();
+            let s = match (arg.read_lock::<Buf>(), spec.conv) {
+                (Some(b), _) => bytes::show(&b.0, spec.buf),
+                (None, 'r') => bytes::show(arg.to_string().as_bytes(), spec.buf),
+                (None, _) => arg.to_string(),
+            };
             let s = match precision {
                 Some(p) => s.chars().take(p).collect(),
                 None => s,
@@ -478,6 +499,22 @@ mod tests {
         let args: Vec<Dynamic> = (0..40).map(i).collect();
         let want: String = (0..40).map(|n| format!("{n} ")).collect();
         assert_eq!(f(&fmt, args), want);
+    }
+
+    #[test]
+    fn bufs_escaped_as_hex_escapes_and_as_hex() {
+        let b = || Dynamic::from(Buf(vec![b'a', 0, 0xff, b' ', 0x0a]));
+        assert_eq!(f("%r|%s", vec![b(), b()]), "a\\x00\\xff \\x0a|a\\x00\\xff \\x0a");
+        assert_eq!(f("%rx", vec![b()]), "\\x61\\x00\\xff\\x20\\x0a");
+        assert_eq!(f("[%rh]", vec![b()]), "[61 00 ff 20 0a]");
+        assert_eq!(f("[%rh] [%rx]", vec![Dynamic::from(Buf(vec![])), Dynamic::from(Buf(vec![]))]), "[] []");
+        // Width and precision apply to the shown text; `x`/`h` after `%r` belong to it.
+        assert_eq!(f("[%12rh] [%-5.2rx]", vec![Dynamic::from(Buf(vec![1, 2])), b()]), "[       01 02] [\\x   ]");
+        assert_eq!(f("%rhx", vec![Dynamic::from(Buf(vec![0xab]))]), "abx");
+        // A string's bytes, in the same forms.
+        assert_eq!(f("%rx %rh %r", vec!["hi".into(), "hi".into(), "hi".into()]), "\\x68\\x69 68 69 hi");
+        let Piece::Conv(spec) = &parse("%rh").unwrap()[0] else { panic!("no conversion") };
+        assert_eq!((spec.conv, spec.buf, spec.numeric()), ('r', BufForm::Hex, false));
     }
 
     #[test]

@@ -2,8 +2,9 @@
 //! sink so map prints, script prints and loss reports keep their order.
 
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::Instant;
 
 use super::{format_map_json, format_map_text, format_printf_json, MapDump};
 
@@ -100,13 +101,40 @@ fn with<F: FnOnce(&mut Sink)>(f: F) {
         f(s);
         if buffering() == Buffering::None as u8 || buffering() == Buffering::Line as u8 {
             note(s.out.flush());
+        } else if WAITING_SINCE.load(Ordering::Relaxed) == 0 {
+            WAITING_SINCE.store(now_ms(), Ordering::Relaxed);
         }
+    }
+}
+
+/// When the oldest output still buffered was written ([`now_ms`]); 0 when
+/// nothing waits.
+static WAITING_SINCE: AtomicU64 = AtomicU64::new(0);
+
+/// Milliseconds since the sink was first used, plus one (so never 0).
+fn now_ms() -> u64 {
+    static START: OnceLock<Instant> = OnceLock::new();
+    START.get_or_init(Instant::now).elapsed().as_millis() as u64 + 1
+}
+
+/// How long output may wait in the buffer while userspace code runs on.
+const MAX_WAIT_MS: u64 = 100;
+
+/// Userspace code is still running (a loop in BEGIN, a long timer or
+/// callback): write out what has waited longer than [`MAX_WAIT_MS`], so a
+/// header printed before the loop shows at once, also through a pipe.
+/// Called from the engine's progress hook; cheap when nothing waits.
+pub fn flush_waiting() {
+    let since = WAITING_SINCE.load(Ordering::Relaxed);
+    if since != 0 && now_ms().saturating_sub(since) >= MAX_WAIT_MS {
+        flush();
     }
 }
 
 /// Write out what is buffered. Output is buffered so a burst of events
 /// costs one write; the runtime flushes after every batch, timer and probe
-/// callback, so nothing waits long.
+/// callback, and while userspace code runs on ([`flush_waiting`]), so
+/// nothing waits long.
 pub fn flush() {
     if buffering() == Buffering::Full as u8 {
         return;
@@ -118,6 +146,7 @@ pub fn flush() {
 pub fn flush_all() {
     if let Some(s) = SINK.lock().unwrap().as_mut() {
         note(s.out.flush());
+        WAITING_SINCE.store(0, Ordering::Relaxed);
     }
 }
 

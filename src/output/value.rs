@@ -7,6 +7,8 @@
 pub enum KeyPart {
     Int(i64),
     Str(String),
+    /// A pointer: printed in hex (`0xffff888003a1c000`), as bpftrace does.
+    Ptr(u64),
 }
 
 /// A map value as userspace decoded it (per-CPU values already summed / combined).
@@ -16,6 +18,8 @@ pub enum MapValue {
     Int(i64),
     /// A string stored as a value.
     Str(String),
+    /// A pointer stored as a value: printed in hex (a JSON string).
+    Ptr(u64),
     /// avg(): printed as `total / count`, truncated toward zero.
     Avg { count: u64, total: i64 },
     /// stats(): printed as `count N, average A, total T`.

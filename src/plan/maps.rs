@@ -31,6 +31,9 @@ pub enum MapRole {
     /// A one-slot array every program checks first: non-zero = stopped
     /// (a kernel `exit()` writes [`EXIT_MARK`] | status there).
     Stop,
+    /// `-k`: per-CPU counts and last errors of failed helper calls, one
+    /// slot per checked call site (`probes_ebpf::record`).
+    HelperErrors,
 }
 
 /// Set in the stop flag by a kernel `exit()`; the low 8 bits hold the status.
@@ -93,6 +96,10 @@ impl MapTable {
     pub fn follow(&self) -> Option<MapId> {
         self.id(MapRole::Follow)
     }
+    /// The failed-helper counters (`-k`), when compile added them.
+    pub fn helper_errors(&self) -> Option<MapId> {
+        self.id(MapRole::HelperErrors)
+    }
 
     /// The stack map for stacks of this shape, added on first use.
     pub fn stack(&mut self, depth: u32, user: bool, mode: StackMode) -> MapId {
@@ -126,6 +133,10 @@ impl MapTable {
         self.push(MapRole::Stop)
     }
 
+    pub fn alloc_helper_errors(&mut self) -> MapId {
+        self.push(MapRole::HelperErrors)
+    }
+
     /// Every map id with its role, in id order.
     pub fn roles(&self) -> impl Iterator<Item = (MapId, MapRole)> + '_ {
         self.roles.iter().enumerate().map(|(i, r)| (i as MapId, *r))
@@ -146,6 +157,7 @@ impl MapTable {
                 MapRole::Script(i) => shapes.get(i).map_or_else(|| MapShape::unused().layout, |s| s.layout.clone()),
                 MapRole::ControlRing | MapRole::DataRing => scalar(ValueKind::RingBuf),
                 MapRole::Lost | MapRole::StackLost => scalar(ValueKind::Agg(AggKind::Sum)),
+                MapRole::HelperErrors => scalar(ValueKind::Agg(AggKind::Avg)),
                 MapRole::Wake | MapRole::Stop => scalar(ValueKind::Value(Ty::Int)),
                 MapRole::Stack { depth, .. } => scalar(ValueKind::StackTrace { depth }),
                 MapRole::Follow => MapLayout { key: vec![Ty::Int], value: ValueKind::Value(Ty::Int) },

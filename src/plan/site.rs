@@ -90,6 +90,9 @@ pub enum ValueMeaning {
     Bool,
     /// `buf(ptr, len)`: a length and bytes, shown hex-escaped in userspace.
     Buf,
+    /// A pointer (a tracepoint field or BTF member of pointer type,
+    /// `e.curtask`): map keys and values print it in hex.
+    Ptr,
 }
 
 /// A map's final shape.
@@ -98,6 +101,9 @@ pub struct MapShape {
     pub layout: MapLayout,
     /// How each key part prints.
     pub key_sems: Vec<ValueMeaning>,
+    /// How a plain value (`m[k] = v`) prints: a `buf()` escaped, a pointer
+    /// in hex.
+    pub value_meaning: ValueMeaning,
     /// The aggregation stored, if any (decides how values print).
     pub agg: Option<AggOp>,
     /// A probe that runs with interrupts off (perf events, irq and timer
@@ -113,6 +119,7 @@ impl MapShape {
         MapShape {
             layout: MapLayout { key: vec![Ty::Int], value: ValueKind::Value(Ty::Int) },
             key_sems: vec![ValueMeaning::Plain],
+            value_meaning: ValueMeaning::Plain,
             agg: None,
             prealloc: false,
         }

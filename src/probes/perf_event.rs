@@ -127,36 +127,32 @@ impl ProbeType for PerfEventProbe {
     }
 }
 
+/// Nanoseconds per unit of a timer period (`hz` is a rate instead).
+const PERIOD_UNITS: &[(&str, u64)] = &[("s", 1_000_000_000), ("ms", 1_000_000), ("us", 1_000)];
+
 /// `profile:UNIT:N` / `interval:UNIT:N`: the cpu-clock event every N units
 /// (or N times a second for `hz`).
 fn expand_timer(spec: &ProbeSpec) -> Result<Vec<AttachPoint>> {
     let name = spec.full_name();
     let kind = spec.kind.name();
     let usage = format!("write {kind}:hz:RATE, {kind}:s:N, {kind}:ms:N or {kind}:us:N");
+    let scale = |unit: &str| PERIOD_UNITS.iter().find(|(u, _)| *u == unit).map(|&(_, ns)| ns);
+    let what = |unit: &str| if unit == "hz" { "rate" } else { "count" };
     let parts: Vec<&str> = spec.target.split(':').collect();
     let (unit, count) = match parts.as_slice() {
         [unit, count] if !count.is_empty() => (*unit, *count),
-        [unit] | [unit, _] if ["hz", "s", "ms", "us"].contains(unit) => {
-            bail!(
-                "{name}: missing the {}; e.g. {kind}:{unit}:{}",
-                if *unit == "hz" { "rate" } else { "count" },
-                example(unit)
-            )
+        [unit] | [unit, _] if *unit == "hz" || scale(unit).is_some() => {
+            bail!("{name}: missing the {}; e.g. {kind}:{unit}:{}", what(unit), example(unit))
         }
         [_] | [_, _] => bail!("{name}: expected UNIT:N; {usage}"),
         _ => bail!("{name}: too many fields; {usage}"),
     };
     let n = parse_count(count).ok_or_else(|| anyhow!("{name}: '{count}' is not a whole number; {usage}"))?;
     if n == 0 {
-        bail!("{name}: the {} must be at least 1", if unit == "hz" { "rate" } else { "count" });
+        bail!("{name}: the {} must be at least 1", what(unit));
     }
-    let to_ns = |scale: u64| {
-        n.checked_mul(scale)
-            .filter(|&ns| ns < 1 << 63)
-            .ok_or_else(|| anyhow!("{name}: {n} {unit} is too long a period"))
-    };
-    let (period, freq) = match unit {
-        "hz" => {
+    let (period, freq) = match (unit, scale(unit)) {
+        ("hz", _) => {
             if let Some(max) = max_sample_rate() {
                 if n > max {
                     bail!("{name}: {n} Hz is over the kernel's limit of {max} Hz (kernel.perf_event_max_sample_rate)");
@@ -164,10 +160,11 @@ fn expand_timer(spec: &ProbeSpec) -> Result<Vec<AttachPoint>> {
             }
             (0, Some(n))
         }
-        "s" => (to_ns(1_000_000_000)?, None),
-        "ms" => (to_ns(1_000_000)?, None),
-        "us" => (to_ns(1_000)?, None),
-        other => bail!("{name}: unknown unit '{other}'; {usage}"),
+        (_, Some(ns)) => {
+            let period = n.checked_mul(ns).filter(|&ns| ns < 1 << 63);
+            (period.ok_or_else(|| anyhow!("{name}: {n} {unit} is too long a period"))?, None)
+        }
+        (other, None) => bail!("{name}: unknown unit '{other}'; {usage}"),
     };
     let online = online_cpus()?;
     let cpus = if spec.kind == ProbeKind::Interval { online[..1].to_vec() } else { online };

@@ -110,7 +110,7 @@ mod tests {
         if !tracefs_available() {
             return;
         }
-        let raw = tracefs::list_raw_tracepoints().unwrap();
+        let raw = tracefs::raw_tracepoints().unwrap();
         assert!(raw.windows(2).all(|w| w[0] < w[1]), "sorted and unique");
         for name in ["sys_enter", "sys_exit", "sched_switch"] {
             assert!(raw.iter().any(|r| r == name), "{name} missing");

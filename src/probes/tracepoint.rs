@@ -165,7 +165,7 @@ mod tests {
         if !tracefs_available() {
             return;
         }
-        let all = tracefs::list_tracepoints().unwrap();
+        let all = tracefs::tracepoints().unwrap();
         assert!(all.windows(2).all(|w| w[0] < w[1]), "sorted and unique");
         assert!(all.contains(&("sched".into(), "sched_switch".into())));
 
@@ -206,7 +206,7 @@ mod tests {
         if !tracefs_available() {
             return;
         }
-        tracefs::list_tracepoints().unwrap();
+        tracefs::tracepoints().unwrap();
         let start = std::time::Instant::now();
         expand_tracepoints("sched:sched_switch", &LiveKernel).unwrap();
         expand_tracepoints("*:sched_sw*", &LiveKernel).unwrap();

@@ -174,7 +174,8 @@ impl Continuations {
                         Ty::Bytes(n) => *n as usize,
                         Ty::Int => 0,
                     };
-                    value = Dynamic::from(crate::output::bytes::escape_buf(rec.get(*off..*off + n).unwrap_or(&[])));
+                    value =
+                        Dynamic::from(crate::output::bytes::Buf::from_field(rec.get(*off..*off + n).unwrap_or(&[])));
                 }
                 Some(ValueMeaning::Ksym) => {
                     value = Dynamic::from(crate::symbols::stacks::ksym_name(value.as_int().unwrap_or(0) as u64))

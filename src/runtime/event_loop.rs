@@ -120,6 +120,7 @@ pub fn event_loop(
         if now.duration_since(lost_checked) >= Duration::from_secs(1) {
             lost_checked = now;
             dump::report_new_losses(plan, loaded);
+            super::helper_errors::report_new(session, plan, loaded);
         }
         for (i, t) in timers.iter().enumerate() {
             if next_due[i].is_some_and(|d| now >= d) {

@@ -10,6 +10,7 @@ use libbpf_rs::{MapCore, MapFlags, MapType};
 use probes_ebpf::ir::{AggKind, AggOp, Ty, ValueKind};
 use rhai::Dynamic;
 
+use crate::output::bytes::Buf;
 use crate::output::dist::Distribution;
 use crate::output::{self, KeyPart, MapDump, MapValue};
 use crate::plan::site::{MapShape, ValueMeaning};
@@ -80,6 +81,19 @@ fn i64_at(b: &[u8], off: usize) -> i64 {
     b.get(off..off + 8).map(|s| i64::from_le_bytes(s.try_into().unwrap_or([0; 8]))).unwrap_or(0)
 }
 
+/// A buf key or value as the kernel writes it: the length, then the bytes;
+/// a string given for one is its printed (escaped) form. `slot` holds at
+/// least the 8-byte length.
+fn buf_slot(slot: &mut [u8], value: &Dynamic) {
+    let bytes = match value.read_lock::<Buf>() {
+        Some(b) => b.0.clone(),
+        None => output::bytes::unescape(&output::bytes::text_of(value)),
+    };
+    let n = bytes.len().min(slot.len() - 8);
+    slot[..8].copy_from_slice(&(n as u64).to_le_bytes());
+    slot[8..8 + n].copy_from_slice(&bytes[..n]);
+}
+
 fn str_at(b: &[u8]) -> String {
     let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
     String::from_utf8_lossy(&b[..end]).into_owned()
@@ -101,7 +115,9 @@ impl KernelMap {
                     KeyPart::Str(crate::symbols::stacks::ksym_name(i64_at(slot, 0) as u64))
                 }
                 (Ty::Int, ValueMeaning::Plain | ValueMeaning::Buf) => KeyPart::Int(i64_at(slot, 0)),
+                (Ty::Int, ValueMeaning::Ptr) => KeyPart::Ptr(i64_at(slot, 0) as u64),
                 (Ty::Int, ValueMeaning::Bool) => KeyPart::Str((i64_at(slot, 0) != 0).to_string()),
+                (Ty::Bytes(_), ValueMeaning::Buf) => KeyPart::Str(crate::output::bytes::escape_buf(slot)),
                 (Ty::Bytes(_), _) => KeyPart::Str(str_at(slot)),
             });
             off += size;
@@ -129,6 +145,7 @@ impl KernelMap {
                 let slot = key.get(off..off + size).unwrap_or(&[]);
                 off += size;
                 match (ty, self.shape.key_sems.get(i).copied().unwrap_or(ValueMeaning::Plain)) {
+                    (Ty::Bytes(_), ValueMeaning::Buf) => names.push(crate::output::bytes::escape_buf(slot)),
                     (Ty::Bytes(_), _) => names.push(str_at(slot)),
                     (Ty::Int, ValueMeaning::Stack { map, user, .. }) => {
                         match self.stacks.frames(map, i64_at(slot, 0), user) {
@@ -142,6 +159,7 @@ impl KernelMap {
                         names.push(crate::symbols::stacks::ksym_name(i64_at(slot, 0) as u64))
                     }
                     (Ty::Int, ValueMeaning::Plain | ValueMeaning::Buf) => names.push(i64_at(slot, 0).to_string()),
+                    (Ty::Int, ValueMeaning::Ptr) => names.push(format!("{:#x}", i64_at(slot, 0) as u64)),
                     (Ty::Int, ValueMeaning::Bool) => names.push((i64_at(slot, 0) != 0).to_string()),
                 }
             }
@@ -170,7 +188,13 @@ impl KernelMap {
     /// Combine per-CPU slots into one value; `None` when nothing was recorded.
     fn combine(&self, slots: &[Vec<u8>]) -> Option<MapValue> {
         Some(match self.shape.layout.value {
+            ValueKind::Value(Ty::Int) if self.shape.value_meaning == ValueMeaning::Ptr => {
+                MapValue::Ptr(i64_at(slots.first()?, 0) as u64)
+            }
             ValueKind::Value(Ty::Int) => MapValue::Int(i64_at(slots.first()?, 0)),
+            ValueKind::Value(Ty::Bytes(_)) if self.shape.value_meaning == ValueMeaning::Buf => {
+                MapValue::Str(crate::output::bytes::escape_buf(slots.first()?))
+            }
             ValueKind::Value(Ty::Bytes(_)) => MapValue::Str(str_at(slots.first()?)),
             ValueKind::Agg(AggKind::Sum) => {
                 let any = slots.iter().any(|s| i64_at(s, 0) != 0) || !self.shape.layout.is_array();
@@ -295,15 +319,23 @@ impl KernelMap {
             return Err(format!("map '{}' has {}-part keys, got {}", self.name, layout.key.len(), parts.len()));
         }
         let mut out = Vec::new();
-        for (p, ty) in parts.iter().zip(&layout.key) {
+        for (i, (p, ty)) in parts.iter().zip(&layout.key).enumerate() {
+            let mut slot = vec![0u8; ty.slot_size() as usize];
+            if matches!((ty, self.shape.key_sems.get(i)), (Ty::Bytes(_), Some(ValueMeaning::Buf))) && slot.len() >= 8 {
+                buf_slot(&mut slot, p);
+                out.extend_from_slice(&slot);
+                continue;
+            }
             match ty {
                 Ty::Int => {
                     let v = p.as_int().map_err(|_| format!("map '{}' has integer keys", self.name))?;
                     out.extend_from_slice(&v.to_le_bytes());
                 }
                 Ty::Bytes(_) => {
-                    let s = p.clone().into_string().map_err(|_| format!("map '{}' has string keys", self.name))?;
-                    let mut slot = vec![0u8; ty.slot_size() as usize];
+                    let s = match p.read_lock::<Buf>() {
+                        Some(b) => b.escaped(),
+                        None => p.clone().into_string().map_err(|_| format!("map '{}' has string keys", self.name))?,
+                    };
                     let n = s.len().min(slot.len().saturating_sub(1));
                     slot[..n].copy_from_slice(&s.as_bytes()[..n]);
                     out.extend_from_slice(&slot);
@@ -367,6 +399,7 @@ impl MapBackend for KernelMap {
         Ok(match self.combine(&self.slots(&k)?) {
             None => Dynamic::from(0i64),
             Some(MapValue::Int(i)) => Dynamic::from(i),
+            Some(MapValue::Ptr(p)) => Dynamic::from(p as i64),
             Some(MapValue::Str(s)) => Dynamic::from(s),
             Some(MapValue::Avg { count, total }) | Some(MapValue::Stats { count, total }) => {
                 Dynamic::from(total / count.max(1) as i64)
@@ -385,8 +418,9 @@ impl MapBackend for KernelMap {
                 let n = value.as_int().map_err(|_| format!("map '{}' holds integers", self.name))?;
                 v.copy_from_slice(&n.to_le_bytes());
             }
+            Ty::Bytes(_) if self.shape.value_meaning == ValueMeaning::Buf && v.len() >= 8 => buf_slot(&mut v, value),
             Ty::Bytes(_) => {
-                let text = value.to_string();
+                let text = crate::output::bytes::text_of(value);
                 let n = text.len().min(v.len().saturating_sub(1));
                 v[..n].copy_from_slice(&text.as_bytes()[..n]);
             }
@@ -423,6 +457,7 @@ fn key_text(parts: &[KeyPart]) -> String {
         .iter()
         .map(|p| match p {
             KeyPart::Int(i) => i.to_string(),
+            KeyPart::Ptr(p) => format!("{p:#x}"),
             KeyPart::Str(s) => format!("{s:?}"),
         })
         .collect();
@@ -433,6 +468,7 @@ fn key_text(parts: &[KeyPart]) -> String {
 fn value_dynamic(v: &MapValue) -> Dynamic {
     match v {
         MapValue::Int(i) => Dynamic::from(*i),
+        MapValue::Ptr(p) => Dynamic::from(*p as i64),
         MapValue::Str(s) => Dynamic::from(s.clone()),
         MapValue::Avg { count, total } => Dynamic::from(total / (*count).max(1) as i64),
         MapValue::Stats { count, total } => {
@@ -510,6 +546,7 @@ fn parts_dynamic(parts: Vec<KeyPart>) -> Dynamic {
         .into_iter()
         .map(|p| match p {
             KeyPart::Int(i) => Dynamic::from(i),
+            KeyPart::Ptr(p) => Dynamic::from(p as i64),
             KeyPart::Str(s) => Dynamic::from(s),
         })
         .collect();

@@ -32,6 +32,8 @@ pub struct Loaded {
     /// The reader's "about to sleep" flag.
     pub wake: libbpf_rs::MapHandle,
     pub stacks: Arc<stacks::StackMaps>,
+    /// `-k`: the failed-helper counters.
+    pub helper_errors: Option<libbpf_rs::MapHandle>,
 }
 
 /// Create the maps and load every program through the verifier.
@@ -60,6 +62,7 @@ pub fn load_all(session: &Session, plan: &Plan, opts: &Config) -> Result<Loaded>
         wake: m.wake,
         stacks: m.stacks,
         _follow: m.follow,
+        helper_errors: m.helper_errors,
     })
 }
 

@@ -27,6 +27,8 @@ pub struct MapSet {
     pub wake: MapHandle,
     pub stop: MapHandle,
     pub follow: Option<MapHandle>,
+    /// `-k`: the failed-helper counters.
+    pub helper_errors: Option<MapHandle>,
     pub stacks: Arc<StackMaps>,
     /// The fd of every map by id; -1 for a map not created (the stack
     /// loss counters when no probe captures stacks).
@@ -52,6 +54,10 @@ pub fn create(session: &Session, plan: &Plan, opts: &Config) -> Result<MapSet> {
                 continue;
             }
             MapRole::ControlRing => kmaps::create_ring("rtrace_control", 64 * 1024)?,
+            // Only userspace statements' records travel on the data ring:
+            // without any, one page (the reader still polls it) instead of
+            // `--ring-size` of locked memory.
+            MapRole::DataRing if plan.sites.is_empty() => kmaps::create_ring("rtrace_data", page_size())?,
             MapRole::DataRing => kmaps::create_ring("rtrace_data", opts.ring_size)?,
             MapRole::Lost => kmaps::create_lost_counters(plan.probes.len().max(1) as u32)?,
             MapRole::Wake => kmaps::create_wake_flag()?,
@@ -71,6 +77,7 @@ pub fn create(session: &Session, plan: &Plan, opts: &Config) -> Result<MapSet> {
             }
             MapRole::Follow => kmaps::create_follow_map(opts.trace.pid.unwrap_or(0))?,
             MapRole::Stop => kmaps::create_stop_flag()?,
+            MapRole::HelperErrors => super::helper_errors::create(plan)?,
         };
         fds[id] = map.as_fd().as_raw_fd();
         own[id] = Some(map);
@@ -86,7 +93,19 @@ pub fn create(session: &Session, plan: &Plan, opts: &Config) -> Result<MapSet> {
         wake: take(Some(plan.maps.wake()), "wake flag")?,
         stop: take(plan.maps.stop(), "stop flag")?,
         follow: take(plan.maps.follow(), "follow").ok(),
+        helper_errors: take(plan.maps.helper_errors(), "helper error").ok(),
         stacks,
         fds,
     })
+}
+
+/// The smallest ring the kernel takes: one page.
+fn page_size() -> u32 {
+    // SAFETY: sysconf only reads a system constant.
+    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if n > 0 {
+        n as u32
+    } else {
+        4096
+    }
 }

@@ -7,6 +7,7 @@ pub mod continuation;
 pub mod dump;
 mod event_loop;
 pub mod exporter;
+pub mod helper_errors;
 pub mod kmaps;
 pub mod limits;
 mod load;
@@ -99,6 +100,7 @@ pub fn run(session: &Session, plan: &Plan, opts: &Config, traced: Option<&mut tr
         dump::print_all_maps(session, &loaded, dump::Occasion::Exit);
     }
     dump::report_new_losses(plan, &loaded);
+    helper_errors::report_new(session, plan, &loaded);
     limits::report_lost_controls(&plan.probes, &loaded.lost, &reader);
     sink::flush();
     if let (true, Some(stats)) = (opts.verbose, &stats) {

@@ -35,6 +35,20 @@ extern "C" fn on_usr1(_: libc::c_int) {
     PRINT_MAPS.store(true, Ordering::SeqCst);
 }
 
+/// SIGUSR1 from the very start of the process: one that arrives while the
+/// script's top level runs, or while probes load and attach, is kept and the
+/// maps print once the event loop runs (its default action would kill
+/// rtrace, and exporters send it on every scrape, whenever they like).
+pub fn defer_print_requests() {
+    unsafe {
+        let mut usr1: libc::sigaction = std::mem::zeroed();
+        usr1.sa_sigaction = on_usr1 as *const () as usize;
+        usr1.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut usr1.sa_mask);
+        libc::sigaction(libc::SIGUSR1, &usr1, std::ptr::null_mut());
+    }
+}
+
 pub fn install() {
     unsafe {
         let mut sa: libc::sigaction = std::mem::zeroed();
@@ -43,12 +57,8 @@ pub fn install() {
         for sig in [libc::SIGINT, libc::SIGTERM] {
             libc::sigaction(sig, &sa, std::ptr::null_mut());
         }
-        let mut usr1: libc::sigaction = std::mem::zeroed();
-        usr1.sa_sigaction = on_usr1 as *const () as usize;
-        usr1.sa_flags = libc::SA_RESTART;
-        libc::sigemptyset(&mut usr1.sa_mask);
-        libc::sigaction(libc::SIGUSR1, &usr1, std::ptr::null_mut());
     }
+    defer_print_requests();
 }
 
 pub fn interrupted() -> bool {
@@ -65,6 +75,10 @@ const OPERATIONS_AFTER_SIGNAL: u64 = 100_000;
 /// once a signal came and it ran on past [`OPERATIONS_AFTER_SIGNAL`]
 /// (at once after a second signal).
 pub fn progress_hook(operations: u64) -> Option<rhai::Dynamic> {
+    if operations % 1024 == 0 {
+        // Long-running userspace code: output printed before it still goes out.
+        crate::output::sink::flush_waiting();
+    }
     let (count, grace) = (COUNT.load(Ordering::SeqCst), GRACE.load(Ordering::SeqCst));
     let stop = count > grace && (operations >= OPERATIONS_AFTER_SIGNAL || count > grace + 1);
     stop.then_some(rhai::Dynamic::UNIT)

@@ -33,6 +33,7 @@ fn what_rtrace_scripts_write_passes() {
                if e.pid in m { m.remove(e.pid); }
                let s = e.kstack(3); let k = ksym(e.arg0); emit(1); print(m); clear(m); zero(m); m.clear();
                printf("%s %d %s\n", str(e.args.buf, 16), e.args.count, e.ustack);
+               let b = buf(e.args.buf, 4); printf("%r %rx %rh|%-8rh|\n", b, b, b, b);
                exit(1);
            }).on_event(|r| print(r));"#,
         // Closures, function pointers in variables and properties, script functions as methods.
@@ -126,6 +127,11 @@ fn literal_formats_are_checked_against_their_values() {
         &["sprintf: the format", "takes 1 value, 2 given"],
     );
     refused(r#"probe("END", || { printf("%k\n", 1); });"#, &["unknown conversion %k"]);
+    // `%rx` and `%rh` are one conversion each (the `x`/`h` is no text).
+    refused(
+        r#"probe("t:syscalls:sys_enter_read", |e| { let b = buf(e.args.buf, 4); printf("%rx %rh\n", b, b, b); });"#,
+        &["printf: the format \"%rx %rh\\n\" takes 2 values, 3 given"],
+    );
     refused(r#"probe("END", || { printf("%*d\n", 1); });"#, &["takes 2 values, 1 given"]);
     refused(r#"probe("END", || { system("kill %d %d", 1); });"#, &["system: the format", "takes 2 values, 1 given"]);
 }

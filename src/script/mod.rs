@@ -3,6 +3,7 @@
 //! calls into userspace closures (`BEGIN`, `END`, `every`).
 
 pub mod api;
+mod bufs;
 pub mod calls;
 pub mod checks;
 pub mod dist;
@@ -96,7 +97,8 @@ impl Session {
         positional::install(&mut engine);
         tools::install(&mut engine, &registry);
         formatting::install(&mut engine);
-        modules::install(&mut engine);
+        bufs::install(&mut engine);
+        modules::install(&mut engine, source);
         let ast = engine.compile(source).map_err(|e| {
             let hint = habits::syntax_hint(source, e.1).map(|h| format!(": {h}")).unwrap_or_default();
             Diagnostic::at(file_name, e.1, format!("syntax error: {}{hint}", e.0))

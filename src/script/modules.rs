@@ -16,18 +16,26 @@ const STDLIB: &[(&str, &str)] = &[
     ("stacks", include_str!("../../stdlib/stacks.rhai")),
 ];
 
-/// Install the resolver on `engine`.
-pub fn install(engine: &mut Engine) {
+/// Install the resolver on `engine`, for a script whose text is `script`.
+/// A stdlib module is compiled (a few milliseconds and some memory for them
+/// all) only when the script names it (`fmt::`), or when it imports
+/// anything: an imported file may use any of them.
+pub fn install(engine: &mut Engine, script: &str) {
     let mut embedded = StaticModuleResolver::new();
+    let every = script.contains("import");
+    let mut plain = None;
     for (name, source) in STDLIB {
+        if !every && !script.contains(&format!("{name}::")) {
+            continue;
+        }
         // Compiled with a plain engine: stdlib modules use only core Rhai.
-        let plain = Engine::new();
+        let plain = plain.get_or_insert_with(Engine::new);
         match plain.compile(source).map_err(|e| e.to_string()).and_then(|mut ast| {
             // Its source is its name: its `time()`/`join()` statements
             // are told apart from the script's.
             ast.set_source(*name);
             super::statements::collect(&ast);
-            Module::eval_ast_as_new(Scope::new(), &ast, &plain).map_err(|e| e.to_string())
+            Module::eval_ast_as_new(Scope::new(), &ast, plain).map_err(|e| e.to_string())
         }) {
             Ok(module) => {
                 // Also registered under its own name, so closures that run

@@ -52,6 +52,15 @@ pub fn set_kptrs(members: std::collections::HashMap<(i64, String), rhai::Map>) {
     KPTRS.with(|k| *k.borrow_mut() = members);
 }
 
+/// Sleep `secs` seconds (nothing for 0 or less) after writing out what the
+/// script printed, so output before a pause shows during it.
+fn sleep_flushed(secs: f64) {
+    crate::output::sink::flush();
+    if secs > 0.0 && secs.is_finite() {
+        std::thread::sleep(std::time::Duration::from_secs_f64(secs.min(1e9)));
+    }
+}
+
 pub fn install(engine: &mut Engine, registry: &SharedRegistry) {
     // As statements (`time("%H:%M\n");`, `join(arr);`) these print, as in bpftrace.
     engine.register_fn("time", |ctx: NativeCallContext| printing(&ctx, "time", local_time("%H:%M:%S"), "\n"));
@@ -60,6 +69,9 @@ pub fn install(engine: &mut Engine, registry: &SharedRegistry) {
     engine.register_fn("join", |ctx: NativeCallContext, a: rhai::Array, sep: &str| {
         printing(&ctx, "join", join(&a, sep), "\n")
     });
+    // Rhai's sleep(), but what was printed before it goes out first.
+    engine.register_fn("sleep", |secs: f64| sleep_flushed(secs));
+    engine.register_fn("sleep", |secs: i64| sleep_flushed(secs as f64));
     // Strings captured by the kernel arrive as strings already.
     engine.register_fn("str", |s: &str| s.to_string());
     // bpftrace's string searches, also for userspace statements: strncmp

@@ -50,6 +50,69 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| { if e.tid == __ME__ { s[e.co
     assert_eq!(out.map_lines("c"), vec!["@c: 3", "@c: 5", "@c: 6"], "{out}");
 }
 
+/// Whether process `pid` has a handler for `sig` (its `SigCgt` mask).
+fn catches(pid: i32, sig: i32) -> bool {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let mask = status.lines().find_map(|l| l.strip_prefix("SigCgt:")).map(str::trim);
+    mask.and_then(|m| u64::from_str_radix(m, 16).ok()).is_some_and(|m| m & (1 << (sig - 1)) != 0)
+}
+
+/// BPF maps and programs process `pid` holds.
+fn bpf_objects(pid: i32) -> usize {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { return 0 };
+    fds.flatten()
+        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+        .filter(|l| l.to_string_lossy().contains("bpf-"))
+        .count()
+}
+
+#[test]
+fn sigusr1_before_the_probes_are_loaded_is_kept_not_fatal() {
+    let Some(_g) = setup() else { return };
+    // A slow top level: the SIGUSR1s below arrive while it runs, then while
+    // the probes load and attach.
+    let src = fill(
+        r#"let m = map();
+let spin = 0;
+for i in 0..2_000_000 { spin += i; }
+probe("BEGIN", || { m[1] = 5; });
+probe("tracepoint:syscalls:sys_enter_getppid", |e| { if e.tid == __ME__ { m[2] = 7; } });
+"#,
+        &[("ME", &tid())],
+    );
+    let mut t = Tracer::start(&["-e", &src]);
+    let pid = t.pid();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !catches(pid, libc::SIGUSR1) {
+        assert!(t.is_running() && std::time::Instant::now() < deadline, "rtrace never handled SIGUSR1");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(bpf_objects(pid), 0, "SIGUSR1 is handled from the start, before any map or program exists");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flood = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut sent = 0u32;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                if unsafe { libc::kill(pid, libc::SIGUSR1) } != 0 {
+                    break;
+                }
+                sent += 1;
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            sent
+        })
+    };
+    t.wait_line("the maps printed for a SIGUSR1", Duration::from_secs(30), |l| l == "@m[1]: 5");
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    assert!(flood.join().unwrap() > 0);
+    assert!(t.is_running(), "SIGUSR1 must not end the run");
+    getppid_n(1);
+    let out = t.interrupt_and_finish();
+    assert_eq!(out.code, Some(0), "{out}");
+    assert!(out.stdout.contains("@m[2]: 7"), "tracing went on\n{out}");
+}
+
 #[test]
 fn exit_prints_maps_printed_before_and_cleared_ones_only_when_written_again() {
     let Some(_g) = setup() else { return };
@@ -467,5 +530,62 @@ fn man_page_and_completions_are_built() {
     ] {
         let text = std::fs::read_to_string(share.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
         assert!(text.contains(needle), "{file} lacks {needle}");
+    }
+}
+
+/// `0x` and lower-case hex digits.
+fn is_hex_pointer(text: &str) -> bool {
+    text.strip_prefix("0x")
+        .is_some_and(|d| !d.is_empty() && d.chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()))
+}
+
+#[test]
+fn pointer_keys_and_values_print_in_hex() {
+    let Some(_g) = setup() else { return };
+    let src = fill(
+        r#"let by_name = map();
+let last = map();
+let task = map();
+probe("tracepoint:syscalls:sys_enter_openat", |e| {
+    if e.tid == __ME__ {
+        by_name[e.args.filename] = count();
+        last[7] = e.args.filename;
+        task[e.curtask] = e.args.dfd;
+    }
+});
+"#,
+        &[("ME", &tid())],
+    );
+    for json in [false, true] {
+        let mut args = vec!["-e", src.as_str()];
+        if json {
+            args.extend(["-f", "json"]);
+        }
+        let mut t = Tracer::start(&args);
+        t.wait_line("attached", Duration::from_secs(30), |l| {
+            l.starts_with("Attaching ") || l.contains("attached_probes")
+        });
+        let _ = std::fs::File::open("/nonexistent/rtrace-pointers");
+        let out = t.interrupt_and_finish();
+        assert_eq!(out.code, Some(0), "{out}");
+        if !json {
+            let keys = out.map_lines("by_name");
+            assert_eq!(keys.len(), 1, "{out}");
+            let key = keys[0].strip_prefix("@by_name[").and_then(|k| k.strip_suffix("]: 1")).unwrap_or("");
+            assert!(is_hex_pointer(key), "a pointer key prints in hex\n{out}");
+            let value = out.map_lines("last").first().and_then(|l| l.strip_prefix("@last[7]: ")).map(str::to_string);
+            assert_eq!(value.as_deref(), Some(key), "the same pointer as a value\n{out}");
+            let task = out.map_lines("task");
+            let task = task.first().and_then(|l| l.strip_prefix("@task[0xffff")).unwrap_or("");
+            assert!(task.ends_with("]: -100"), "e.curtask is a kernel pointer; dfd stays a number\n{out}");
+        } else {
+            let records = json_records(&out.stdout);
+            let maps = json_of_type(&records, "map");
+            let data = |name: &str| maps.iter().find_map(|r| r["data"].get(name).cloned()).unwrap_or_default();
+            let by_name = data("@by_name");
+            let key = by_name.as_object().and_then(|o| o.keys().next().cloned()).unwrap_or_default();
+            assert!(is_hex_pointer(&key), "{out}");
+            assert_eq!(data("@last")["7"], serde_json::Value::String(key), "a pointer value is a hex string\n{out}");
+        }
     }
 }

@@ -95,3 +95,71 @@ fn a_wildcard_attaches_one_program_and_few_syscalls_keep_their_tracepoints() {
     assert!(!out.stdout.contains("raw_syscalls"), "{out}");
     assert_eq!(out.lines().into_iter().filter(|l| l.starts_with("probe ")).count(), 2, "{out}");
 }
+
+/// Run `src` traced with `env`, making the same syscalls each time; the
+/// finished run and its `Attaching N` count.
+fn list_run(src: &str, env: &[(&str, &str)]) -> (Outcome, usize) {
+    let mut t = Tracer::start_env(&["-e", src], env);
+    let attached = t.wait_attached();
+    getppid_n(3);
+    getpid_n(2);
+    syscall(libc::SYS_fchdir, 977, 0);
+    syscall(libc::SYS_fsync, 4321, 0);
+    syscall(libc::SYS_fsync, 4321, 0);
+    syscall(libc::SYS_flock, 555, libc::LOCK_SH as libc::c_long);
+    syscall(libc::SYS_getsid, 0, 0);
+    syscall(libc::SYS_dup, 9999, 0);
+    syscall(libc::SYS_syncfs, 9999, 0);
+    (t.interrupt_and_finish(), attached)
+}
+
+#[test]
+fn comma_lists_and_mixes_dispatch_like_one_tracepoint_each() {
+    let Some(_g) = setup() else { return };
+    // Ten syscalls listed one by one on entry (fchdir twice: its event counts
+    // twice, as with two tracepoints), a wildcard mixed with a list on exit.
+    let enter: Vec<String> = ["getppid", "getpid", "fchdir", "fsync", "flock", "getpgid", "getsid", "dup", "syncfs"]
+        .iter()
+        .chain(&["fdatasync", "fchdir"])
+        .map(|n| format!("tracepoint:syscalls:sys_enter_{n}"))
+        .collect();
+    let src = fill(
+        r#"
+let nrs = map();
+let rets = map();
+probe("__ENTER__", |e| { if e.tid == __ME__ { nrs[e.probe] = sum(e.args.__syscall_nr); } });
+probe("t:syscalls:sys_exit_f*,tracepoint:syscalls:sys_exit_getppid,tracepoint:syscalls:sys_exit_dup", |e| {
+    if e.tid == __ME__ { rets[e.probe] = sum(e.args.ret); }
+});
+"#,
+        &[("ENTER", &enter.join(",")), ("ME", &tid())],
+    );
+    let explain = run(&["--explain", "-e", &src]);
+    assert_eq!(explain.code, Some(0), "{explain}");
+    assert!(explain.stdout.contains("one program on tracepoint:raw_syscalls:sys_enter for 10 syscalls"), "{explain}");
+    assert!(explain.stdout.contains("one program on tracepoint:raw_syscalls:sys_exit for "), "{explain}");
+    assert!(explain.stdout.contains("8 or more syscall tracepoints of one direction in one probe()"), "{explain}");
+    // The repeated fchdir keeps its own tracepoint.
+    assert!(explain.stdout.contains("probe tracepoint:syscalls:sys_enter_fchdir — 1 attach point(s)"), "{explain}");
+    let forced = run_env(&["--explain", "-e", &src], &[("RTRACE_SYSCALL_DISPATCH", "0")]);
+    assert_eq!(forced.code, Some(0), "{forced}");
+    assert!(!forced.stdout.contains("raw_syscalls"), "RTRACE_SYSCALL_DISPATCH=0 keeps a tracepoint each:\n{forced}");
+
+    let (dispatched, n_dispatched) = list_run(&src, &[]);
+    let (apart, n_apart) = list_run(&src, &[("RTRACE_SYSCALL_DISPATCH", "0")]);
+    assert_eq!(dispatched.code, Some(0), "{dispatched}");
+    assert_eq!(apart.code, Some(0), "{apart}");
+    assert_eq!(n_dispatched, n_apart, "the same probe count either way");
+    for name in ["nrs", "rets"] {
+        assert_eq!(dispatched.map_lines(name), apart.map_lines(name), "dispatched:\n{dispatched}\napart:\n{apart}");
+    }
+    let p = |dir: &str, n: &str| format!("tracepoint:syscalls:sys_{dir}_{n}");
+    assert_eq!(entry(&dispatched, "nrs", &p("enter", "getppid")), Some(3 * libc::SYS_getppid), "{dispatched}");
+    assert_eq!(entry(&dispatched, "nrs", &p("enter", "fchdir")), Some(2 * libc::SYS_fchdir), "{dispatched}");
+    assert_eq!(entry(&dispatched, "nrs", &p("enter", "syncfs")), Some(libc::SYS_syncfs), "{dispatched}");
+    assert_eq!(entry(&dispatched, "nrs", &p("enter", "fdatasync")), None, "{dispatched}");
+    let ebadf = -(libc::EBADF as i64);
+    assert_eq!(entry(&dispatched, "rets", &p("exit", "fsync")), Some(2 * ebadf), "{dispatched}");
+    assert_eq!(entry(&dispatched, "rets", &p("exit", "dup")), Some(ebadf), "{dispatched}");
+    assert_eq!(entry(&dispatched, "rets", &p("exit", "getppid")), Some(3 * unsafe { libc::getppid() } as i64));
+}

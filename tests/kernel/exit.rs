@@ -7,35 +7,14 @@ use std::time::{Duration, Instant};
 use crate::common::*;
 
 /// A getppid counter for this thread, keyless map `c`.
-fn counter(me: i64) -> String {
-    fill(
-        r#"
-let me = __ME__;
-let c = map();
-probe("tracepoint:syscalls:sys_enter_getppid", |e| {
-    if e.tid == me { c = count(); }
-});
-"#,
-        &[("ME", &me)],
-    )
+fn counter() -> String {
+    getppid_script("let c = map();", "c = count();")
 }
 
 #[test]
 fn exit_from_a_probe_ends_the_run_promptly() {
     let Some(_g) = setup() else { return };
-    let src = fill(
-        r#"
-let me = __ME__;
-let c = map();
-probe("tracepoint:syscalls:sys_enter_getppid", |e| {
-    if e.tid == me {
-        c = count();
-        exit();
-    }
-});
-"#,
-        &[("ME", &tid())],
-    );
+    let src = getppid_script("let c = map();", "c = count();\n        exit();");
     let mut t = Tracer::start(&["-d", "60s", "-e", &src]);
     t.wait_attached();
     let fired = Instant::now();
@@ -50,23 +29,8 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| {
 #[test]
 fn exit_code_from_a_probe() {
     let Some(_g) = setup() else { return };
-    let src = fill(
-        r#"
-let me = __ME__;
-let c = map();
-probe("tracepoint:syscalls:sys_enter_getppid", |e| {
-    if e.tid == me {
-        c = count();
-        exit(4);
-    }
-});
-"#,
-        &[("ME", &tid())],
-    );
-    let mut t = Tracer::start(&["-d", "60s", "-e", &src]);
-    t.wait_attached();
-    getppid_n(1);
-    let out = t.finish_within(Duration::from_secs(20));
+    let src = getppid_script("let c = map();", "c = count();\n        exit(4);");
+    let out = run_to_end(&["-d", "60s", "-e", &src], &[], || getppid_n(1), Duration::from_secs(20));
     assert_eq!(out.code, Some(4), "{out}");
     assert_eq!(out.map_lines("c"), vec!["@c: 1"], "{out}");
 }
@@ -74,7 +38,7 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| {
 #[test]
 fn duration_ends_the_run() {
     let Some(_g) = setup() else { return };
-    let src = counter(tid());
+    let src = counter();
     let mut t = Tracer::start(&["-d", "300ms", "-e", &src]);
     t.wait_attached();
     let ready = t.ready_at.unwrap();
@@ -90,7 +54,7 @@ fn duration_ends_the_run() {
 #[test]
 fn sigint_ends_the_run_and_maps_print() {
     let Some(_g) = setup() else { return };
-    let src = counter(tid());
+    let src = counter();
     let mut t = Tracer::start(&["-e", &src]);
     t.wait_attached();
     getppid_n(2);
@@ -105,7 +69,7 @@ fn sigint_ends_the_run_and_maps_print() {
 #[test]
 fn every_prints_and_clears_repeatedly() {
     let Some(_g) = setup() else { return };
-    let src = counter(tid()) + r#"every("200ms", || { print(c); c.clear(); });"#;
+    let src = counter() + r#"every("200ms", || { print(c); c.clear(); });"#;
     let mut t = Tracer::start(&["-e", &src]);
     t.wait_attached();
     getppid_n(3);
@@ -123,7 +87,7 @@ fn every_prints_and_clears_repeatedly() {
 fn begin_runs_after_attach_and_end_before_the_map_dump() {
     let Some(_g) = setup() else { return };
     let tok = token();
-    let src = counter(tid())
+    let src = counter()
         + &fill(
             r#"
 probe("BEGIN", || { print("hello __TOK__"); });
@@ -178,7 +142,7 @@ probe("END", || { print("__END__"); });
 #[test]
 fn print_map_from_begin_and_end() {
     let Some(_g) = setup() else { return };
-    let src = counter(tid())
+    let src = counter()
         + r#"
 probe("BEGIN", || { print(c); print("begin-done"); });
 probe("END", || { print(c); print("end-done"); });
@@ -200,7 +164,7 @@ probe("END", || { print(c); print("end-done"); });
 #[test]
 fn quiet_has_no_attaching_line() {
     let Some(_g) = setup() else { return };
-    let src = counter(tid()) + r#"probe("BEGIN", || { print("ready"); });"#;
+    let src = counter() + r#"probe("BEGIN", || { print("ready"); });"#;
     let mut t = Tracer::start(&["-q", "-e", &src]);
     t.wait_line("BEGIN's line", ATTACH_TIMEOUT, |l| l == "ready");
     getppid_n(2);
@@ -215,7 +179,7 @@ fn quiet_has_no_attaching_line() {
 fn dry_run_loads_but_attaches_and_runs_nothing() {
     let Some(_g) = setup() else { return };
     let tok = token();
-    let src = counter(tid()) + &fill(r#"probe("BEGIN", || { print("begin __TOK__"); });"#, &[("TOK", &tok)]);
+    let src = counter() + &fill(r#"probe("BEGIN", || { print("begin __TOK__"); });"#, &[("TOK", &tok)]);
     // No -d: a dry run ends by itself.
     let out = run(&["--dry-run", "-e", &src]);
     assert_eq!(out.code, Some(0), "{out}");
@@ -278,7 +242,7 @@ probe("tracepoint:syscalls:sys_enter_read", |e| {
 #[test]
 fn exit_code_from_top_level() {
     let Some(_g) = setup() else { return };
-    let src = counter(tid()) + "exit(3);";
+    let src = counter() + "exit(3);";
     let out = run(&["-e", &src]);
     assert_eq!(out.code, Some(3), "{out}");
     assert!(!out.has_attach_line(), "exit() at the top level attaches nothing\n{out}");
@@ -288,7 +252,7 @@ fn exit_code_from_top_level() {
 #[test]
 fn exit_code_from_begin() {
     let Some(_g) = setup() else { return };
-    let src = counter(tid()) + r#"probe("BEGIN", || { print("begin"); exit(3); });"#;
+    let src = counter() + r#"probe("BEGIN", || { print("begin"); exit(3); });"#;
     // No -d: exit() in BEGIN ends the run.
     let out = run(&["-e", &src]);
     assert_eq!(out.code, Some(3), "{out}");
@@ -312,11 +276,8 @@ fn duration_option_after_the_script_file() {
     let Some(_g) = setup() else { return };
     // The README's own usage: `rtrace examples/syscalls_by_comm.rhai -d 2s`.
     let dir = TempDir::new();
-    let script = dir.write("after.rhai", &counter(tid()));
-    let mut t = Tracer::start(&[script.to_str().unwrap(), "-d", "300ms"]);
-    t.wait_attached();
-    getppid_n(2);
-    let out = t.finish_within(Duration::from_secs(10));
+    let script = dir.write("after.rhai", &counter());
+    let out = run_to_end(&[script.to_str().unwrap(), "-d", "300ms"], &[], || getppid_n(2), Duration::from_secs(10));
     assert_eq!(out.code, Some(0), "{out}");
     assert_eq!(out.map_lines("c"), vec!["@c: 2"], "{out}");
 }

@@ -6,15 +6,6 @@
 
 use crate::common::*;
 
-fn trace(src: &str, events: impl FnOnce()) -> Outcome {
-    let mut t = Tracer::start(&["-e", src]);
-    t.wait_attached();
-    events();
-    let out = t.interrupt_and_finish();
-    assert_eq!(out.code, Some(0), "{out}");
-    out
-}
-
 #[test]
 fn filter_on_pid() {
     let Some(_g) = setup() else { return };
@@ -74,29 +65,6 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| {
 }
 
 #[test]
-fn filter_on_args_with_and_or_not() {
-    let Some(_g) = setup() else { return };
-    let mut z = Zero::open();
-    let src = fill(
-        r#"
-let me = __ME__;
-let c = map();
-let s = map();
-probe("tracepoint:syscalls:sys_enter_read", |e| {
-    if e.tid == me && e.args.fd == __FD__ && (e.args.count == 7 || e.args.count > 1000) && !(e.args.count == 2000) {
-        c = count();
-        s = sum(e.args.count);
-    }
-});
-"#,
-        &[("ME", &tid()), ("FD", &z.fd)],
-    );
-    let out = trace(&src, || z.reads(&[7, 8, 1000, 1500, 2000, 3000]));
-    assert_eq!(out.map_lines("c"), vec!["@c: 3"], "{out}");
-    assert_eq!(out.map_lines("s"), vec!["@s: 4507"], "{out}");
-}
-
-#[test]
 fn if_else_if_else_chain() {
     let Some(_g) = setup() else { return };
     let mut z = Zero::open();
@@ -124,65 +92,44 @@ probe("tracepoint:syscalls:sys_enter_read", |e| {
     assert_eq!(out.map_lines("cls"), vec!["@cls[large]: 1", "@cls[small]: 2", "@cls[mid]: 3"], "{out}");
 }
 
+/// Kernel statements run for each of this thread's reads of /dev/zero.
 #[test]
-fn if_expressions_as_number_values() {
+fn conditions_expressions_locals_and_loops_on_reads() {
     let Some(_g) = setup() else { return };
-    let mut z = Zero::open();
-    let src = fill(
-        r#"
-let me = __ME__;
-let bysize = map();
-probe("tracepoint:syscalls:sys_enter_read", |e| {
-    if e.tid == me && e.args.fd == __FD__ {
-        let k = if e.args.count > 100 { 1 } else { 0 };
+    run_read_cases(&[
+        ReadCase {
+            name: "filter on args with && || !",
+            prelude: "let c = map();\nlet s = map();",
+            body: "if (e.args.count == 7 || e.args.count > 1000) && !(e.args.count == 2000) {
+            c = count();
+            s = sum(e.args.count);
+        }",
+            sizes: &[7, 8, 1000, 1500, 2000, 3000],
+            want: vec![Want::map("c", &["@c: 3"]), Want::map("s", &["@s: 4507"])],
+        },
+        ReadCase {
+            name: "if expressions as number values",
+            prelude: "let bysize = map();",
+            body: "let k = if e.args.count > 100 { 1 } else { 0 };
         bysize[k] = sum(e.args.count);
-        bysize[if e.args.count == 20 { 2 } else { 3 }] = sum(1);
-    }
-});
-"#,
-        &[("ME", &tid()), ("FD", &z.fd)],
-    );
-    let out = trace(&src, || z.reads(&[10, 200, 20, 300, 400]));
-    assert_eq!(
-        out.map_lines("bysize"),
-        vec!["@bysize[2]: 1", "@bysize[3]: 4", "@bysize[0]: 30", "@bysize[1]: 900"],
-        "{out}"
-    );
-}
-
-#[test]
-fn if_expressions_as_string_values() {
-    let Some(_g) = setup() else { return };
-    let mut z = Zero::open();
-    let src = fill(
-        r#"
-let me = __ME__;
-let named = map();
-probe("tracepoint:syscalls:sys_enter_read", |e| {
-    if e.tid == me && e.args.fd == __FD__ {
-        let name = if e.args.count > 100 { "big" } else { "small" };
-        named[name] = count();
-    }
-});
-"#,
-        &[("ME", &tid()), ("FD", &z.fd)],
-    );
-    let out = trace(&src, || z.reads(&[10, 200, 20, 300, 400]));
-    assert_eq!(out.map_lines("named"), vec!["@named[small]: 2", "@named[big]: 3"], "{out}");
-}
-
-#[test]
-fn let_locals_and_compound_assignment() {
-    let Some(_g) = setup() else { return };
-    let mut z = Zero::open();
-    let src = fill(
-        r#"
-let me = __ME__;
-let vals = map();
-let s = map();
-probe("tracepoint:syscalls:sys_enter_read", |e| {
-    if e.tid == me && e.args.fd == __FD__ {
-        let x = e.args.count;
+        bysize[if e.args.count == 20 { 2 } else { 3 }] = sum(1);",
+            sizes: &[10, 200, 20, 300, 400],
+            want: vec![Want::map("bysize", &["@bysize[2]: 1", "@bysize[3]: 4", "@bysize[0]: 30", "@bysize[1]: 900"])],
+        },
+        ReadCase {
+            name: "if expressions as string values",
+            prelude: "let named = map();",
+            body: r#"let name = if e.args.count > 100 { "big" } else { "small" };
+        named[name] = count();"#,
+            sizes: &[10, 200, 20, 300, 400],
+            want: vec![Want::map("named", &["@named[small]: 2", "@named[big]: 3"])],
+        },
+        // 10: 30, 31, 29, 14, 14; y = 14 << 4 | 1 = 225
+        // 100: 300, 301, 299, 149, 49; y = 49 << 4 | 1 = 785
+        ReadCase {
+            name: "let locals and compound assignment",
+            prelude: "let vals = map();\nlet s = map();",
+            body: "let x = e.args.count;
         x *= 3;
         x += 1;
         x -= 2;
@@ -192,49 +139,29 @@ probe("tracepoint:syscalls:sys_enter_read", |e| {
         y <<= 4;
         y |= 1;
         vals[e.args.count] = y;
-        s = sum(x);
-    }
-});
-"#,
-        &[("ME", &tid()), ("FD", &z.fd)],
-    );
-    // 10: 30, 31, 29, 14, 14; y = 14 << 4 | 1 = 225
-    // 100: 300, 301, 299, 149, 49; y = 49 << 4 | 1 = 785
-    let out = trace(&src, || z.reads(&[10, 100]));
-    assert_eq!(out.map_lines("vals"), vec!["@vals[10]: 225", "@vals[100]: 785"], "{out}");
-    assert_eq!(out.map_lines("s"), vec!["@s: 63"], "{out}");
-}
-
-#[test]
-fn constant_for_loops() {
-    let Some(_g) = setup() else { return };
-    let mut z = Zero::open();
-    let src = fill(
-        r#"
-let me = __ME__;
-let n = 4;
-let times10 = map();
-let upto = map();
-let hits = map();
-probe("tracepoint:syscalls:sys_enter_read", |e| {
-    if e.tid == me && e.args.fd == __FD__ {
-        let acc = 0;
+        s = sum(x);",
+            sizes: &[10, 100],
+            want: vec![Want::map("vals", &["@vals[10]: 225", "@vals[100]: 785"]), Want::map("s", &["@s: 63"])],
+        },
+        ReadCase {
+            name: "constant for loops",
+            prelude: "let n = 4;\nlet times10 = map();\nlet upto = map();\nlet hits = map();",
+            body: "let acc = 0;
         for i in 0..5 { acc += i * e.args.count; }
         times10[e.args.count] = acc;
         let t = 0;
         for i in 1..=3 { t += i; }
         for i in 0..n { t += 100; }
         upto[e.args.count] = t;
-        for i in 0..3 { hits[i] += 1; }
-    }
-});
-"#,
-        &[("ME", &tid()), ("FD", &z.fd)],
-    );
-    let out = trace(&src, || z.reads(&[3, 7]));
-    assert_eq!(out.map_lines("times10"), vec!["@times10[3]: 30", "@times10[7]: 70"], "{out}");
-    assert_eq!(out.map_lines("upto"), vec!["@upto[3]: 406", "@upto[7]: 406"], "{out}");
-    assert_eq!(out.map_lines("hits"), vec!["@hits[0]: 2", "@hits[1]: 2", "@hits[2]: 2"], "{out}");
+        for i in 0..3 { hits[i] += 1; }",
+            sizes: &[3, 7],
+            want: vec![
+                Want::map("times10", &["@times10[3]: 30", "@times10[7]: 70"]),
+                Want::map("upto", &["@upto[3]: 406", "@upto[7]: 406"]),
+                Want::map("hits", &["@hits[0]: 2", "@hits[1]: 2", "@hits[2]: 2"]),
+            ],
+        },
+    ]);
 }
 
 #[test]

@@ -16,6 +16,7 @@ mod errors;
 mod examples;
 mod exit;
 mod filters;
+mod helper_errors;
 mod list;
 mod loss;
 mod maps;

@@ -5,16 +5,6 @@
 
 use crate::common::*;
 
-/// Start `rtrace -e src`, wait until attached, run `events`, end with SIGINT.
-fn trace(src: &str, events: impl FnOnce()) -> Outcome {
-    let mut t = Tracer::start(&["-e", src]);
-    t.wait_attached();
-    events();
-    let out = t.interrupt_and_finish();
-    assert_eq!(out.code, Some(0), "{out}");
-    out
-}
-
 #[test]
 fn count_by_comm_of_this_thread() {
     let Some(_g) = setup() else { return };
@@ -112,77 +102,99 @@ probe("tracepoint:syscalls:sys_enter_openat", |e| {
 #[test]
 fn keyless_count() {
     let Some(_g) = setup() else { return };
-    let src = fill(
-        r#"
-let me = __ME__;
-let total = map();
-probe("tracepoint:syscalls:sys_enter_getppid", |e| {
-    if e.tid == me { total = count(); }
-});
-"#,
-        &[("ME", &tid())],
-    );
+    let src = getppid_script("let total = map();", "total = count();");
     let out = trace(&src, || getppid_n(7));
     assert_eq!(out.map_lines("total"), vec!["@total: 7"], "{out}");
 }
 
-/// A script aggregating `e.args.count` of this thread's reads on `fd` into
-/// the keyless map `s` with `agg`.
-fn read_agg_script(agg: &str, fd: i32) -> String {
-    fill(
-        r#"
-let me = __ME__;
-let s = map();
-probe("tracepoint:syscalls:sys_enter_read", |e| {
-    if e.tid == me && e.args.fd == __FD__ {
-        s = __AGG__(e.args.count);
-    }
-});
-"#,
-        &[("ME", &tid()), ("FD", &fd), ("AGG", &agg)],
-    )
-}
-
-fn read_agg(agg: &str, sizes: &[usize]) -> Outcome {
-    let mut z = Zero::open();
-    let src = read_agg_script(agg, z.fd);
-    trace(&src, || z.reads(sizes))
-}
-
 #[test]
-fn sum_of_read_sizes() {
+fn aggregations_of_read_sizes() {
     let Some(_g) = setup() else { return };
-    let out = read_agg("sum", &[100, 300, 1000]);
-    assert_eq!(out.map_lines("s"), vec!["@s: 1400"], "{out}");
-}
-
-#[test]
-fn min_of_read_sizes() {
-    let Some(_g) = setup() else { return };
-    let out = read_agg("min", &[300, 100, 1000]);
-    assert_eq!(out.map_lines("s"), vec!["@s: 100"], "{out}");
-}
-
-#[test]
-fn max_of_read_sizes() {
-    let Some(_g) = setup() else { return };
-    let out = read_agg("max", &[300, 1000, 100]);
-    assert_eq!(out.map_lines("s"), vec!["@s: 1000"], "{out}");
-}
-
-#[test]
-fn avg_of_read_sizes_truncates() {
-    let Some(_g) = setup() else { return };
-    // 1400 / 3 = 466.67: bpftrace prints the integer average, 466.
-    let out = read_agg("avg", &[100, 300, 1000]);
-    assert_eq!(out.map_lines("s"), vec!["@s: 466"], "{out}");
-}
-
-#[test]
-fn stats_of_read_sizes() {
-    let Some(_g) = setup() else { return };
-    let out = read_agg("stats", &[100, 300, 1000]);
-    assert_eq!(out.map_lines("s"), vec!["@s: count 3, average 466, total 1400"], "{out}");
+    let keyless = |name, body, sizes, line: &str| ReadCase {
+        name,
+        prelude: "let s = map();",
+        body,
+        sizes,
+        want: vec![Want::map("s", &[line])],
+    };
+    run_read_cases(&[
+        keyless("sum", "s = sum(e.args.count);", &[100, 300, 1000], "@s: 1400"),
+        keyless("min", "s = min(e.args.count);", &[300, 100, 1000], "@s: 100"),
+        keyless("max", "s = max(e.args.count);", &[300, 1000, 100], "@s: 1000"),
+        // 1400 / 3 = 466.67: bpftrace prints the integer average, 466.
+        keyless("avg truncates", "s = avg(e.args.count);", &[100, 300, 1000], "@s: 466"),
+        keyless("stats", "s = stats(e.args.count);", &[100, 300, 1000], "@s: count 3, average 466, total 1400"),
+        ReadCase {
+            name: "hist buckets",
+            prelude: "let s = map();",
+            body: "s = hist(e.args.count);",
+            sizes: &[0, 1, 5, 6, 100, 1024, 1500],
+            want: vec![Want::hist(
+                "@s:",
+                &[
+                    ("[0]", 1, 26),
+                    ("[1]", 1, 26),
+                    ("[2, 4)", 0, 0),
+                    ("[4, 8)", 2, 52),
+                    ("[8, 16)", 0, 0),
+                    ("[16, 32)", 0, 0),
+                    ("[32, 64)", 0, 0),
+                    ("[64, 128)", 1, 26),
+                    ("[128, 256)", 0, 0),
+                    ("[256, 512)", 0, 0),
+                    ("[512, 1K)", 0, 0),
+                    ("[1K, 2K)", 2, 52),
+                ],
+            )],
+        },
+        // 2..3 share [2, 4); 4 starts [4, 8); 7 stays there; 8 starts [8, 16).
+        ReadCase {
+            name: "hist power-of-two edges",
+            prelude: "let s = map();",
+            body: "s = hist(e.args.count);",
+            sizes: &[2, 3, 4, 7, 8, 8, 8],
+            want: vec![Want::hist("@s:", &[("[2, 4)", 2, 34), ("[4, 8)", 2, 34), ("[8, 16)", 3, 52)])],
+        },
+        ReadCase {
+            name: "lhist buckets with below-min and above-max",
+            prelude: "let l = map();",
+            body: "l = lhist(e.args.count, 10, 50, 10);",
+            sizes: &[3, 10, 15, 49, 50, 500],
+            want: vec![Want::hist(
+                "@l:",
+                &[
+                    ("(..., 10)", 1, 26),
+                    ("[10, 20)", 2, 52),
+                    ("[20, 30)", 0, 0),
+                    ("[30, 40)", 0, 0),
+                    ("[40, 50)", 1, 26),
+                    ("[50, ...)", 2, 52),
+                ],
+            )],
+        },
+        // Rows run from the first to the last non-empty bucket only.
+        ReadCase {
+            name: "lhist only inner buckets",
+            prelude: "let l = map();",
+            body: "l = lhist(e.args.count, 0, 1000, 100);",
+            sizes: &[250, 299, 300, 550, 599, 598, 510],
+            want: vec![Want::hist(
+                "@l:",
+                &[("[200, 300)", 2, 26), ("[300, 400)", 1, 13), ("[400, 500)", 0, 0), ("[500, 600)", 4, 52)],
+            )],
+        },
+        ReadCase {
+            name: "remove leaves other keys",
+            prelude: "let seen = map();",
+            body: "if e.args.count == 99 {
+            seen.remove(20);
+        } else {
+            seen[e.args.count] = e.args.count + 1;
+        }",
+            sizes: &[10, 20, 30, 99],
+            want: vec![Want::map("seen", &["@seen[10]: 11", "@seen[30]: 31"])],
+        },
+    ]);
 }
 
 #[test]
@@ -212,103 +224,6 @@ probe("tracepoint:syscalls:sys_enter_read", |e| {
         vec![
             format!("@s[{}]: count 2, average 15, total 30", z1.fd),
             format!("@s[{}]: count 3, average 3000, total 9000", z2.fd),
-        ],
-        "{out}"
-    );
-}
-
-#[test]
-fn hist_buckets() {
-    let Some(_g) = setup() else { return };
-    let out = read_agg("hist", &[0, 1, 5, 6, 100, 1024, 1500]);
-    assert_eq!(
-        out.hist_rows("@s:"),
-        vec![
-            hist_row("[0]", 1, 26),
-            hist_row("[1]", 1, 26),
-            hist_row("[2, 4)", 0, 0),
-            hist_row("[4, 8)", 2, 52),
-            hist_row("[8, 16)", 0, 0),
-            hist_row("[16, 32)", 0, 0),
-            hist_row("[32, 64)", 0, 0),
-            hist_row("[64, 128)", 1, 26),
-            hist_row("[128, 256)", 0, 0),
-            hist_row("[256, 512)", 0, 0),
-            hist_row("[512, 1K)", 0, 0),
-            hist_row("[1K, 2K)", 2, 52),
-        ],
-        "{out}"
-    );
-}
-
-#[test]
-fn hist_power_of_two_edges() {
-    let Some(_g) = setup() else { return };
-    // 2..3 share [2, 4); 4 starts [4, 8); 7 stays there; 8 starts [8, 16).
-    let out = read_agg("hist", &[2, 3, 4, 7, 8, 8, 8]);
-    assert_eq!(
-        out.hist_rows("@s:"),
-        vec![hist_row("[2, 4)", 2, 34), hist_row("[4, 8)", 2, 34), hist_row("[8, 16)", 3, 52)],
-        "{out}"
-    );
-}
-
-#[test]
-fn lhist_buckets_with_below_min_and_above_max() {
-    let Some(_g) = setup() else { return };
-    let mut z = Zero::open();
-    let src = fill(
-        r#"
-let me = __ME__;
-let l = map();
-probe("tracepoint:syscalls:sys_enter_read", |e| {
-    if e.tid == me && e.args.fd == __FD__ {
-        l = lhist(e.args.count, 10, 50, 10);
-    }
-});
-"#,
-        &[("ME", &tid()), ("FD", &z.fd)],
-    );
-    let out = trace(&src, || z.reads(&[3, 10, 15, 49, 50, 500]));
-    assert_eq!(
-        out.hist_rows("@l:"),
-        vec![
-            hist_row("(..., 10)", 1, 26),
-            hist_row("[10, 20)", 2, 52),
-            hist_row("[20, 30)", 0, 0),
-            hist_row("[30, 40)", 0, 0),
-            hist_row("[40, 50)", 1, 26),
-            hist_row("[50, ...)", 2, 52),
-        ],
-        "{out}"
-    );
-}
-
-#[test]
-fn lhist_only_inner_buckets() {
-    let Some(_g) = setup() else { return };
-    let mut z = Zero::open();
-    let src = fill(
-        r#"
-let me = __ME__;
-let l = map();
-probe("tracepoint:syscalls:sys_enter_read", |e| {
-    if e.tid == me && e.args.fd == __FD__ {
-        l = lhist(e.args.count, 0, 1000, 100);
-    }
-});
-"#,
-        &[("ME", &tid()), ("FD", &z.fd)],
-    );
-    // Rows run from the first to the last non-empty bucket only.
-    let out = trace(&src, || z.reads(&[250, 299, 300, 550, 599, 598, 510]));
-    assert_eq!(
-        out.hist_rows("@l:"),
-        vec![
-            hist_row("[200, 300)", 2, 26),
-            hist_row("[300, 400)", 1, 13),
-            hist_row("[400, 500)", 0, 0),
-            hist_row("[500, 600)", 4, 52),
         ],
         "{out}"
     );
@@ -346,21 +261,12 @@ fn map_store_and_plus_equal() {
     let comm = unique_comm();
     let mut z = Zero::open();
     let me = tid();
-    let src = fill(
-        r#"
-let me = __ME__;
-let last = map();
-let total = map();
-let who = map();
-probe("tracepoint:syscalls:sys_enter_read", |e| {
-    if e.tid == me && e.args.fd == __FD__ {
-        last[e.tid] = e.args.count;
+    let src = reads_script(
+        "let last = map();\nlet total = map();\nlet who = map();",
+        "last[e.tid] = e.args.count;
         total[e.tid] += e.args.count;
-        who[e.args.fd] = e.comm;
-    }
-});
-"#,
-        &[("ME", &me), ("FD", &z.fd)],
+        who[e.args.fd] = e.comm;",
+        z.fd,
     );
     let out = trace(&src, || z.reads(&[10, 30, 20]));
     assert_eq!(out.map_lines("last"), vec![format!("@last[{me}]: 20")], "{out}");
@@ -406,30 +312,6 @@ probe("tracepoint:syscalls:sys_exit_read", |e| {
         total += count;
     }
     assert_eq!(total, 3, "{out}");
-}
-
-#[test]
-fn remove_leaves_other_keys() {
-    let Some(_g) = setup() else { return };
-    let mut z = Zero::open();
-    let src = fill(
-        r#"
-let me = __ME__;
-let seen = map();
-probe("tracepoint:syscalls:sys_enter_read", |e| {
-    if e.tid == me && e.args.fd == __FD__ {
-        if e.args.count == 99 {
-            seen.remove(20);
-        } else {
-            seen[e.args.count] = e.args.count + 1;
-        }
-    }
-});
-"#,
-        &[("ME", &tid()), ("FD", &z.fd)],
-    );
-    let out = trace(&src, || z.reads(&[10, 20, 30, 99]));
-    assert_eq!(out.map_lines("seen"), vec!["@seen[10]: 11", "@seen[30]: 31"], "{out}");
 }
 
 #[test]

@@ -232,3 +232,100 @@ fn no_loss_report_when_nothing_is_lost() {
     assert_eq!(delivered(&out, "delivered="), 100, "{out}");
     assert!(lost_reports(&out.stderr).is_empty(), "{out}");
 }
+
+// ---------------------------------------------------------------------------
+// buf() values: %rx, %rh, map keys
+
+#[test]
+fn bufs_print_as_hex_with_rx_and_rh_and_escaped_as_map_keys_and_values() {
+    let Some(_g) = setup() else { return };
+    let data = [1u8, 2, b'a', 0, 0xff, b' '];
+    let src = fill(
+        r#"
+let m = map();
+let v = map();
+probe("tracepoint:syscalls:sys_enter_write", |e| {
+    if e.tid == __ME__ && e.args.count == __N__ {
+        let b = buf(e.args.buf, e.args.count);
+        m[buf(e.args.buf, e.args.count)] = count();
+        v[e.args.count] = b;
+        printf("%rx|%rh|%r|%s|%-20rh|\n", b, b, b, b, b);
+    }
+});
+probe("END", || {
+    for k in m.keys() { print(`key ${k} -> ${m[k]}`); }
+    v[7] = v[__N__];
+});
+"#,
+        &[("ME", &tid()), ("N", &data.len())],
+    );
+    let write_twice = || {
+        let fd = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC) };
+        assert!(fd >= 0, "cannot open /dev/null");
+        for _ in 0..2 {
+            assert_eq!(unsafe { libc::write(fd, data.as_ptr().cast(), data.len()) }, data.len() as isize);
+        }
+        unsafe { libc::close(fd) };
+    };
+    let printed =
+        r"\x01\x02\x61\x00\xff\x20|01 02 61 00 ff 20|\x01\x02a\x00\xff |\x01\x02a\x00\xff |01 02 61 00 ff 20   |";
+    let text = trace_until(&src, write_twice, printed);
+    assert_eq!(text.lines().iter().filter(|l| **l == printed).count(), 2, "{text}");
+    // The key prints as bpftrace prints a buffer, not as a C string; the
+    // printed key finds its entry from userspace.
+    assert_eq!(text.map_lines("m"), vec![r"@m[\x01\x02a\x00\xff ]: 2"], "{text}");
+    assert!(text.line_index(r"key \x01\x02a\x00\xff  -> 2").is_some(), "{text}");
+    // Stored as a value it prints the same way, also after a userspace copy.
+    let value = r"\x01\x02a\x00\xff ";
+    assert_eq!(text.map_lines("v"), vec![format!("@v[6]: {value}"), format!("@v[7]: {value}")], "{text}");
+
+    let mut t = Tracer::start(&["-f", "json", "-e", &src]);
+    t.wait_line("the attached_probes record", ATTACH_TIMEOUT, |l| l.contains("attached_probes"));
+    write_twice();
+    t.wait_count("the printf records", Duration::from_secs(10), 2, |l| l.contains(r"01 02 61 00 ff 20"));
+    let json = t.interrupt_and_finish();
+    assert_eq!(json.code, Some(0), "{json}");
+    let records = json_records(&json.stdout);
+    let maps: Vec<&Value> = json_of_type(&records, "map").into_iter().map(|r| &r["data"]).collect();
+    assert!(maps.contains(&&json!({"@m": {r"\x01\x02a\x00\xff ": 2}})), "{json}");
+    assert!(maps.contains(&&json!({"@v": {"6": value, "7": value}})), "{json}");
+    let prints: Vec<&str> = json_of_type(&records, "printf")
+        .iter()
+        .filter_map(|r| r["data"].as_str())
+        .filter(|t| !t.starts_with("key "))
+        .collect();
+    assert_eq!(prints, vec![format!("{printed}\n"); 2], "{json}");
+}
+
+// ---------------------------------------------------------------------------
+// Flushing
+
+/// A header printed in BEGIN before a loop that runs on in userspace comes
+/// out at once, also when stdout is a pipe (the tests read it through one):
+/// output waits in the buffer a moment at most while userspace code runs.
+#[test]
+fn text_printed_before_a_userspace_loop_shows_while_it_runs() {
+    let Some(_g) = setup() else { return };
+    let tok = token();
+    let src = fill(
+        r#"
+let c = map();
+probe("BEGIN", || {
+    print("HEADER __TOK__");
+    let n = 0;
+    loop { n += 1; }
+});
+probe("tracepoint:syscalls:sys_enter_getppid", |e| { if e.tid == __ME__ { c = count(); } });
+"#,
+        &[("TOK", &tok), ("ME", &tid())],
+    );
+    let mut t = Tracer::start(&["-e", &src]);
+    t.wait_attached();
+    let header = format!("HEADER {tok}");
+    t.wait_line("the header", Duration::from_secs(10), |l| l == header);
+    // The loop still runs: the line came from a flush, not from the exit.
+    assert!(t.is_running(), "rtrace ended before it was stopped: {:?}", t.lines);
+    let out = t.interrupt_and_finish();
+    assert!(!out.stderr.contains("panicked"), "{out}");
+    assert_eq!(out.lines().iter().filter(|l| **l == header).count(), 1, "{out}");
+}

@@ -5,16 +5,6 @@
 
 use crate::common::*;
 
-/// Start `rtrace -e src`, wait until attached, run `events`, end with SIGINT.
-fn trace(src: &str, events: impl FnOnce()) -> Outcome {
-    let mut t = Tracer::start(&["-e", src]);
-    t.wait_attached();
-    events();
-    let out = t.interrupt_and_finish();
-    assert_eq!(out.code, Some(0), "{out}");
-    out
-}
-
 /// `lseek(-1, offset, SEEK_SET)`: fails (bad fd) but its tracepoint sees `offset`.
 fn lseek_bad_fd(offset: i64) {
     unsafe { libc::syscall(libc::SYS_lseek, -1i64, offset, 0i64) };
@@ -103,30 +93,18 @@ probe("tracepoint:syscalls:sys_enter_lseek", |e| {
 #[test]
 fn string_locals_hold_their_longest_value() {
     let Some(_g) = setup() else { return };
-    let src = fill(
-        r#"
-let me = __ME__;
-let m = map();
-probe("tracepoint:syscalls:sys_enter_getppid", |e| {
-    if e.tid == me {
-        let a = "";
+    let src = getppid_script(
+        "let m = map();",
+        r#"let a = "";
         a = "hello";
         let b = "hi";
         b = "hello world";
         let c = "x";
         if e.pid > 0 { c = "a longer string"; }
         m[[a, b]] = count();
-        print(`${a}|${b}|${c}`);
-    }
-});
-"#,
-        &[("ME", &tid())],
+        print(`${a}|${b}|${c}`);"#,
     );
-    let mut t = Tracer::start(&["-e", &src]);
-    t.wait_attached();
-    getppid_n(1);
-    t.wait_line("the printed locals", EXIT_TIMEOUT, |l| l == "hello|hello world|a longer string");
-    let out = t.interrupt_and_finish();
+    let out = trace_until(&src, || getppid_n(1), "hello|hello world|a longer string");
     assert_eq!(out.map_lines("m"), vec!["@m[hello, hello world]: 1"], "{out}");
 }
 
@@ -208,26 +186,15 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| {
 #[test]
 fn exit_ends_the_probe_at_once() {
     let Some(_g) = setup() else { return };
-    let src = fill(
-        r#"
-let me = __ME__;
-let m = map();
-probe("tracepoint:syscalls:sys_enter_getppid", |e| {
-    if e.tid == me {
-        m[1] = 1;
+    let src = getppid_script(
+        "let m = map();",
+        r#"m[1] = 1;
         print("before");
         exit();
         m[2] = 2;
-        print("after");
-    }
-});
-"#,
-        &[("ME", &tid())],
+        print("after");"#,
     );
-    let mut t = Tracer::start(&["-d", "60s", "-e", &src]);
-    t.wait_attached();
-    getppid_n(1);
-    let out = t.finish();
+    let out = run_to_end(&["-d", "60s", "-e", &src], &[], || getppid_n(1), EXIT_TIMEOUT);
     assert_eq!(out.code, Some(0), "{out}");
     assert!(out.lines().contains(&"before"), "{out}");
     assert!(!out.lines().contains(&"after"), "{out}");
@@ -280,11 +247,10 @@ probe("tracepoint:raw_syscalls:sys_enter", |e| {
 "#,
         &[("ME", &tid()), ("NR", &libc::SYS_lseek)],
     );
-    let mut t = Tracer::start(&["-e", &src]);
-    t.wait_attached();
-    unsafe { libc::syscall(libc::SYS_lseek, 100_000i64, 77i64, 0i64) };
-    t.wait_line("the userspace line", EXIT_TIMEOUT, |l| l == "user 77");
-    let out = t.interrupt_and_finish();
+    let lseek = || unsafe {
+        libc::syscall(libc::SYS_lseek, 100_000i64, 77i64, 0i64);
+    };
+    let out = trace_until(&src, lseek, "user 77");
     assert_eq!(out.map_lines("got"), vec!["@got[const]: 77"], "{out}");
     let mut arr = out.map_lines("arr");
     arr.sort();
@@ -324,31 +290,18 @@ probe("tracepoint:syscalls:sys_enter_execve", |e| {
 #[test]
 fn kernel_bools_stay_bools_and_stack_limits_may_be_constants() {
     let Some(_g) = setup() else { return };
-    let src = fill(
-        r#"
-let me = __ME__;
-let N = 1;
-let m = map();
-probe("tracepoint:syscalls:sys_enter_getppid", |e| {
-    if e.tid == me {
-        let b = if e.pid > 0 { true } else { false };
+    let src = getppid_script(
+        "let N = 1;\nlet m = map();",
+        r#"let b = if e.pid > 0 { true } else { false };
         let c = e.tid == me;
         let d = !c || e.pid < 0;
         m[c] = count();
         print(`${b} ${c} ${d} ${type_of(c)}`);
         print("<<");
         print(e.ustack(N));
-        print(">>");
-    }
-});
-"#,
-        &[("ME", &tid())],
+        print(">>");"#,
     );
-    let mut t = Tracer::start(&["-e", &src]);
-    t.wait_attached();
-    getppid_n(1);
-    t.wait_line("the end marker", EXIT_TIMEOUT, |l| l == ">>");
-    let out = t.interrupt_and_finish();
+    let out = trace_until(&src, || getppid_n(1), ">>");
     assert_eq!(out.code, Some(0), "{out}");
     assert!(out.lines().contains(&"true true false bool"), "{out}");
     assert_eq!(out.map_lines("m"), vec!["@m[true]: 1"], "{out}");

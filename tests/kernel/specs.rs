@@ -263,6 +263,46 @@ fn buf_reads_bytes_and_prints_them_escaped() {
     assert_eq!(lines, [r"\x01\x02a\x00\xff ", r"\x01\x02|\x01\x02a\x00\xff "], "{out}");
 }
 
+/// `kptr(v, "union NAME")`: unions as structs. `union sigval` (`int
+/// sival_int; void *sival_ptr;`) laid over the `si` slot of the call's
+/// `struct pt_regs` (offset 104 on x86_64) reads lseek's offset.
+#[test]
+fn kptr_casts_an_integer_to_a_kernel_union_pointer() {
+    let Some(_g) = setup() else { return };
+    if !cfg!(target_arch = "x86_64") {
+        eprintln!("skipped: the pt_regs offset of si is x86_64's");
+        return;
+    }
+    let src = fill(
+        r#"let seen = map();
+probe("rawtracepoint:sys_enter", |e| {
+    if e.tid == __ME__ && e.arg1 == 8 {
+        let u = kptr(e.arg0 + 104, "union sigval");
+        seen["int"] = u.sival_int;
+        if kptr(e.arg0 + 104, "union sigval *").sival_ptr == 424242 { seen["ptr"] = 1; }
+        print(`int ${kptr(e.arg0 + 104, "union sigval").sival_int}`);
+    }
+});"#,
+        &[("ME", &tid())],
+    );
+    let lseek = || unsafe {
+        libc::syscall(libc::SYS_lseek, -7i64, 424242i64, 1i64);
+    };
+    let out = trace_until(&src, lseek, "int 424242");
+    let mut seen = out.map_lines("seen");
+    seen.sort();
+    assert_eq!(seen, ["@seen[int]: 424242", "@seen[ptr]: 1"], "{out}");
+    for (ty, want) in [
+        ("union rtt_no_such_union", "the kernel's BTF has no union rtt_no_such_union"),
+        ("enum pid_type", "'enum pid_type' is no struct or union type"),
+    ] {
+        let bad =
+            run(&["-e", &format!(r#"probe("rawtracepoint:sys_enter", |e| {{ let x = kptr(e.arg0, "{ty}").a; }});"#)]);
+        let line = assert_clean_error(&bad);
+        assert!(line.contains(want) && line.contains("1:"), "{ty}: {line:?} lacks {want:?}\n{bad}");
+    }
+}
+
 #[test]
 fn kptr_casts_an_integer_to_a_kernel_struct_pointer() {
     let Some(_g) = setup() else { return };

@@ -166,7 +166,13 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| {
         m[0] = v + 1;
         print(`v=${v} now=${m[0]}`);
         if v == 0 {
-            sleep(0.5);
+            // Hold the first event's userspace part until the kernel has
+            // counted the next two (bounded: 20 s at most).
+            let waits = 0;
+            while m[0] < 3 && waits < 2000 {
+                sleep(0.01);
+                waits += 1;
+            }
         }
     }
 });
@@ -176,8 +182,8 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| {
     let mut t = Tracer::start(&["-e", &src]);
     t.wait_attached();
     getppid_n(1);
-    // The first event's userspace part is now sleeping; the next two events
-    // update the map before their records are handled.
+    // The first event's userspace part now waits for the map to reach 3; the
+    // next two events update it before their records are handled.
     t.wait_line("v=0 now=1", Duration::from_secs(10), |l| l == "v=0 now=1");
     getppid_n(2);
     t.wait_line("v=2 now=3", Duration::from_secs(10), |l| l == "v=2 now=3");
@@ -359,76 +365,71 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| {
 // ---------------------------------------------------------------------------
 // exit(), fail(), assert() from userspace statements in a probe
 
-fn userspace_ending(body: &str, env: &[(&str, &str)]) -> Outcome {
-    let src = fill(
-        r#"
-probe("tracepoint:syscalls:sys_enter_getppid", |e| {
-    if e.tid == __ME__ {
-        __BODY__
-    }
-});
-probe("END", || { print("end ran"); });
-"#,
-        &[("ME", &tid()), ("BODY", &body)],
-    );
-    let mut t = Tracer::start_env(&["-d", "30s", "-e", &src], env);
-    t.wait_attached();
-    getppid_n(1);
-    t.finish()
+fn userspace_ending(body: &str) -> Outcome {
+    let src = getppid_script("", body) + r#"probe("END", || { print("end ran"); });"#;
+    run_to_end(&["-d", "30s", "-e", &src], &[], || getppid_n(1), EXIT_TIMEOUT)
 }
 
 #[test]
-fn exit_with_code_from_userspace() {
+fn exit_fail_and_assert_from_userspace() {
     let Some(_g) = setup() else { return };
-    // `code` comes from userspace, so exit(code) runs there too.
-    let out = userspace_ending(r#"let code = parse_int("4"); exit(code); print("not reached");"#, &[]);
-    assert_eq!(out.code, Some(4), "{out}");
-    assert!(out.line_index("end ran").is_some(), "END runs after exit()\n{out}");
-    assert!(out.line_index("not reached").is_none(), "{out}");
-    assert!(out.elapsed < Duration::from_secs(20), "exit() must end the run, not -d\n{out}");
-}
-
-#[test]
-fn fail_from_userspace() {
-    let Some(_g) = setup() else { return };
-    let msg = format!("budget-{}", token());
-    let out = userspace_ending(&format!(r#"fail("{msg}"); print("not reached");"#), &[]);
-    assert_eq!(out.code, Some(1), "{out}");
-    assert!(out.stderr.contains(&msg), "fail()'s message must be on stderr\n{out}");
-    assert!(!out.stdout.contains(&msg), "{out}");
-    assert!(out.line_index("not reached").is_none(), "{out}");
-    assert!(out.elapsed < Duration::from_secs(20), "fail() must end the run\n{out}");
-}
-
-#[test]
-fn assert_false_from_userspace() {
-    let Some(_g) = setup() else { return };
-    let msg = format!("x-{}", token());
-    let out = userspace_ending(&format!(r#"assert(e.tid < 0, "{msg}"); print("not reached");"#), &[]);
-    assert_eq!(out.code, Some(1), "{out}");
-    assert!(out.stderr.contains(&msg), "{out}");
-    assert!(out.line_index("not reached").is_none(), "{out}");
-    assert!(out.elapsed < Duration::from_secs(20), "{out}");
-}
-
-#[test]
-fn assert_true_from_userspace_continues() {
-    let Some(_g) = setup() else { return };
-    let out = userspace_ending(r#"assert(e.tid > 0, "never"); print("went on"); exit(parse_int("3"));"#, &[]);
-    assert_eq!(out.code, Some(3), "{out}");
-    assert!(out.line_index("went on").is_some(), "{out}");
-    assert!(!out.stderr.contains("never"), "{out}");
-}
-
-#[test]
-fn print_before_a_kernel_exit_is_not_dropped() {
-    let Some(_g) = setup() else { return };
-    // `exit(3)` is a kernel statement (a control message); the print before
-    // it is a userspace record of the same event, which must still run.
-    let out = userspace_ending(r#"print(`bye ${e.tid}`); exit(3);"#, &[]);
-    assert_eq!(out.code, Some(3), "{out}");
-    assert!(out.line_index(&format!("bye {}", tid())).is_some(), "the print before exit() was dropped\n{out}");
-    assert!(out.line_index("end ran").is_some(), "{out}");
+    let fail_msg = format!("budget-{}", token());
+    let assert_msg = format!("x-{}", token());
+    let soon = Some(Duration::from_secs(20));
+    let not_reached = strings(&["not reached"]);
+    let cases: Vec<(&str, String, Expect)> = vec![
+        // `code` comes from userspace, so exit(code) runs there too; END
+        // runs after exit(), and exit() ends the run, not -d.
+        (
+            "exit with a code from userspace",
+            r#"let code = parse_int("4"); exit(code); print("not reached");"#.into(),
+            Expect {
+                code: 4,
+                lines: strings(&["end ran"]),
+                no_lines: not_reached.clone(),
+                within: soon,
+                ..Default::default()
+            },
+        ),
+        // fail()'s message is on stderr, and fail() ends the run.
+        (
+            "fail",
+            format!(r#"fail("{fail_msg}"); print("not reached");"#),
+            Expect {
+                code: 1,
+                no_lines: not_reached.clone(),
+                stdout_lacks: vec![fail_msg.clone()],
+                stderr_has: vec![fail_msg.clone()],
+                within: soon,
+                ..Default::default()
+            },
+        ),
+        (
+            "assert false",
+            format!(r#"assert(e.tid < 0, "{assert_msg}"); print("not reached");"#),
+            Expect {
+                code: 1,
+                no_lines: not_reached.clone(),
+                stderr_has: vec![assert_msg.clone()],
+                within: soon,
+                ..Default::default()
+            },
+        ),
+        (
+            "assert true continues",
+            r#"assert(e.tid > 0, "never"); print("went on"); exit(parse_int("3"));"#.into(),
+            Expect { code: 3, lines: strings(&["went on"]), stderr_lacks: strings(&["never"]), ..Default::default() },
+        ),
+        // `exit(3)` is a kernel statement (a control message); the print
+        // before it is a userspace record of the same event, which must
+        // still run.
+        (
+            "print before a kernel exit is not dropped",
+            r#"print(`bye ${e.tid}`); exit(3);"#.into(),
+            Expect { code: 3, lines: vec![format!("bye {}", tid()), "end ran".into()], ..Default::default() },
+        ),
+    ];
+    each_case(&cases, |c| c.0, |(_, body, expect)| expect.check(&userspace_ending(body)));
 }
 
 // ---------------------------------------------------------------------------

@@ -181,6 +181,40 @@ fn is_hex(s: &str) -> bool {
     !s.is_empty() && s.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
+/// A script whose getppid probe runs `body` for the fixture's processes
+/// (by comm), after the top-level lines `prelude`.
+fn fixture_script(fx: &Fixture, prelude: &str, body: &str) -> String {
+    fill(
+        r#"__PRELUDE__
+probe("tracepoint:syscalls:sys_enter_getppid", |e| {
+    if e.comm == "__COMM__" {
+        __BODY__
+    }
+});"#,
+        &[("PRELUDE", &prelude), ("COMM", &fx.name), ("BODY", &body)],
+    )
+}
+
+/// Start `rtrace -e src` (with `env`), expect `probes` attached, run
+/// `events` (which may return a fixture process still held), end with
+/// SIGINT, then release the held process; the run must exit 0.
+fn trace_fixture(
+    src: &str,
+    env: &[(&str, &str)],
+    probes: usize,
+    events: impl FnOnce(&mut Tracer) -> Option<Held>,
+) -> Outcome {
+    let mut t = Tracer::start_env(&["-e", src], env);
+    assert_eq!(t.wait_attached(), probes);
+    let held = events(&mut t);
+    let out = t.interrupt_and_finish();
+    if let Some(h) = held {
+        h.release();
+    }
+    assert_eq!(out.code, Some(0), "{out}");
+    out
+}
+
 // ---------------------------------------------------------------------------
 // 1. ustack from a tracepoint
 
@@ -188,24 +222,13 @@ fn is_hex(s: &str) -> bool {
 fn ustack_printed_and_as_map_key_names_the_call_chain() {
     let Some(_g) = setup() else { return };
     let Some(fx) = Fixture::build() else { return };
-    let src = fill(
-        r#"let s = map();
-probe("tracepoint:syscalls:sys_enter_getppid", |e| {
-    if e.comm == "__COMM__" {
-        s[e.ustack] = count();
-        print(`USTACK${e.ustack}`);
-    }
-});"#,
-        &[("COMM", &fx.name)],
-    );
-    let mut t = Tracer::start(&["-e", &src]);
-    assert_eq!(t.wait_attached(), 1);
-    let mut h = fx.hold(&["calls", "5", "hold"]);
-    h.wait_done();
-    t.wait_count("5 printed stacks", Duration::from_secs(10), 5, |l| l == "USTACK");
-    let out = t.interrupt_and_finish();
-    h.release();
-    assert_eq!(out.code, Some(0), "{out}");
+    let src = fixture_script(&fx, "let s = map();", "s[e.ustack] = count();\n        print(`USTACK${e.ustack}`);");
+    let out = trace_fixture(&src, &[], 1, |t| {
+        let mut h = fx.hold(&["calls", "5", "hold"]);
+        h.wait_done();
+        t.wait_count("5 printed stacks", Duration::from_secs(10), 5, |l| l == "USTACK");
+        Some(h)
+    });
 
     let printed = printed_stacks(&out.stdout, "USTACK");
     assert_eq!(printed.len(), 5, "{out}");
@@ -265,27 +288,19 @@ fn kstack_map_keys_with_limit_and_modes() {
     let Some(_g) = setup() else { return };
     let Some(fx) = Fixture::build() else { return };
     let ks = Kallsyms::load();
-    let src = fill(
-        r#"let k = map();
-let k3 = map();
-let kp = map();
-let kr = map();
-probe("tracepoint:syscalls:sys_enter_getppid", |e| {
-    if e.comm == "__COMM__" {
-        k[e.kstack] = count();
+    let src = fixture_script(
+        &fx,
+        "let k = map();\nlet k3 = map();\nlet kp = map();\nlet kr = map();",
+        r#"k[e.kstack] = count();
         k3[e.kstack(3)] = count();
         kp[e.kstack("perf")] = count();
-        kr[e.kstack("raw")] = count();
-    }
-});"#,
-        &[("COMM", &fx.name)],
+        kr[e.kstack("raw")] = count();"#,
     );
-    let mut t = Tracer::start(&["-e", &src]);
-    assert_eq!(t.wait_attached(), 1);
-    fx.run(&["calls", "4"]);
-    std::thread::sleep(Duration::from_millis(200));
-    let out = t.interrupt_and_finish();
-    assert_eq!(out.code, Some(0), "{out}");
+    let out = trace_fixture(&src, &[], 1, |_| {
+        fx.run(&["calls", "4"]);
+        std::thread::sleep(Duration::from_millis(200));
+        None
+    });
     let one = |name: &str| {
         let e = stack_map_entries(&out.stdout, name);
         assert_eq!(e.len(), 1, "@{name}: one stack expected\n{out}");
@@ -311,12 +326,11 @@ fn kstack_limit_and_modes_printed_from_userspace() {
             fx.name
         );
     }
-    let mut t = Tracer::start(&["-e", &src]);
-    assert_eq!(t.wait_attached(), 4);
-    fx.run(&["calls", "1"]);
-    t.wait_count("4 printed stacks", Duration::from_secs(10), 4, |l| l.starts_with('K'));
-    let out = t.interrupt_and_finish();
-    assert_eq!(out.code, Some(0), "{out}");
+    let out = trace_fixture(&src, &[], 4, |t| {
+        fx.run(&["calls", "1"]);
+        t.wait_count("4 printed stacks", Duration::from_secs(10), 4, |l| l.starts_with('K'));
+        None
+    });
     let get = |m: &str| {
         let s = printed_stacks(&out.stdout, m);
         assert_eq!(s.len(), 1, "{m}: one printed stack expected\n{out}");
@@ -333,23 +347,19 @@ fn kstack_variants_in_one_probe_stay_distinct() {
     let Some(_g) = setup() else { return };
     let Some(fx) = Fixture::build() else { return };
     let ks = Kallsyms::load();
-    let src = fill(
-        r#"probe("tracepoint:syscalls:sys_enter_getppid", |e| {
-    if e.comm == "__COMM__" {
-        print(`K3${e.kstack(3)}`);
+    let src = fixture_script(
+        &fx,
+        "",
+        r#"print(`K3${e.kstack(3)}`);
         print(`KPERF${e.kstack("perf")}`);
         print(`KRAW${e.kstack("raw")}`);
-        print(`KDEF${e.kstack}`);
-    }
-});"#,
-        &[("COMM", &fx.name)],
+        print(`KDEF${e.kstack}`);"#,
     );
-    let mut t = Tracer::start(&["-e", &src]);
-    assert_eq!(t.wait_attached(), 1);
-    fx.run(&["calls", "1"]);
-    t.wait_count("4 printed stacks", Duration::from_secs(10), 1, |l| l == "KDEF");
-    let out = t.interrupt_and_finish();
-    assert_eq!(out.code, Some(0), "{out}");
+    let out = trace_fixture(&src, &[], 1, |t| {
+        fx.run(&["calls", "1"]);
+        t.wait_count("4 printed stacks", Duration::from_secs(10), 1, |l| l == "KDEF");
+        None
+    });
     let get = |m: &str| printed_stacks(&out.stdout, m).into_iter().next().unwrap_or_default();
     check_kernel_stack(&get("KDEF"), &get("KRAW"), &get("KPERF"), &get("K3"), &ks, &out);
 }
@@ -360,24 +370,19 @@ fn kstack_variants_in_one_probe_stay_distinct() {
 fn kstack_limit_then_mode_printed_from_userspace() {
     let Some(_g) = setup() else { return };
     let Some(fx) = Fixture::build() else { return };
-    let src = fill(
-        r#"let m = map();
-probe("tracepoint:syscalls:sys_enter_getppid", |e| {
-    if e.comm == "__COMM__" {
-        m[e.kstack(2, "raw")] = count();
-        print(`KR2${e.kstack(2, "raw")}`);
-    }
-});"#,
-        &[("COMM", &fx.name)],
+    let src = fixture_script(
+        &fx,
+        "let m = map();",
+        r#"m[e.kstack(2, "raw")] = count();
+        print(`KR2${e.kstack(2, "raw")}`);"#,
     );
-    let mut t = Tracer::start(&["-e", &src]);
-    assert_eq!(t.wait_attached(), 1);
-    fx.run(&["calls", "1"]);
-    // The first stack symbolized can take a while; Ctrl-C before it prints
-    // would stop that userspace statement.
-    t.wait_line("the printed stack", Duration::from_secs(10), |l| l == "KR2");
-    let out = t.interrupt_and_finish();
-    assert_eq!(out.code, Some(0), "{out}");
+    let out = trace_fixture(&src, &[], 1, |t| {
+        fx.run(&["calls", "1"]);
+        // The first stack symbolized can take a while; Ctrl-C before it
+        // prints would stop that userspace statement.
+        t.wait_line("the printed stack", Duration::from_secs(10), |l| l == "KR2");
+        None
+    });
     let key = stack_map_entries(&out.stdout, "m");
     assert_eq!(key.len(), 1, "{out}");
     assert!(
@@ -414,13 +419,11 @@ probe("END", || {
 });"#,
         &[("COMM", &fx.name)],
     );
-    let mut t = Tracer::start(&["-e", &src]);
-    assert_eq!(t.wait_attached(), 2);
-    let mut h = fx.hold(&["spin", "1500", "hold"]);
-    h.wait_done();
-    let out = t.interrupt_and_finish();
-    h.release();
-    assert_eq!(out.code, Some(0), "{out}");
+    let out = trace_fixture(&src, &[], 2, |_| {
+        let mut h = fx.hold(&["spin", "1500", "hold"]);
+        h.wait_done();
+        Some(h)
+    });
     let lines: Vec<&str> = out.stdout.lines().collect();
     let from = lines.iter().position(|l| *l == "FOLDED").unwrap_or_else(|| panic!("no FOLDED marker\n{out}"));
     let to = lines.iter().position(|l| *l == "END_FOLDED").unwrap_or_else(|| panic!("no END_FOLDED marker\n{out}"));
@@ -566,24 +569,16 @@ fn ustack_of_a_process_that_exited_is_symbolized() {
     let Some(_g) = setup() else { return };
     let Some(fx) = Fixture::build() else { return };
     let (_, inner_size) = fx.nm("inner");
-    let src = fill(
-        r#"probe("tracepoint:syscalls:sys_enter_getppid", |e| {
-    if e.comm == "__COMM__" {
-        print(`USTACK${e.ustack}`);
-    }
-});"#,
-        &[("COMM", &fx.name)],
-    );
-    let mut t = Tracer::start(&["-e", &src]);
-    assert_eq!(t.wait_attached(), 1);
+    let src = fixture_script(&fx, "", "print(`USTACK${e.ustack}`);");
     let runs = 3;
     let mut inners = Vec::new();
-    for _ in 0..runs {
-        inners.push(parse_addr_line(&fx.run(&["once"])).0);
-    }
-    t.wait_count("the printed stacks", Duration::from_secs(10), runs, |l| l == "USTACK");
-    let out = t.interrupt_and_finish();
-    assert_eq!(out.code, Some(0), "{out}");
+    let out = trace_fixture(&src, &[], 1, |t| {
+        for _ in 0..runs {
+            inners.push(parse_addr_line(&fx.run(&["once"])).0);
+        }
+        t.wait_count("the printed stacks", Duration::from_secs(10), runs, |l| l == "USTACK");
+        None
+    });
     let stacks = printed_stacks(&out.stdout, "USTACK");
     assert_eq!(stacks.len(), runs, "{out}");
     let mut unresolved = 0;
@@ -614,26 +609,17 @@ fn ustack_of_a_process_that_exited_is_symbolized() {
 fn stack_id_collisions_are_reported() {
     let Some(_g) = setup() else { return };
     let Some(fx) = Fixture::build() else { return };
-    let src = fill(
-        r#"let s = map();
-let total = map();
-probe("tracepoint:syscalls:sys_enter_getppid", |e| {
-    if e.comm == "__COMM__" {
-        s[e.ustack] = count();
-        total = count();
-        print(`U${e.ustack}`);
-    }
-});"#,
-        &[("COMM", &fx.name)],
+    let src = fixture_script(
+        &fx,
+        "let s = map();\nlet total = map();",
+        "s[e.ustack] = count();\n        total = count();\n        print(`U${e.ustack}`);",
     );
-    let mut t = Tracer::start_env(&["-e", &src], &[("RTRACE_STACK_ENTRIES", "16")]);
-    assert_eq!(t.wait_attached(), 1);
-    let mut h = fx.hold(&["recurse", "200", "hold"]);
-    h.wait_done();
-    t.wait_count("200 printed stacks", Duration::from_secs(20), 200, |l| l == "U");
-    let out = t.interrupt_and_finish();
-    h.release();
-    assert_eq!(out.code, Some(0), "{out}");
+    let out = trace_fixture(&src, &[("RTRACE_STACK_ENTRIES", "16")], 1, |t| {
+        let mut h = fx.hold(&["recurse", "200", "hold"]);
+        h.wait_done();
+        t.wait_count("200 printed stacks", Duration::from_secs(20), 200, |l| l == "U");
+        Some(h)
+    });
     assert_eq!(out.map_lines("total"), vec!["@total: 200"], "{out}");
 
     let keys = stack_map_entries(&out.stdout, "s");
@@ -668,23 +654,13 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| {
 fn stack_loss_report_counts_the_lost_events() {
     let Some(_g) = setup() else { return };
     let Some(fx) = Fixture::build() else { return };
-    let src = fill(
-        r#"let s = map();
-probe("tracepoint:syscalls:sys_enter_getppid", |e| {
-    if e.comm == "__COMM__" {
-        s[e.ustack] = count();
-    }
-});"#,
-        &[("COMM", &fx.name)],
-    );
-    let mut t = Tracer::start_env(&["-e", &src], &[("RTRACE_STACK_ENTRIES", "16")]);
-    assert_eq!(t.wait_attached(), 1);
-    let mut h = fx.hold(&["recurse", "200", "hold"]);
-    h.wait_done();
-    std::thread::sleep(Duration::from_millis(200));
-    let out = t.interrupt_and_finish();
-    h.release();
-    assert_eq!(out.code, Some(0), "{out}");
+    let src = fixture_script(&fx, "let s = map();", "s[e.ustack] = count();");
+    let out = trace_fixture(&src, &[("RTRACE_STACK_ENTRIES", "16")], 1, |_| {
+        let mut h = fx.hold(&["recurse", "200", "hold"]);
+        h.wait_done();
+        std::thread::sleep(Duration::from_millis(200));
+        Some(h)
+    });
     let keys = stack_map_entries(&out.stdout, "s");
     let lost: i64 = keys.iter().filter(|(f, _)| f.len() == 1 && f[0] == "[stack id collision]").map(|(_, n)| n).sum();
     assert!(lost > 0, "no collisions with 200 stacks in 16 entries\n{out}");

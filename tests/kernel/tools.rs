@@ -35,6 +35,23 @@ pub(crate) fn start_tool(args: &[&str]) -> Tracer {
     t
 }
 
+/// `rtrace TOOL ARGS...` around `event`, stopped once a line contains `marker`.
+pub(crate) fn tool_until(args: &[&str], event: impl FnOnce(), marker: &str) -> Outcome {
+    let mut t = start_tool(args);
+    event();
+    t.wait_line(&format!("a line with {marker:?}"), Duration::from_secs(10), |l| l.contains(marker));
+    t.interrupt_and_finish()
+}
+
+/// Wait for an argdist summary line containing `want`, then for the next
+/// interval's `[HH:MM:SS]` (so the interval that printed it is complete),
+/// and stop.
+pub(crate) fn argdist_rows(mut t: Tracer, want: &str) -> Outcome {
+    t.wait_line("the summary", Duration::from_secs(10), |l| l.contains(want));
+    t.wait_line("the next interval", Duration::from_secs(5), |l| l.starts_with('['));
+    t.interrupt_and_finish()
+}
+
 /// The lines of `out` that contain every one of `words`.
 pub(crate) fn lines_with<'a>(out: &'a Outcome, words: &[&str]) -> Vec<&'a str> {
     out.stdout.lines().filter(|l| words.iter().all(|w| l.contains(w))).collect()
@@ -72,24 +89,22 @@ fn list_tools_and_help() {
 #[test]
 fn bad_tool_arguments_are_one_line_errors() {
     let Some(_g) = setup() else { return };
-    let cases: &[(&[&str], &str)] = &[
-        (&["argdist", "-C", "x:c:write"], "argdist: error parsing probe 'x:c:write': probe type must be"),
-        (&["argdist", "-C", "p:c:write(int fd):int:fdx"], "unknown name 'fdx'"),
-        (&["argdist", "-C", "p:c:write(int fd):int,int:fd"], "mismatched # of exprs and types"),
-        (&["argdist", "-H", "p:c:write"], "histograms must have expr"),
-        (&["argdist", "-C", "p:c:write():int:$retval"], "$retval is only available in return probes"),
-        (&["argdist", "-p", "abc", "-C", "p:c:write"], "argdist: error: argument -p/--pid: invalid int value: 'abc'"),
-        (&["argdist"], "at least one specifier is required"),
-        (&["opensnoop", "--bogus"], "opensnoop: error: unrecognized option '--bogus'"),
-        (&["funccount"], "funccount: error: the following arguments are required: pattern"),
-        (&["trace", "p:c:write \"%d %d\" arg1"], "the format has 2 conversions but 1 arguments"),
+    let cases: &[(&[&str], &[&str])] = &[
+        (&["argdist", "-C", "x:c:write"], &["argdist: error parsing probe 'x:c:write': probe type must be"]),
+        (&["argdist", "-C", "p:c:write(int fd):int:fdx"], &["unknown name 'fdx'"]),
+        (&["argdist", "-C", "p:c:write(int fd):int,int:fd"], &["mismatched # of exprs and types"]),
+        (&["argdist", "-H", "p:c:write"], &["histograms must have expr"]),
+        (&["argdist", "-C", "p:c:write():int:$retval"], &["$retval is only available in return probes"]),
+        (
+            &["argdist", "-p", "abc", "-C", "p:c:write"],
+            &["argdist: error: argument -p/--pid: invalid int value: 'abc'"],
+        ),
+        (&["argdist"], &["at least one specifier is required"]),
+        (&["opensnoop", "--bogus"], &["opensnoop: error: unrecognized option '--bogus'"]),
+        (&["funccount"], &["funccount: error: the following arguments are required: pattern"]),
+        (&["trace", "p:c:write \"%d %d\" arg1"], &["the format has 2 conversions but 1 arguments"]),
     ];
-    for (args, want) in cases {
-        let out = run(args);
-        let line = assert_clean_error(&out);
-        assert_eq!(out.code, Some(2), "{args:?}\n{out}");
-        assert!(line.contains(want), "{args:?}: {line:?} lacks {want:?}");
-    }
+    assert_usage_errors(cases);
 }
 
 #[test]
@@ -114,12 +129,10 @@ fn argdist_counts_and_histograms_of_a_programs_calls() {
     let rets = format!("r:{b}:rtt_mul()");
     let hist = format!("p:{b}:rtt_mul(long a, long b):long:a");
     let lat = format!("r:{b}:rtt_mul():u64:$latency");
-    let mut t = start_tool(&["argdist", "-i", "1", "-C", &count, &pair, &rets, "-H", &hist, &lat]);
+    let t = start_tool(&["argdist", "-i", "1", "-C", &count, &pair, &rets, "-H", &hist, &lat]);
     run_fixture(&bin, 5);
-    t.wait_line("the summary with all five calls", Duration::from_secs(10), |l| l.contains("b = 40"));
-    // Let the interval that printed it finish.
-    t.wait_line("the next interval", Duration::from_secs(5), |l| l.starts_with('['));
-    let out = t.interrupt_and_finish();
+    // The summary with all five calls.
+    let out = argdist_rows(t, "b = 40");
     assert_eq!(out.code, Some(0), "{out}");
     let text = &out.stdout;
     assert!(text.contains(&format!("{count}\n\tCOUNT      EVENT\n")), "{out}");
@@ -156,11 +169,9 @@ fn argdist_usdt_arguments() {
         return;
     }
     let spec = format!("u:{}:tick:long,char*:arg3,arg2", bin.display());
-    let mut t = start_tool(&["argdist", "-i", "1", "-C", &spec]);
+    let t = start_tool(&["argdist", "-i", "1", "-C", &spec]);
     run_fixture(&bin, 6);
-    t.wait_line("the summary", Duration::from_secs(10), |l| l.contains("arg3 = 300"));
-    t.wait_line("the next interval", Duration::from_secs(5), |l| l.starts_with('['));
-    let out = t.interrupt_and_finish();
+    let out = argdist_rows(t, "arg3 = 300");
     for (v, name) in [(100, "alpha"), (200, "beta"), (300, "gamma")] {
         assert!(out.stdout.contains(&format!("\t2          arg3 = {v}, arg2 = {name}\n")), "{out}");
     }
@@ -170,14 +181,11 @@ fn argdist_usdt_arguments() {
 fn argdist_libc_calls_and_tracepoints_of_one_process() {
     let Some(_g) = setup() else { return };
     let me = pid().to_string();
-    let mut t =
-        start_tool(&["argdist", "-p", &me, "-i", "1", "-C", "p:c:getppid()", "-C", "t:syscalls:sys_enter_getppid"]);
+    let t = start_tool(&["argdist", "-p", &me, "-i", "1", "-C", "p:c:getppid()", "-C", "t:syscalls:sys_enter_getppid"]);
     for _ in 0..7 {
         unsafe { libc::getppid() };
     }
-    t.wait_line("the summary", Duration::from_secs(10), |l| l.contains("total calls"));
-    t.wait_line("the next interval", Duration::from_secs(5), |l| l.starts_with('['));
-    let out = t.interrupt_and_finish();
+    let out = argdist_rows(t, "total calls");
     let libc_rows = out.stdout.split("p:c:getppid()\n").nth(1).unwrap_or("");
     assert!(libc_rows.contains("\t7          total calls\n"), "{out}");
     let tp_rows = out.stdout.split("t:syscalls:sys_enter_getppid\n").nth(1).unwrap_or("");
@@ -259,19 +267,13 @@ fn opensnoop_statsnoop_show_paths_and_errors() {
     let Some(_g) = setup() else { return };
     let me = pid().to_string();
     let missing = format!("/tmp/rtt_{}_missing", token());
-    let mut t = start_tool(&["opensnoop", "-p", &me, "-x"]);
-    let _ = std::fs::File::open(&missing);
-    t.wait_line("the open", Duration::from_secs(10), |l| l.contains(&missing));
-    let out = t.interrupt_and_finish();
+    let out = tool_until(&["opensnoop", "-p", &me, "-x"], || drop(std::fs::File::open(&missing)), &missing);
     let hits = lines_with(&out, &[&missing]);
     assert_eq!(hits.len(), 1, "{out}");
     assert!(hits[0].starts_with(&format!("{me:<6} ")), "{out}");
     assert!(hits[0].ends_with(&format!("  -1   2 {missing}")), "{out}");
 
-    let mut t = start_tool(&["statsnoop", "-p", &me]);
-    let _ = std::fs::metadata(&missing);
-    t.wait_line("the stat", Duration::from_secs(10), |l| l.contains(&missing));
-    let out = t.interrupt_and_finish();
+    let out = tool_until(&["statsnoop", "-p", &me], || drop(std::fs::metadata(&missing)), &missing);
     let hits = lines_with(&out, &[&missing]);
     assert!(!hits.is_empty() && hits.iter().all(|l| l.ends_with(&format!("  -1   2 {missing}"))), "{out}");
 }
@@ -342,10 +344,8 @@ fn killsnoop_setuids_syncsnoop_see_this_process() {
 fn threadsnoop_and_pidpersec() {
     let Some(_g) = setup() else { return };
     let me = pid().to_string();
-    let mut t = start_tool(&["threadsnoop", "-p", &me]);
-    std::thread::spawn(|| {}).join().unwrap();
-    t.wait_line("the new thread", Duration::from_secs(10), |l| l.contains(&format!(" {me} ")));
-    let out = t.interrupt_and_finish();
+    let spawn = || std::thread::spawn(|| {}).join().unwrap();
+    let out = tool_until(&["threadsnoop", "-p", &me], spawn, &format!(" {me} "));
     assert!(!lines_with(&out, &[&format!(" {me} ")]).is_empty(), "{out}");
 
     let mut t = start_tool(&["pidpersec", "-n", "2"]);
@@ -483,31 +483,64 @@ fn block_tools_see_direct_writes() {
     assert!(bcc_hist_total(&out.stdout) >= 1, "{out}");
 }
 
+/// tcpconnect and tcpaccept (`-P PORT`) and tcplife (`LIFE_FLAGS -L PORT`)
+/// while this process connects to `listener`, runs `traffic` on (client,
+/// server) and closes both; their outcomes, in that order, and the client's
+/// port.
+pub(crate) fn tcp_tools_on_a_connection(
+    listener: &TcpListener,
+    life_flags: &[&str],
+    traffic: impl FnOnce(&mut TcpStream, &mut TcpStream),
+) -> ([Outcome; 3], u16) {
+    let to = listener.local_addr().unwrap();
+    let port = to.port().to_string();
+    let t1 = start_tool(&["tcpconnect", "-P", &port]);
+    let t2 = start_tool(&["tcpaccept", "-P", &port]);
+    let mut life = vec!["tcplife"];
+    life.extend_from_slice(life_flags);
+    life.extend(["-L", &port]);
+    let t3 = start_tool(&life);
+    let mut c = TcpStream::connect(to).unwrap();
+    let cport = c.local_addr().unwrap().port();
+    let (mut a, _) = listener.accept().unwrap();
+    traffic(&mut c, &mut a);
+    drop(c);
+    drop(a);
+    std::thread::sleep(Duration::from_millis(200));
+    ([t1.interrupt_and_finish(), t2.interrupt_and_finish(), t3.interrupt_and_finish()], cport)
+}
+
+/// tcpretrans while 4 clients try to connect to `listener`, whose accept
+/// queue is full (it drops their SYNs: they send them again).
+pub(crate) fn tcpretrans_with_a_full_accept_queue(listener: &TcpListener) -> Outcome {
+    let to = listener.local_addr().unwrap();
+    unsafe { libc::listen(listener.as_raw_fd(), 0) };
+    let t = start_tool(&["tcpretrans"]);
+    let clients: Vec<_> = (0..4)
+        .map(|_| std::thread::spawn(move || TcpStream::connect_timeout(&to, Duration::from_millis(1500)).ok()))
+        .collect();
+    for c in clients {
+        let _ = c.join();
+    }
+    t.interrupt_and_finish()
+}
+
 #[test]
 fn tcp_tools_see_a_loopback_connection() {
     let Some(_g) = setup() else { return };
     let me = pid().to_string();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port().to_string();
-    let t1 = start_tool(&["tcpconnect", "-P", &port]);
-    let t2 = start_tool(&["tcpaccept", "-P", &port]);
-    let t3 = start_tool(&["tcplife", "-L", &port]);
-    let mut c = TcpStream::connect(("127.0.0.1", listener.local_addr().unwrap().port())).unwrap();
-    let cport = c.local_addr().unwrap().port().to_string();
-    let (a, _) = listener.accept().unwrap();
-    c.write_all(b"x").unwrap();
-    drop(c);
-    drop(a);
-    std::thread::sleep(Duration::from_millis(100));
-    let out = t1.interrupt_and_finish();
+    let ([out1, out2, out3], cport) = tcp_tools_on_a_connection(&listener, &[], |c, _| c.write_all(b"x").unwrap());
+    let out = out1;
     let hits = lines_with(&out, &[&format!("{me} ")]);
     assert_eq!(hits.len(), 1, "{out}");
     assert!(hits[0].ends_with(&format!("127.0.0.1        127.0.0.1        {port:<5}")), "{out}");
-    let out = t2.interrupt_and_finish();
+    let out = out2;
     let hits = lines_with(&out, &[&format!("{me} ")]);
     assert_eq!(hits.len(), 1, "{out}");
     assert!(hits[0].contains(&format!("127.0.0.1        {cport:<5} 127.0.0.1        {port}")), "{out}");
-    let out = t3.interrupt_and_finish();
+    let out = out3;
     let hits = lines_with(&out, &[&format!("127.0.0.1       {port:<5} 127.0.0.1       {cport:<5}")]);
     assert_eq!(hits.len(), 1, "{out}");
 }
@@ -517,20 +550,7 @@ fn tcpretrans_sees_syn_retransmits() {
     let Some(_g) = setup() else { return };
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
-    // A full accept queue drops new SYNs: the clients send them again.
-    unsafe { libc::listen(listener.as_raw_fd(), 0) };
-    let t = start_tool(&["tcpretrans"]);
-    let clients: Vec<_> = (0..4)
-        .map(|_| {
-            std::thread::spawn(move || {
-                TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_millis(1500)).ok()
-            })
-        })
-        .collect();
-    for c in clients {
-        let _ = c.join();
-    }
-    let out = t.interrupt_and_finish();
+    let out = tcpretrans_with_a_full_accept_queue(&listener);
     let hits = lines_with(&out, &[&format!("R> 127.0.0.1:{port} ")]);
     assert!(!hits.is_empty(), "{out}");
 }

@@ -5,20 +5,14 @@
 //! stackcount's and profile's BCC layout, statsnoop's long paths.
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
+use std::net::TcpListener;
 use std::process::Command;
 use std::time::Duration;
 
 use crate::common::*;
-use crate::tools::{lines_with, start_tool};
-
-/// Wait for a summary line, then for the next interval's `[HH:MM:SS]`, and stop.
-fn argdist_rows(mut t: Tracer, want: &str) -> Outcome {
-    t.wait_line("the summary", Duration::from_secs(10), |l| l.contains(want));
-    t.wait_line("the next interval", Duration::from_secs(5), |l| l.starts_with('['));
-    t.interrupt_and_finish()
-}
+use crate::tools::{
+    argdist_rows, lines_with, start_tool, tcp_tools_on_a_connection, tcpretrans_with_a_full_accept_queue, tool_until,
+};
 
 #[test]
 fn argdist_follows_btf_struct_pointers_with_c_expressions() {
@@ -80,34 +74,25 @@ fn kernel_function_errors_name_the_specifier_part() {
         ),
         (&["stackcount", "p::vfs_read"], &["stackcount: error: 'p::vfs_read': kernel function 'vfs_read'"]),
     ];
-    for (args, wants) in cases {
-        let out = run(args);
-        let line = assert_clean_error(&out);
-        assert_eq!(out.code, Some(2), "{args:?}\n{out}");
-        for want in *wants {
-            assert!(line.contains(want), "{args:?}: {line:?} lacks {want:?}");
-        }
-    }
+    assert_usage_errors(cases);
 }
 
 #[test]
 fn specifier_parts_that_do_not_exist_are_named() {
     let Some(_g) = setup() else { return };
-    let cases: &[(&[&str], &str)] = &[
-        (&["argdist", "-C", "p:c:rtt_no_such_fn(int x):int:x"], "function 'rtt_no_such_fn' in 'c': "),
-        (&["argdist", "-C", "t:syscalls:rtt_no_such():int:args->x"], "tracepoint 'syscalls:rtt_no_such': "),
-        (&["argdist", "-C", "p::rtt_no_such_fn(int x):int:x"], "kernel function 'rtt_no_such_fn': "),
-        (&["argdist", "-C", "p:c:write(int fd):int:fd->x"], "user-space functions have no BTF types"),
-        (&["argdist", "-C", "p:c:write(int fd):int:*fd"], "'*' (pointer dereference)"),
-        (&["argdist", "-C", "q:c:write"], "probe type must be 'p', 'r', 't', 'u', 'btf' or 'rt'"),
-        (&["funccount", "c:rtt_no_such_*"], "funccount: error: 'c:rtt_no_such_*': function 'rtt_no_such_*' in 'c': "),
+    let cases: &[(&[&str], &[&str])] = &[
+        (&["argdist", "-C", "p:c:rtt_no_such_fn(int x):int:x"], &["function 'rtt_no_such_fn' in 'c': "]),
+        (&["argdist", "-C", "t:syscalls:rtt_no_such():int:args->x"], &["tracepoint 'syscalls:rtt_no_such': "]),
+        (&["argdist", "-C", "p::rtt_no_such_fn(int x):int:x"], &["kernel function 'rtt_no_such_fn': "]),
+        (&["argdist", "-C", "p:c:write(int fd):int:fd->x"], &["user-space functions have no BTF types"]),
+        (&["argdist", "-C", "p:c:write(int fd):int:*fd"], &["'*' (pointer dereference)"]),
+        (&["argdist", "-C", "q:c:write"], &["probe type must be 'p', 'r', 't', 'u', 'btf' or 'rt'"]),
+        (
+            &["funccount", "c:rtt_no_such_*"],
+            &["funccount: error: 'c:rtt_no_such_*': function 'rtt_no_such_*' in 'c': "],
+        ),
     ];
-    for (args, want) in cases {
-        let out = run(args);
-        let line = assert_clean_error(&out);
-        assert_eq!(out.code, Some(2), "{args:?}\n{out}");
-        assert!(line.contains(want), "{args:?}: {line:?} lacks {want:?}");
-    }
+    assert_usage_errors(cases);
 }
 
 #[test]
@@ -120,32 +105,25 @@ fn tcp_tools_see_an_ipv6_loopback_connection_and_its_bytes() {
     let me = pid().to_string();
     let port = listener.local_addr().unwrap().port();
     let ps = port.to_string();
-    let t1 = start_tool(&["tcpconnect", "-P", &ps]);
-    let t2 = start_tool(&["tcpaccept", "-P", &ps]);
-    let t3 = start_tool(&["tcplife", "-6", "-L", &ps]);
-    let mut c = TcpStream::connect(("::1", port)).unwrap();
-    let cport = c.local_addr().unwrap().port();
-    let (mut a, _) = listener.accept().unwrap();
-    c.write_all(&vec![7u8; 300_000]).unwrap();
-    let mut got = vec![0u8; 300_000];
-    a.read_exact(&mut got).unwrap();
-    a.write_all(&[9u8; 5000]).unwrap();
-    let mut back = vec![0u8; 5000];
-    c.read_exact(&mut back).unwrap();
-    drop(c);
-    drop(a);
-    std::thread::sleep(Duration::from_millis(200));
-    let out = t1.interrupt_and_finish();
+    let ([out1, out2, out3], cport) = tcp_tools_on_a_connection(&listener, &["-6"], |c, a| {
+        c.write_all(&vec![7u8; 300_000]).unwrap();
+        let mut got = vec![0u8; 300_000];
+        a.read_exact(&mut got).unwrap();
+        a.write_all(&[9u8; 5000]).unwrap();
+        let mut back = vec![0u8; 5000];
+        c.read_exact(&mut back).unwrap();
+    });
+    let out = out1;
     let hits = lines_with(&out, &[&format!("{me} ")]);
     assert_eq!(hits.len(), 1, "{out}");
     assert!(hits[0].ends_with(&format!(" 6  ::1              ::1              {ps:<5}")), "{out}");
-    let out = t2.interrupt_and_finish();
+    let out = out2;
     let hits = lines_with(&out, &[&format!("{me} ")]);
     assert_eq!(hits.len(), 1, "{out}");
     assert!(hits[0].contains(&format!(" 6  ::1              {cport:<5} ::1              {port}")), "{out}");
     // tcplife -L: the server side (local port = the listener's) received
     // 300000 bytes and sent 5000: TX_KB 4, RX_KB 292, as BCC divides by 1024.
-    let out = t3.interrupt_and_finish();
+    let out = out3;
     let hits = lines_with(&out, &[&format!("::1             {port:<5} ::1             {cport:<5}")]);
     assert_eq!(hits.len(), 1, "{out}");
     assert!(hits[0].contains(&format!("{cport:<5}     4   292 ")), "{out}");
@@ -160,17 +138,7 @@ fn tcpretrans_sees_ipv6_syn_retransmits() {
         return;
     };
     let port = listener.local_addr().unwrap().port();
-    // A full accept queue drops new SYNs: the clients send them again.
-    unsafe { libc::listen(listener.as_raw_fd(), 0) };
-    let t = start_tool(&["tcpretrans"]);
-    let to: std::net::SocketAddr = format!("[::1]:{port}").parse().unwrap();
-    let clients: Vec<_> = (0..4)
-        .map(|_| std::thread::spawn(move || TcpStream::connect_timeout(&to, Duration::from_millis(1500)).ok()))
-        .collect();
-    for c in clients {
-        let _ = c.join();
-    }
-    let out = t.interrupt_and_finish();
+    let out = tcpretrans_with_a_full_accept_queue(&listener);
     let hits = lines_with(&out, &[" 6  ::1:", &format!("R> ::1:{port} ")]);
     assert!(!hits.is_empty(), "{out}");
 }
@@ -222,10 +190,7 @@ fn statsnoop_shows_paths_of_240_bytes() {
     while missing.len() < 240 {
         missing.push('x');
     }
-    let mut t = start_tool(&["statsnoop", "-x", "-p", &me]);
-    let _ = std::fs::metadata(&missing);
-    t.wait_line("the stat", Duration::from_secs(10), |l| l.contains(&missing));
-    let out = t.interrupt_and_finish();
+    let out = tool_until(&["statsnoop", "-x", "-p", &me], || drop(std::fs::metadata(&missing)), &missing);
     let hits = lines_with(&out, &[&missing]);
     assert!(!hits.is_empty() && hits.iter().all(|l| l.ends_with(&format!("  -1   2 {missing}"))), "{out}");
 }

@@ -31,13 +31,7 @@ impl Gen<'_> {
         let sent = self.emit(Insn::ja(0));
         self.patch_here(full);
         // Count the loss in lost[probe].control.
-        let key = self.alloc(8)?;
-        self.emit(Insn::store_imm(8, FP, key, probe as i32));
-        let missing = self.lookup(lost, key);
-        self.emit(Insn::load(8, R1, R0, 8));
-        self.emit(Insn::alu_imm(Alu::Add, R1, 1));
-        self.emit(Insn::store(8, R0, 8, R1));
-        self.patch_all_here(missing);
+        self.count_in_slot(lost, probe, 8)?;
         self.patch_here(sent);
         self.release(rv);
         Ok(())

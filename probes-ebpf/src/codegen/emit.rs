@@ -1,6 +1,7 @@
 //! `Emit` statements: a record assembled on the stack and sent to the data
 //! ring with batched wake-ups (a failed send counts in the probe's lost
-//! slot). `Control` statements are in `control.rs`.
+//! slot). `Control` statements are in `control.rs`; both count what they
+//! lose with [`Gen::count_in_slot`], as do stack captures and `-k` checks.
 
 use super::*;
 use crate::record::field_offsets;
@@ -74,14 +75,26 @@ impl Gen<'_> {
         self.emit(Insn::call(h::RINGBUF_OUTPUT));
         let sent = self.emit(Insn::jmp_imm(Cond::Eq, R0, 0, 0));
         // Count the loss in lost[probe].
-        let key = self.alloc(8)?;
-        self.emit(Insn::store_imm(8, FP, key, probe as i32));
-        let missing = self.lookup(lost, key);
-        self.emit(Insn::load(8, R1, R0, 0));
-        self.emit(Insn::alu_imm(Alu::Add, R1, 1));
-        self.emit(Insn::store(8, R0, 0, R1));
-        self.patch_all_here(missing);
+        self.count_in_slot(lost, probe, 0)?;
         self.patch_here(sent);
         Ok(())
+    }
+
+    /// Add 1 to the `u64` at `at` in slot `slot` of the per-CPU counters
+    /// `map` (lost records and control messages, failed helper calls).
+    pub(super) fn count_in_slot(&mut self, map: MapId, slot: u32, at: i16) -> Result<()> {
+        let key = self.alloc(8)?;
+        self.emit(Insn::store_imm(8, FP, key, slot as i32));
+        self.count_at(map, key, at);
+        Ok(())
+    }
+
+    /// Add 1 to the `u64` at `at` of `map[key]` (nothing when the key is missing).
+    pub(super) fn count_at(&mut self, map: MapId, key: i16, at: i16) {
+        let missing = self.lookup(map, key);
+        self.emit(Insn::load(8, R1, R0, at));
+        self.emit(Insn::alu_imm(Alu::Add, R1, 1));
+        self.emit(Insn::store(8, R0, at, R1));
+        self.patch_all_here(missing);
     }
 }

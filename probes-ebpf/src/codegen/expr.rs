@@ -166,7 +166,6 @@ impl Gen<'_> {
                 self.emit(Insn::mov_reg(r, R0));
                 self.emit(Insn::store(8, FP, memo, r));
                 // Count collisions and a full map in lost[slot].
-                const EEXIST: i32 = 17;
                 const ENOMEM: i32 = 12;
                 let key = self.alloc(8)?;
                 let mut counted = Vec::new();
@@ -175,10 +174,7 @@ impl Gen<'_> {
                 counted.push(self.emit(Insn::jmp_imm(Cond::Ne, r, -ENOMEM, 0)));
                 self.emit(Insn::store_imm(8, FP, key, STACK_LOST_FULL as i32));
                 self.patch_here(collision);
-                counted.extend(self.lookup(*lost, key));
-                self.emit(Insn::load(8, R1, R0, 0));
-                self.emit(Insn::alu_imm(Alu::Add, R1, 1));
-                self.emit(Insn::store(8, R0, 0, R1));
+                self.count_at(*lost, key, 0);
                 self.patch_all_here(counted);
                 self.patch_here(taken);
                 if *user {
@@ -200,7 +196,9 @@ impl Gen<'_> {
                 self.emit(Insn::alu_imm(Alu::Add, R1, slot as i32));
                 self.emit(Insn::mov_imm(R2, (*size).min(8) as i32));
                 self.emit(Insn::mov_reg(R3, a));
-                self.emit(Insn::call(if *user { h::PROBE_READ_USER } else { h::PROBE_READ_KERNEL }));
+                let read = if *user { h::PROBE_READ_USER } else { h::PROBE_READ_KERNEL };
+                self.emit(Insn::call(read));
+                self.check_helper(read)?;
                 self.emit(Insn::load((*size).min(8), a, FP, slot));
                 if *signed && *size < 8 {
                     let bits = (64 - size * 8) as i32;
@@ -429,6 +427,7 @@ impl Gen<'_> {
                 self.emit(Insn::load(8, R3, FP, CTX_SLOT));
                 self.emit(Insn::alu_imm(Alu::Add, R3, *offset as i32));
                 self.emit(Insn::call(h::PROBE_READ_KERNEL));
+                self.check_helper(h::PROBE_READ_KERNEL)?;
             }
             Expr::CtxDataLocStr { offset, max } => {
                 self.zero_stack(dst, slot);
@@ -440,6 +439,7 @@ impl Gen<'_> {
                 self.emit(Insn::alu_imm(Alu::Add, R1, dst as i32));
                 self.emit(Insn::mov_imm(R2, (*max).min(len) as i32));
                 self.emit(Insn::call(h::PROBE_READ_KERNEL_STR));
+                self.check_helper(h::PROBE_READ_KERNEL_STR)?;
             }
             Expr::ReadStr { ptr, max, user } => {
                 self.zero_stack(dst, slot);
@@ -448,7 +448,9 @@ impl Gen<'_> {
                 self.emit(Insn::alu_imm(Alu::Add, R1, dst as i32));
                 self.emit(Insn::mov_imm(R2, (*max).min(len) as i32));
                 self.emit(Insn::mov_reg(R3, p));
-                self.emit(Insn::call(if *user { h::PROBE_READ_USER_STR } else { h::PROBE_READ_KERNEL_STR }));
+                let read = if *user { h::PROBE_READ_USER_STR } else { h::PROBE_READ_KERNEL_STR };
+                self.emit(Insn::call(read));
+                self.check_helper(read)?;
                 self.release(p);
             }
             Expr::ReadBuf { ptr, len: n, max, user } => self.read_buf(ptr, n, *max, *user, dst, slot)?,

@@ -67,6 +67,7 @@ impl Gen<'_> {
         self.emit(Insn::alu_imm(Alu::Add, R3, zero as i32));
         self.emit(Insn::mov_imm(R4, BPF_NOEXIST));
         self.emit(Insn::call(h::MAP_UPDATE_ELEM));
+        self.check_helper_unless(h::MAP_UPDATE_ELEM, Some(EEXIST))?;
         let failed = self.lookup(map, key_off);
         self.patch_here(found);
         Ok(failed)
@@ -93,7 +94,7 @@ impl Gen<'_> {
         self.emit(Insn::alu_imm(Alu::Add, R3, val_off as i32));
         self.emit(Insn::mov_imm(R4, BPF_ANY));
         self.emit(Insn::call(h::MAP_UPDATE_ELEM));
-        Ok(())
+        self.check_helper(h::MAP_UPDATE_ELEM)
     }
 
     pub(super) fn map_update(&mut self, map: MapId, key: &[Expr], op: BinOp, value: &Expr) -> Result<()> {

@@ -11,7 +11,8 @@
 //! This file holds the driver and statement dispatch; `alloc` the registers,
 //! stack and jump patching; `expr` expressions and conditions; `maps` map
 //! keys, lookups, updates and aggregations; `aggread` kernel reads of
-//! aggregation maps; `emit` records and control messages.
+//! aggregation maps; `emit` records and control messages; `checks` the
+//! `-k` counting of failed helper calls.
 
 use crate::helpers as h;
 use crate::insn::*;
@@ -19,6 +20,7 @@ use crate::ir::*;
 
 mod aggread;
 mod alloc;
+mod checks;
 mod control;
 mod emit;
 mod expr;
@@ -41,6 +43,10 @@ const BPF_ANY: i32 = 0;
 /// id or a small negative errno, never this).
 const STACK_UNSET: i32 = i32::MIN;
 const BPF_NOEXIST: i32 = 1;
+/// Errors that are ordinary outcomes of a map call: the key is missing
+/// (delete), or another CPU inserted it first (insert-if-missing).
+const ENOENT: i32 = 2;
+const EEXIST: i32 = 17;
 
 /// Generated code for one program.
 #[derive(Clone, Debug)]
@@ -52,7 +58,11 @@ pub struct Generated {
     pub map_relocs: Vec<(usize, MapId)>,
     /// Stack bytes used.
     pub stack_size: u32,
+    /// The helper calls checked under `-k`/`-kk`, by slot (empty without).
+    pub helper_sites: Vec<HelperSite>,
 }
+
+pub use checks::HelperSite;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct CodegenError {
@@ -84,6 +94,7 @@ pub fn generate(prog: &Program) -> Result<Generated> {
         local_slots: Vec::new(),
         stack_memo: Vec::new(),
         long_jump: None,
+        helper_sites: Vec::new(),
     };
     g.emit(Insn::store(8, FP, CTX_SLOT, R1));
     for ty in &prog.locals {
@@ -113,7 +124,13 @@ pub fn generate(prog: &Program) -> Result<Generated> {
             g.insns.len()
         )));
     }
-    Ok(Generated { insns: g.insns, spans: g.spans, map_relocs: g.map_relocs, stack_size: g.stack_max as u32 })
+    Ok(Generated {
+        insns: g.insns,
+        spans: g.spans,
+        map_relocs: g.map_relocs,
+        stack_size: g.stack_max as u32,
+        helper_sites: g.helper_sites,
+    })
 }
 
 struct Gen<'a> {
@@ -132,6 +149,8 @@ struct Gen<'a> {
     stack_memo: Vec<(MapId, i16)>,
     /// Span of the first jump whose offset does not fit in 16 bits.
     long_jump: Option<Span>,
+    /// Helper calls checked so far (`-k`).
+    helper_sites: Vec<HelperSite>,
 }
 
 /// Indices of forward jumps waiting for their target.
@@ -198,6 +217,7 @@ impl Gen<'_> {
                 self.emit(Insn::mov_reg(R2, FP));
                 self.emit(Insn::alu_imm(Alu::Add, R2, key_off as i32));
                 self.emit(Insn::call(h::MAP_DELETE_ELEM));
+                self.check_helper_unless(h::MAP_DELETE_ELEM, Some(ENOENT))?;
             }
             StmtKind::Control { ring, lost, kind, probe, arg } => self.control((*ring, *lost), *kind, *probe, arg)?,
             StmtKind::Emit { ring, lost, wake, site, probe, fields, wake_bytes } => {

@@ -184,7 +184,9 @@ impl Gen<'_> {
         self.emit(Insn::alu_imm(Alu::Add, R1, dst as i32 + 8));
         self.emit(Insn::mov_reg(R2, n));
         self.emit(Insn::mov_reg(R3, p));
-        self.emit(Insn::call(if user { h::PROBE_READ_USER } else { h::PROBE_READ_KERNEL }));
+        let read = if user { h::PROBE_READ_USER } else { h::PROBE_READ_KERNEL };
+        self.emit(Insn::call(read));
+        self.check_helper(read)?;
         self.release(n);
         self.release(p);
         Ok(())

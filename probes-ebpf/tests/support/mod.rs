@@ -119,7 +119,15 @@ pub fn ringbuf_map() -> MapLayout {
 
 /// A tracepoint program.
 pub fn program(locals: Vec<Ty>, maps: Vec<MapLayout>, body: Vec<Stmt>) -> Program {
-    Program { name: "test".into(), context: ContextKind::Tracepoint, locals, maps, body, possible_cpus: 2 }
+    Program {
+        name: "test".into(),
+        context: ContextKind::Tracepoint,
+        locals,
+        maps,
+        body,
+        possible_cpus: 2,
+        helper_checks: None,
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -383,6 +391,7 @@ const EEXIST: i64 = -17;
 const ENOENT: i64 = -2;
 const EINVAL: i64 = -22;
 const E2BIG: i64 = -7;
+pub const EFAULT: i64 = -14;
 
 struct StubMap {
     layout: MapLayout,
@@ -539,7 +548,19 @@ fn stub_delete(map: u64, key: u64, _: u64, _: u64, _: u64) -> u64 {
     })
 }
 
+/// Reads from the first page fail as the kernel's do: the buffer zeroed, -EFAULT.
+fn unreadable(dst: u64, size: u64, src: u64) -> bool {
+    if src >= 4096 {
+        return false;
+    }
+    unsafe { std::ptr::write_bytes(dst as *mut u8, 0, size as usize) };
+    true
+}
+
 fn stub_probe_read(dst: u64, size: u64, src: u64, _: u64, _: u64) -> u64 {
+    if unreadable(dst, size, src) {
+        return EFAULT as u64;
+    }
     unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, size as usize) };
     0
 }
@@ -547,6 +568,9 @@ fn stub_probe_read(dst: u64, size: u64, src: u64, _: u64, _: u64) -> u64 {
 fn stub_probe_read_str(dst: u64, size: u64, src: u64, _: u64, _: u64) -> u64 {
     if size == 0 {
         return EINVAL as u64;
+    }
+    if unreadable(dst, size, src) {
+        return EFAULT as u64;
     }
     let (dst, src) = (dst as *mut u8, src as *const u8);
     let mut n = 0usize;

@@ -171,6 +171,7 @@ pub(crate) fn lower_pass(
         next_site: target.first_site,
         userspace_vars,
         local_sems: HashMap::new(),
+        pointers: Vec::new(),
         local_btf: HashMap::new(),
         widths,
         local_user: Default::default(),
@@ -199,6 +200,8 @@ pub(crate) struct Lowerer<'a> {
     pub(crate) userspace_vars: HashMap<String, (Position, Option<u32>)>,
     /// Locals holding stacks or symbols.
     pub(crate) local_sems: HashMap<LocalId, ValueMeaning>,
+    /// Kernel values of pointer type (BTF members), which print in hex.
+    pub(crate) pointers: Vec<Expr>,
     /// Locals holding kernel pointers to BTF structs: the struct's type id.
     pub(crate) local_btf: HashMap<LocalId, u32>,
     /// Locals holding pointers to structs in user memory.
@@ -330,7 +333,8 @@ impl<'a> Lowerer<'a> {
     pub(crate) fn record_use(&mut self, map: &MapHandle, key: &[Expr], kind: UseKind, pos: Position) {
         let key_sems = key.iter().map(|k| self.sem(k)).collect();
         let key = key.iter().map(|k| self.ty(k)).collect();
-        self.uses.push(MapUse { map: map.id(), key, key_sems, kind, at: at(pos) });
+        let value_meaning = ValueMeaning::Plain;
+        self.uses.push(MapUse { map: map.id(), key, key_sems, value_meaning, kind, at: at(pos) });
     }
 
     /// How a value prints: stacks and `ksym()` are integers shown as symbols.
@@ -342,6 +346,7 @@ impl<'a> Lowerer<'a> {
             },
             Expr::Local(id) => self.local_sems.get(id).copied().unwrap_or(ValueMeaning::Plain),
             Expr::ReadBuf { .. } => ValueMeaning::Buf,
+            e if self.is_pointer(e) => ValueMeaning::Ptr,
             Expr::Binary(BinOp::Or, a, b) if **b == Expr::Int(KSYM_TAG) => {
                 let _ = a;
                 ValueMeaning::Ksym

@@ -20,7 +20,10 @@ impl Lowerer<'_> {
                     _ => None,
                 };
                 let (value, pointee) = match typed {
-                    Some(access) => access.map(|a| (a.expr, a.pointee))?,
+                    Some(access) => access.map(|a| {
+                        self.note_pointer(&a);
+                        (a.expr, a.pointee)
+                    })?,
                     None => (self.expr(init)?, None),
                 };
                 let ty = match (self.ty(&value), self.widths.get(&span(*pos))) {
@@ -167,6 +170,10 @@ impl Lowerer<'_> {
                 None => {
                     let ty = self.ty(&value);
                     self.record_use(&map, &key, UseKind::Store(ty), pos);
+                    let meaning = self.sem(&value);
+                    if let Some(u) = self.uses.last_mut() {
+                        u.value_meaning = meaning;
+                    }
                     StmtKind::MapStore { map: map.id(), key, value }
                 }
                 Some(op) => {

@@ -48,7 +48,7 @@ impl Lowerer<'_> {
                 Ok(Expr::StrSearch(StrOp::Contains, Box::new(a), Box::new(b)))
             }
             ("buf", 2) => self.buf(args),
-            ("kptr", 2) => self.kptr(args).map(|a| a.expr),
+            ("kptr", 2) => self.kptr(args).map(|a| self.typed_value(a)),
             ("strncmp", _) => err(pos, "strncmp(a, b, n) takes two strings and a constant length"),
             ("strcontains", _) => err(pos, "strcontains(haystack, needle) takes two strings"),
             ("buf", _) => err(pos, "buf(ptr, len) takes a pointer and a length"),
@@ -88,7 +88,8 @@ impl Lowerer<'_> {
         Ok(Expr::ReadBuf { ptr: Box::new(ptr), len: Box::new(len), max, user })
     }
 
-    /// `kptr(v, "struct NAME")`: `v` as a pointer to that struct.
+    /// `kptr(v, "struct NAME")` / `kptr(v, "union NAME")`: `v` as a pointer
+    /// to that struct or union.
     pub(crate) fn kptr(&mut self, args: &[RExpr]) -> Result<fields::Access> {
         let value = self.int_expr(&args[0])?;
         let tpos = args[1].position();
@@ -96,14 +97,20 @@ impl Lowerer<'_> {
             return err(tpos, "kptr(value, type): the type is a string constant, e.g. \"struct sock\"");
         };
         let name = written.trim().trim_end_matches('*').trim();
-        let Some(name) = name.strip_prefix("struct ").map(str::trim) else {
-            return err(tpos, format!("kptr(): '{written}' is no struct type; write e.g. \"struct sock\""));
+        let (kind, name) = match (name.strip_prefix("struct "), name.strip_prefix("union ")) {
+            (Some(n), _) => ("struct", n.trim()),
+            (_, Some(n)) => ("union", n.trim()),
+            _ => {
+                let hint = "write e.g. \"struct sock\" or \"union bpf_attr\"";
+                return err(tpos, format!("kptr(): '{written}' is no struct or union type; {hint}"));
+            }
         };
         let Some(btf) = self.target.btf else {
             return err(tpos, "kptr() needs the kernel's BTF (/sys/kernel/btf/vmlinux), which this kernel lacks");
         };
-        let Some(id) = btf.struct_named(name) else {
-            return err(tpos, format!("kptr(): the kernel's BTF has no struct {name}"));
+        let found = if kind == "struct" { btf.struct_named(name) } else { btf.union_named(name) };
+        let Some(id) = found else {
+            return err(tpos, format!("kptr(): the kernel's BTF has no {kind} {name}"));
         };
         Ok(fields::Access { expr: value, char_pointer: false, pointee: Some(id) })
     }

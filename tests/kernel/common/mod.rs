@@ -26,6 +26,9 @@ pub const ATTACH_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long rtrace may take to end once it has been told to (or was due to).
 pub const EXIT_TIMEOUT: Duration = Duration::from_secs(15);
 
+mod cases;
+pub use cases::*;
+
 static SERIAL: Mutex<()> = Mutex::new(());
 
 /// Start of every test: `let Some(_guard) = common::setup() else { return };`.

@@ -1,0 +1,120 @@
+//! `-k` / `-kk` (bpftrace's helper checks): failed helper calls are counted
+//! per probe and statement and reported with the script position, the
+//! helper, the error and the count; `-k` checks map updates, `-kk` memory
+//! reads too; without either nothing is checked or reported.
+
+use std::time::Duration;
+
+use crate::common::*;
+
+/// A probe on this thread's opens that reads a string from a bad user
+/// address (the file name's pointer moved far past the mapped memory) and
+/// writes a second key into a map with room for one.
+fn script(dir: &TempDir) -> (std::path::PathBuf, String) {
+    let src = fill(
+        r#"let one = map("one", #{ max_entries: 1 });
+probe("tracepoint:syscalls:sys_enter_openat", |e| {
+    if e.tid == __ME__ {
+        let name = str(e.args.filename + 0x7000_0000_0000);
+        one[1] = 1;
+        one[2] = 2;
+    }
+});
+"#,
+        &[("ME", &tid())],
+    );
+    (dir.write("checks.rhai", &src), src)
+}
+
+/// Open a missing file `n` times from this thread.
+fn open_missing(n: usize) {
+    for _ in 0..n {
+        let _ = std::fs::File::open("/nonexistent/rtrace-helper-errors");
+    }
+}
+
+/// Run the script with `flags`, make 3 opens, end the run.
+fn run_with(flags: &[&str]) -> (Outcome, String, String) {
+    let dir = TempDir::new();
+    let (path, src) = script(&dir);
+    let path = path.to_string_lossy().into_owned();
+    let mut args: Vec<&str> = flags.to_vec();
+    args.push(&path);
+    let mut t = Tracer::start(&args);
+    t.wait_line("attached", Duration::from_secs(30), |l| l.starts_with("Attaching ") || l.contains("attached_probes"));
+    open_missing(3);
+    std::thread::sleep(Duration::from_millis(100));
+    (t.interrupt_and_finish(), path, src)
+}
+
+/// Failure counts reported on stderr for `FILE:L:C: warning: N failed HELPER in PROBE: MSG`,
+/// summed over the reports (the run reports as they grow, then at exit).
+fn reported(stderr: &str, prefix: &str, tail: &str) -> u64 {
+    stderr.lines().filter_map(|l| l.strip_prefix(prefix)?.strip_suffix(tail)?.parse::<u64>().ok()).sum()
+}
+
+#[test]
+fn kk_reports_failed_reads_and_updates_with_their_positions_and_counts() {
+    let Some(_g) = setup() else { return };
+    let (out, path, src) = run_with(&["-kk"]);
+    assert_eq!(out.code, Some(0), "{out}");
+    let (l, c) = position_of(&src, "let name");
+    let read = reported(
+        &out.stderr,
+        &format!("{path}:{l}:{c}: warning: "),
+        " failed probe_read_user_str in tracepoint:syscalls:sys_enter_openat: Bad address (-14)",
+    );
+    assert_eq!(read, 3, "three failed string reads\n{out}");
+    let (l, c) = position_of(&src, "= 2;");
+    let update = reported(
+        &out.stderr,
+        &format!("{path}:{l}:{c}: warning: "),
+        " failed map_update_elem in tracepoint:syscalls:sys_enter_openat: Argument list too long (-7)",
+    );
+    assert_eq!(update, 3, "the second key never fits\n{out}");
+    let (l, _) = position_of(&src, "= 1;");
+    assert!(!out.stderr.contains(&format!("{path}:{l}:")), "the first key fits: no report\n{out}");
+}
+
+#[test]
+fn k_checks_map_updates_but_not_reads() {
+    let Some(_g) = setup() else { return };
+    let (out, path, src) = run_with(&["-k"]);
+    assert_eq!(out.code, Some(0), "{out}");
+    let (l, c) = position_of(&src, "= 2;");
+    let update = reported(
+        &out.stderr,
+        &format!("{path}:{l}:{c}: warning: "),
+        " failed map_update_elem in tracepoint:syscalls:sys_enter_openat: Argument list too long (-7)",
+    );
+    assert_eq!(update, 3, "{out}");
+    assert!(!out.stderr.contains("probe_read"), "-k leaves reads unchecked\n{out}");
+}
+
+#[test]
+fn without_k_nothing_is_reported() {
+    let Some(_g) = setup() else { return };
+    let (out, _, _) = run_with(&[]);
+    assert_eq!(out.code, Some(0), "{out}");
+    assert!(!out.stderr.contains("warning"), "{out}");
+    assert_eq!(out.map_lines("one"), vec!["@one[1]: 1"], "{out}");
+}
+
+#[test]
+fn kk_json_writes_helper_error_records() {
+    let Some(_g) = setup() else { return };
+    let (out, _, src) = run_with(&["-kk", "-f", "json"]);
+    assert_eq!(out.code, Some(0), "{out}");
+    let records = json_records(&out.stdout);
+    let errors = json_of_type(&records, "helper_error");
+    let (l, c) = position_of(&src, "let name");
+    let reads: Vec<_> = errors.iter().filter(|r| r["helper"] == "probe_read_user_str").collect();
+    assert!(!reads.is_empty(), "{out}");
+    for r in &reads {
+        assert_eq!((r["line"].as_u64(), r["col"].as_u64()), (Some(l as u64), Some(c as u64)), "{r}");
+        assert_eq!((r["msg"].as_str(), r["retcode"].as_i64()), (Some("Bad address"), Some(-14)), "{r}");
+        assert_eq!(r["probe"], "tracepoint:syscalls:sys_enter_openat");
+    }
+    assert_eq!(reads.iter().map(|r| r["count"].as_u64().unwrap_or(0)).sum::<u64>(), 3, "{out}");
+    assert!(errors.iter().any(|r| r["helper"] == "map_update_elem" && r["retcode"] == -7), "{out}");
+}
