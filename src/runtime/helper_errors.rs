@@ -8,6 +8,7 @@ use std::sync::Mutex;
 
 use anyhow::{anyhow, Result};
 use libbpf_rs::{MapCore, MapFlags, MapType};
+use probes_ebpf::codegen::HelperSite;
 use probes_ebpf::record::{decode_helper_errors, HELPER_ERROR_SIZE};
 
 use crate::kernel::sys::map_create;
@@ -26,12 +27,33 @@ pub fn create(plan: &Plan) -> Result<libbpf_rs::MapHandle> {
 }
 
 /// Every checked call site with the probe it belongs to.
-fn sites(plan: &Plan) -> impl Iterator<Item = (usize, &probes_ebpf::codegen::HelperSite)> {
+fn sites(plan: &Plan) -> impl Iterator<Item = (usize, &HelperSite)> {
     plan.programs.iter().flat_map(|p| p.code.helper_sites.iter().map(move |s| (p.probe, s)))
 }
 
+/// The counters with their call sites, for a reader that outlives the plan's
+/// borrow (`--serve`'s scrapes).
+pub struct Counters {
+    map: libbpf_rs::MapHandle,
+    sites: Vec<(usize, HelperSite)>,
+}
+
+impl Counters {
+    /// The run's counters, when it was started with `-k`/`-kk`.
+    pub fn of(plan: &Plan, loaded: &Loaded) -> Result<Option<Counters>> {
+        let Some(map) = &loaded.helper_errors else { return Ok(None) };
+        let map = libbpf_rs::MapHandle::try_from(map).map_err(|e| anyhow!("failed-helper counters: {e}"))?;
+        Ok(Some(Counters { map, sites: sites(plan).map(|(probe, s)| (probe, *s)).collect() }))
+    }
+
+    /// Failed calls so far per (probe, line, col, helper), with the last error.
+    pub fn totals(&self) -> BTreeMap<Place, (u64, i64)> {
+        totals_at(self.sites.iter().map(|(probe, s)| (*probe, s)), &self.map)
+    }
+}
+
 /// A statement's failed calls of one helper: (probe, line, col, helper).
-type Place = (usize, u32, u32, u32);
+pub type Place = (usize, u32, u32, u32);
 
 /// Failures already reported, per place.
 static REPORTED: Mutex<BTreeMap<Place, u64>> = Mutex::new(BTreeMap::new());
@@ -39,8 +61,15 @@ static REPORTED: Mutex<BTreeMap<Place, u64>> = Mutex::new(BTreeMap::new());
 /// Failed calls so far per place (call sites of one statement in several
 /// programs, such as a probe expanded per point, add up), with the last error.
 fn totals(plan: &Plan, map: &libbpf_rs::MapHandle) -> BTreeMap<Place, (u64, i64)> {
+    totals_at(sites(plan), map)
+}
+
+fn totals_at<'a>(
+    sites: impl Iterator<Item = (usize, &'a HelperSite)>,
+    map: &libbpf_rs::MapHandle,
+) -> BTreeMap<Place, (u64, i64)> {
     let mut out: BTreeMap<Place, (u64, i64)> = BTreeMap::new();
-    for (probe, site) in sites(plan) {
+    for (probe, site) in sites {
         let Ok(Some(cpus)) = map.lookup_percpu(&site.slot.to_le_bytes(), MapFlags::ANY) else { continue };
         let (count, code) = decode_helper_errors(cpus.iter().map(Vec::as_slice));
         if count == 0 {

@@ -54,6 +54,10 @@ struct Sources {
     probes: Vec<String>,
     programs: Vec<(usize, OwnedFd)>,
     stats: bool,
+    /// `-k`/`-kk`: the failed-helper counters, and the script file their
+    /// positions are in.
+    helper_errors: Option<super::helper_errors::Counters>,
+    file: String,
 }
 
 /// The listening endpoint: it lives as long as rtrace does, so that an
@@ -179,6 +183,8 @@ fn sources(prefix: &str, stats: bool, session: &Session, plan: &Plan, loaded: &L
         probes: probe_labels(&plan.probes),
         programs: probe_stats::probe_programs(plan, &loaded.programs),
         stats,
+        helper_errors: super::helper_errors::Counters::of(plan, loaded)?,
+        file: session.file_name.clone(),
     })
 }
 
@@ -278,6 +284,9 @@ fn builtin(sources: &Sources) -> Vec<Family> {
         Family::new("rtrace_callback_errors", Type::Counter, "Errors in userspace statements (with --keep-going)");
     errors.push(Vec::new(), Number::Int(CALLBACK_ERRORS.load(Ordering::Relaxed) as i64));
     let mut out = vec![lost, lost_controls, dropped, records, errors];
+    if let Some(counters) = &sources.helper_errors {
+        out.push(helper_errors(sources, counters));
+    }
     if sources.stats {
         let mut runs = Family::new("rtrace_probe_runs", Type::Counter, "Times a probe's BPF programs ran");
         let mut secs =
@@ -300,6 +309,24 @@ fn builtin(sources: &Sources) -> Vec<Family> {
         out.push(f);
     }
     out
+}
+
+/// `-k`/`-kk`: failed helper calls per probe, helper and script position.
+fn helper_errors(sources: &Sources, counters: &super::helper_errors::Counters) -> Family {
+    let mut f = Family::new(
+        "rtrace_helper_errors",
+        Type::Counter,
+        "Failed BPF helper calls (-k: map updates, -kk: memory reads too) per probe, helper and statement",
+    );
+    for ((probe, line, col, helper), (count, _)) in counters.totals() {
+        let labels = vec![
+            ("probe".to_string(), sources.probes.get(probe).cloned().unwrap_or_default()),
+            ("helper".to_string(), probes_ebpf::helpers::name(helper).to_string()),
+            ("location".to_string(), format!("{}:{line}:{col}", sources.file)),
+        ];
+        f.push(labels, Number::Int(count as i64));
+    }
+    f
 }
 
 fn cpu_seconds() -> f64 {

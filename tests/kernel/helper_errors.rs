@@ -118,3 +118,47 @@ fn kk_json_writes_helper_error_records() {
     assert_eq!(reads.iter().map(|r| r["count"].as_u64().unwrap_or(0)).sum::<u64>(), 3, "{out}");
     assert!(errors.iter().any(|r| r["helper"] == "map_update_elem" && r["retcode"] == -7), "{out}");
 }
+
+#[test]
+fn kk_counts_are_served_on_metrics_per_probe_helper_and_position() {
+    let Some(_g) = setup() else { return };
+    let dir = TempDir::new();
+    let (path, src) = script(&dir);
+    let path = path.to_string_lossy().into_owned();
+    let port = crate::serve::free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut t = Tracer::start(&["-kk", "--serve", &addr, &path]);
+    t.wait_attached();
+    // The counters are kernel map slots bumped at each failed call, so they
+    // read 3 as soon as the opens have returned.
+    open_missing(3);
+    let body = crate::serve::metrics(port);
+    let series = |helper: &str, at: &str| {
+        let (l, c) = position_of(&src, at);
+        format!(
+            "rtrace_helper_errors_total{{probe=\"tracepoint:syscalls:sys_enter_openat\",helper=\"{helper}\",location=\"{path}:{l}:{c}\"}} 3"
+        )
+    };
+    assert!(body.contains("# TYPE rtrace_helper_errors_total counter\n"), "{body}");
+    let lines: Vec<&str> = body.lines().filter(|l| l.starts_with("rtrace_helper_errors_total{")).collect();
+    assert_eq!(lines, vec![series("probe_read_user_str", "let name"), series("map_update_elem", "= 2;")], "{body}");
+    let out = t.interrupt_and_finish();
+    assert_eq!(out.code, Some(0), "{out}");
+}
+
+#[test]
+fn without_k_no_helper_errors_are_served() {
+    let Some(_g) = setup() else { return };
+    let dir = TempDir::new();
+    let (path, _) = script(&dir);
+    let path = path.to_string_lossy().into_owned();
+    let port = crate::serve::free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut t = Tracer::start(&["--serve", &addr, &path]);
+    t.wait_attached();
+    open_missing(3);
+    let body = crate::serve::metrics(port);
+    assert!(body.contains("rtrace_lost_events_total{"), "{body}");
+    assert!(!body.contains("rtrace_helper_errors"), "{body}");
+    drop(t.interrupt_and_finish());
+}

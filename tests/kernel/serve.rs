@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use crate::common::*;
 
 /// A loopback port nothing listens on right now.
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("no free port")
 }
 
@@ -30,7 +30,7 @@ fn get(port: u16, path: &str, accept: Option<&str>) -> (String, String, String) 
     (status.to_string(), headers.to_string(), body.to_string())
 }
 
-fn metrics(port: u16) -> String {
+pub(crate) fn metrics(port: u16) -> String {
     let (status, headers, body) = get(port, "/metrics", None);
     assert_eq!(status, "HTTP/1.1 200 OK", "{headers}\n{body}");
     body
