@@ -36,18 +36,31 @@ fn every_control_message_is_handled_or_counted() {
     let src = fill(
         r#"
 let p = map();
+let gate = map();
 probe("__PROBE__", |e| {
     if e.pid == __ME__ { p = count(); print(p); }
 });
-probe("tracepoint:syscalls:sys_enter_getpid", |e| { if e.pid == __ME__ { exit(); } });
+// Holds the event loop in a userspace statement until the burst is over, so
+// the control ring overflows however fast the loop would drain it.
+probe("tracepoint:syscalls:sys_enter_getuid", |e| {
+    if e.pid == __ME__ {
+        print("holding");
+        let waits = 0;
+        while gate[0] == 0 && waits < 3000 { sleep(0.01); waits += 1; }
+    }
+});
+probe("tracepoint:syscalls:sys_enter_getpid", |e| { if e.pid == __ME__ { gate[0] = 1; exit(); } });
 "#,
         &[("PROBE", &probe), ("ME", &pid())],
     );
     let mut t = Tracer::start(&["-e", &src]);
     t.wait_attached();
+    unsafe { libc::syscall(libc::SYS_getuid) };
+    t.wait_line("the holding statement", Duration::from_secs(10), |l| l == "holding");
     // In one burst: far more than the control ring holds (64 KiB, 24 bytes a message).
     getppid_n(CALLS as usize);
-    // exit() is never lost, and the messages queued before it are still handled.
+    // Opens the gate; exit() is never lost, and the messages queued before it
+    // are still handled.
     getpid_n(1);
     let out = t.finish_within(Duration::from_secs(30));
     assert_eq!(out.code, Some(0), "{out}");
