@@ -57,6 +57,14 @@ pub(crate) fn lines_with<'a>(out: &'a Outcome, words: &[&str]) -> Vec<&'a str> {
     out.stdout.lines().filter(|l| words.iter().all(|w| l.contains(w))).collect()
 }
 
+/// The one stdout line that contains every word; the test fails when there
+/// are none or several.
+pub(crate) fn only_line_with<'a>(out: &'a Outcome, words: &[&str]) -> &'a str {
+    let hits = lines_with(out, words);
+    assert_eq!(hits.len(), 1, "{out}");
+    hits[0]
+}
+
 /// Sum of the counts of BCC-layout histogram rows (`  lo -> hi : count |...|`).
 fn bcc_hist_total(text: &str) -> u64 {
     text.lines()
@@ -268,10 +276,9 @@ fn opensnoop_statsnoop_show_paths_and_errors() {
     let me = pid().to_string();
     let missing = format!("/tmp/rtt_{}_missing", token());
     let out = tool_until(&["opensnoop", "-p", &me, "-x"], || drop(std::fs::File::open(&missing)), &missing);
-    let hits = lines_with(&out, &[&missing]);
-    assert_eq!(hits.len(), 1, "{out}");
-    assert!(hits[0].starts_with(&format!("{me:<6} ")), "{out}");
-    assert!(hits[0].ends_with(&format!("  -1   2 {missing}")), "{out}");
+    let hit = only_line_with(&out, &[&missing]);
+    assert!(hit.starts_with(&format!("{me:<6} ")), "{out}");
+    assert!(hit.ends_with(&format!("  -1   2 {missing}")), "{out}");
 
     let out = tool_until(&["statsnoop", "-p", &me], || drop(std::fs::metadata(&missing)), &missing);
     let hits = lines_with(&out, &[&missing]);
@@ -294,18 +301,15 @@ fn execsnoop_exitsnoop_see_a_child() {
     let shpid = sh.id().to_string();
     sh.wait_with_output().unwrap();
     let out = t1.interrupt_and_finish();
-    let hits = lines_with(&out, &[&name]);
-    assert_eq!(hits.len(), 1, "{out}");
-    let w: Vec<&str> = hits[0].split_whitespace().collect();
+    let hit = only_line_with(&out, &[&name]);
+    let w: Vec<&str> = hit.split_whitespace().collect();
     assert_eq!(&w[..3], &[name.as_str(), cpid.as_str(), &pid().to_string()], "{out}");
     assert_eq!(w[3], "0", "{out}");
-    assert!(hits[0].ends_with(&format!("{} first second", prog.display())), "{out}");
+    assert!(hit.ends_with(&format!("{} first second", prog.display())), "{out}");
     let out = t2.interrupt_and_finish();
-    let hits = lines_with(&out, &[&format!(" {cpid} ")]);
-    assert_eq!(hits.len(), 1, "{out}");
-    assert!(hits[0].starts_with(&name) && hits[0].ends_with(" 0"), "{out}");
-    let hits = lines_with(&out, &[&format!(" {shpid} ")]);
-    assert!(hits.len() == 1 && hits[0].ends_with(" 3"), "{out}");
+    let hit = only_line_with(&out, &[&format!(" {cpid} ")]);
+    assert!(hit.starts_with(&name) && hit.ends_with(" 0"), "{out}");
+    assert!(only_line_with(&out, &[&format!(" {shpid} ")]).ends_with(" 3"), "{out}");
 }
 
 #[test]
@@ -335,9 +339,8 @@ fn killsnoop_setuids_syncsnoop_see_this_process() {
     let out = t2.interrupt_and_finish();
     assert_eq!(lines_with(&out, &[&format!(" {me} "), " fsync"]).len(), 1, "{out}");
     let out = t3.interrupt_and_finish();
-    let hits = lines_with(&out, &[&format!(" {child} ")]);
-    assert_eq!(hits.len(), 1, "{out}");
-    assert!(hits[0].ends_with("setuid     uid=0 (ret=0)"), "{out}");
+    let hit = only_line_with(&out, &[&format!(" {child} ")]);
+    assert!(hit.ends_with("setuid     uid=0 (ret=0)"), "{out}");
 }
 
 #[test]
@@ -372,8 +375,7 @@ fn syscount_counts_this_process() {
     getppid_n(4);
     t.interrupt();
     let out = t.finish_within(Duration::from_secs(120));
-    let hits = lines_with(&out, &[&format!("{:<22} {:>8} ", "getppid", 4)]);
-    assert_eq!(hits.len(), 1, "{out}");
+    only_line_with(&out, &[&format!("{:<22} {:>8} ", "getppid", 4)]);
 }
 
 #[test]
@@ -533,16 +535,13 @@ fn tcp_tools_see_a_loopback_connection() {
     let port = listener.local_addr().unwrap().port().to_string();
     let ([out1, out2, out3], cport) = tcp_tools_on_a_connection(&listener, &[], |c, _| c.write_all(b"x").unwrap());
     let out = out1;
-    let hits = lines_with(&out, &[&format!("{me} ")]);
-    assert_eq!(hits.len(), 1, "{out}");
-    assert!(hits[0].ends_with(&format!("127.0.0.1        127.0.0.1        {port:<5}")), "{out}");
+    let hit = only_line_with(&out, &[&format!("{me} ")]);
+    assert!(hit.ends_with(&format!("127.0.0.1        127.0.0.1        {port:<5}")), "{out}");
     let out = out2;
-    let hits = lines_with(&out, &[&format!("{me} ")]);
-    assert_eq!(hits.len(), 1, "{out}");
-    assert!(hits[0].contains(&format!("127.0.0.1        {cport:<5} 127.0.0.1        {port}")), "{out}");
+    let hit = only_line_with(&out, &[&format!("{me} ")]);
+    assert!(hit.contains(&format!("127.0.0.1        {cport:<5} 127.0.0.1        {port}")), "{out}");
     let out = out3;
-    let hits = lines_with(&out, &[&format!("127.0.0.1       {port:<5} 127.0.0.1       {cport:<5}")]);
-    assert_eq!(hits.len(), 1, "{out}");
+    only_line_with(&out, &[&format!("127.0.0.1       {port:<5} 127.0.0.1       {cport:<5}")]);
 }
 
 #[test]
@@ -677,6 +676,5 @@ fn oomkill_sees_a_memory_limited_child_killed() {
         eprintln!("skipped: the limited child was not killed (swap, or no OOM killer in this cgroup)");
         return;
     }
-    let hits = lines_with(&out, &[&format!("OOM kill of PID {cpid} (\"rtt_hog\")")]);
-    assert_eq!(hits.len(), 1, "{out}");
+    only_line_with(&out, &[&format!("OOM kill of PID {cpid} (\"rtt_hog\")")]);
 }

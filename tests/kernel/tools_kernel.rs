@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use crate::common::*;
 use crate::tools::{
-    argdist_rows, lines_with, start_tool, tcp_tools_on_a_connection, tcpretrans_with_a_full_accept_queue, tool_until,
+    argdist_rows, lines_with, only_line_with, start_tool, tcp_tools_on_a_connection,
+    tcpretrans_with_a_full_accept_queue, tool_until,
 };
 
 #[test]
@@ -114,19 +115,16 @@ fn tcp_tools_see_an_ipv6_loopback_connection_and_its_bytes() {
         c.read_exact(&mut back).unwrap();
     });
     let out = out1;
-    let hits = lines_with(&out, &[&format!("{me} ")]);
-    assert_eq!(hits.len(), 1, "{out}");
-    assert!(hits[0].ends_with(&format!(" 6  ::1              ::1              {ps:<5}")), "{out}");
+    let hit = only_line_with(&out, &[&format!("{me} ")]);
+    assert!(hit.ends_with(&format!(" 6  ::1              ::1              {ps:<5}")), "{out}");
     let out = out2;
-    let hits = lines_with(&out, &[&format!("{me} ")]);
-    assert_eq!(hits.len(), 1, "{out}");
-    assert!(hits[0].contains(&format!(" 6  ::1              {cport:<5} ::1              {port}")), "{out}");
+    let hit = only_line_with(&out, &[&format!("{me} ")]);
+    assert!(hit.contains(&format!(" 6  ::1              {cport:<5} ::1              {port}")), "{out}");
     // tcplife -L: the server side (local port = the listener's) received
     // 300000 bytes and sent 5000: TX_KB 4, RX_KB 292, as BCC divides by 1024.
     let out = out3;
-    let hits = lines_with(&out, &[&format!("::1             {port:<5} ::1             {cport:<5}")]);
-    assert_eq!(hits.len(), 1, "{out}");
-    assert!(hits[0].contains(&format!("{cport:<5}     4   292 ")), "{out}");
+    let hit = only_line_with(&out, &[&format!("::1             {port:<5} ::1             {cport:<5}")]);
+    assert!(hit.contains(&format!("{cport:<5}     4   292 ")), "{out}");
     assert!(lines_with(&out, &[&format!("::1             {cport:<5} ::1")]).is_empty(), "-L let the client in\n{out}");
 }
 
