@@ -149,19 +149,23 @@ pub enum Expr {
         map: MapId,
         user: bool,
         lost: MapId,
+        /// Frames to leave out at the top of a kernel stack: the BPF
+        /// program's own and its trampoline's (fentry/fexit), so the stack
+        /// starts at the probed function.
+        skip: u32,
     },
     /// An integer of `size` bytes read from memory at `addr` (0 if unreadable).
     ReadMem {
         addr: Box<Expr>,
         size: u32,
         signed: bool,
-        user: bool,
+        mem: Memory,
     },
     /// A NUL-terminated string read from memory at `ptr`, up to `max` bytes.
     ReadStr {
         ptr: Box<Expr>,
         max: u32,
-        user: bool,
+        mem: Memory,
     },
     Binary(BinOp, Box<Expr>, Box<Expr>),
     Unary(UnOp, Box<Expr>),
@@ -182,7 +186,7 @@ pub enum Expr {
         ptr: Box<Expr>,
         len: Box<Expr>,
         max: u32,
-        user: bool,
+        mem: Memory,
     },
     /// A map's integer value for `key`, 0 when the key is missing.
     MapGet {
@@ -194,6 +198,29 @@ pub enum Expr {
         map: MapId,
         key: Vec<Expr>,
     },
+}
+
+/// Which memory a pointer read reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Memory {
+    Kernel,
+    User,
+    /// Kernel memory first, user memory when that read fails: a kernel
+    /// function's pointer arguments, which may point to either (a syscall's
+    /// `const char __user *filename` as well as a `struct file *`). On
+    /// x86-64 a kernel read of a user address always fails, so the fallback
+    /// never reads the wrong one.
+    KernelThenUser,
+}
+
+impl Memory {
+    pub fn user(user: bool) -> Memory {
+        if user {
+            Memory::User
+        } else {
+            Memory::Kernel
+        }
+    }
 }
 
 impl Expr {

@@ -14,7 +14,7 @@ const ERRORS: MapId = 1;
 
 /// `m[1] = *(u64 *)addr; m.remove(7)` at 2:5 and 3:5, counting into map 1.
 fn reads_and_deletes(addr: i64, checks: Option<HelperChecks>) -> Program {
-    let read = Expr::ReadMem { addr: Box::new(int(addr)), size: 8, signed: false, user: false };
+    let read = Expr::ReadMem { addr: Box::new(int(addr)), size: 8, signed: false, mem: Memory::Kernel };
     let mut p = program(
         vec![],
         vec![value_map(vec![Ty::Int], Ty::Int), MapLayout { key: vec![], value: ValueKind::Agg(AggKind::Avg) }],

@@ -581,8 +581,8 @@ fn ctx_strings() {
         count(m32, Expr::CtxDataLocStr { offset: 16, max: 32 }),
         count(m8, Expr::CtxDataLocStr { offset: 16, max: 64 }),
         count(m16, Expr::CtxDataLocStr { offset: 16, max: 6 }),
-        count(m32, Expr::ReadStr { ptr: Box::new(ctx_int(24, 8, false)), max: 32, user: true }),
-        count(m16, Expr::ReadStr { ptr: Box::new(ctx_int(24, 8, false)), max: 5, user: false }),
+        count(m32, Expr::ReadStr { ptr: Box::new(ctx_int(24, 8, false)), max: 32, mem: Memory::User }),
+        count(m16, Expr::ReadStr { ptr: Box::new(ctx_int(24, 8, false)), max: 5, mem: Memory::Kernel }),
     ];
     let maps = vec![
         out_map(),

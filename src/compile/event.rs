@@ -2,7 +2,7 @@
 //! `e.elapsed`, `e.probe`), stacks, `e.curtask` and BTF member chains, and
 //! what the attach point's `EventContext` says about `e.argN`, `e.args.X`,
 //! `e.retval`, `e.func`.
-use probes_ebpf::ir::{BinOp, Builtin, ContextKind, Expr, LocalId};
+use probes_ebpf::ir::{BinOp, Builtin, ContextKind, Expr, LocalId, Memory};
 use rhai::{Expr as RExpr, Position};
 
 use super::fields;
@@ -25,7 +25,25 @@ impl Lowerer<'_> {
     }
 
     /// `e.args.X` where X is a `__user` pointer field.
-    pub(crate) fn is_user_pointer(&self, e: &RExpr) -> bool {
+    /// The memory `str(e)` / `buf(e, n)` read: user memory for user
+    /// pointers (uprobes, syscall arguments, `__user` fields, `uptr(x)`),
+    /// kernel memory for `kptr(x)`, else what the probe's pointer arguments
+    /// point to (a kernel function's: kernel, then user memory).
+    pub(crate) fn pointer_memory(&self, e: &RExpr) -> Memory {
+        if let RExpr::FnCall(call, _) = e {
+            match (call.name.as_str(), call.args.len()) {
+                ("uptr", 1) => return Memory::User,
+                ("kptr", 1) => return Memory::Kernel,
+                _ => {}
+            }
+        }
+        match self.is_user_pointer(e) {
+            true => Memory::User,
+            false => self.target.event.pointer_memory(),
+        }
+    }
+
+    fn is_user_pointer(&self, e: &RExpr) -> bool {
         if self.target.event.user_memory() {
             return true;
         }
@@ -183,7 +201,8 @@ impl Lowerer<'_> {
             // Raw tracepoints have no pt_regs for the kernel walker to start from.
         }
         let map = self.target.stack_map(depth, user, mode);
-        Ok(Expr::StackId { map, user, lost: self.target.stack_lost })
+        let skip = if user { 0 } else { self.target.event.kernel_stack_skip() };
+        Ok(Expr::StackId { map, user, lost: self.target.stack_lost, skip })
     }
 
     pub(crate) fn event_field(&mut self, name: &str, pos: Position) -> Result<Expr> {

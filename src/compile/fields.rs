@@ -6,7 +6,7 @@
 //! a member but the name of a struct that begins with this one reads the
 //! same address as that struct (`e.args.sk.tcp_sock.bytes_acked`).
 
-use probes_ebpf::ir::{BinOp, Expr};
+use probes_ebpf::ir::{BinOp, Expr, Memory};
 
 use crate::kernel::btf::{BtfTypes, Shape};
 
@@ -119,7 +119,7 @@ pub fn walk(btf: &dyn BtfTypes, base: Base, members: &[String]) -> Result<Access
 }
 
 fn read(addr: Expr, size: u32, signed: bool) -> Expr {
-    Expr::ReadMem { addr: Box::new(addr), size, signed, user: false }
+    Expr::ReadMem { addr: Box::new(addr), size, signed, mem: Memory::Kernel }
 }
 
 fn finish(btf: &dyn BtfTypes, place: Place, written: &str) -> Result<Access, (usize, String)> {
@@ -157,7 +157,7 @@ fn finish(btf: &dyn BtfTypes, place: Place, written: &str) -> Result<Access, (us
                     Access { expr: read(addr, 8, false), char_pointer: btf.is_char(to), pointee: composite(btf, to) }
                 }
                 (Shape::CharArray { len }, _) if len > 0 => Access {
-                    expr: Expr::ReadStr { ptr: Box::new(addr), max: len.min(256), user: false },
+                    expr: Expr::ReadStr { ptr: Box::new(addr), max: len.min(256), mem: Memory::Kernel },
                     char_pointer: false,
                     pointee: None,
                 },
@@ -181,8 +181,8 @@ fn finish(btf: &dyn BtfTypes, place: Place, written: &str) -> Result<Access, (us
 pub fn in_user_memory(e: Expr) -> Expr {
     let up = |b: Box<Expr>| Box::new(in_user_memory(*b));
     match e {
-        Expr::ReadMem { addr, size, signed, .. } => Expr::ReadMem { addr: up(addr), size, signed, user: true },
-        Expr::ReadStr { ptr, max, .. } => Expr::ReadStr { ptr: up(ptr), max, user: true },
+        Expr::ReadMem { addr, size, signed, .. } => Expr::ReadMem { addr: up(addr), size, signed, mem: Memory::User },
+        Expr::ReadStr { ptr, max, .. } => Expr::ReadStr { ptr: up(ptr), max, mem: Memory::User },
         Expr::Binary(op, a, b) => Expr::Binary(op, up(a), up(b)),
         Expr::Unary(op, a) => Expr::Unary(op, up(a)),
         other => other,

@@ -5,6 +5,7 @@
 use anyhow::{anyhow, Result};
 use probes_ebpf::ir::{self, MapId, MapLayout};
 
+use super::fields;
 use crate::config::Trace;
 use crate::kernel::Kernel;
 use crate::plan::CompiledProgram;
@@ -81,8 +82,12 @@ pub(super) fn follow_programs(
     let add =
         stmt(ir::StmtKind::MapStore { map, key: vec![field("task", "task_newtask", "pid")?], value: ir::Expr::Int(1) });
     let on_new = vec![stmt(ir::StmtKind::If { cond: new_process, then: vec![add], otherwise: vec![] })];
-    // sched_process_exit runs in the exiting thread; group_dead: the last one.
-    let last = ir::Expr::LogicalAnd(Box::new(followed), Box::new(field("sched", "sched_process_exit", "group_dead")?));
+    // sched_process_exit runs in the exiting thread; drop the pid when it is the last one.
+    let last_thread = match field("sched", "sched_process_exit", "group_dead") {
+        Ok(group_dead) => group_dead,
+        Err(_) => last_thread_exiting(kernel),
+    };
+    let last = ir::Expr::LogicalAnd(Box::new(followed), Box::new(last_thread));
     let drop = stmt(ir::StmtKind::MapDelete { map, key: vec![pid()] });
     let on_exit = vec![stmt(ir::StmtKind::If { cond: last, then: vec![drop], otherwise: vec![] })];
 
@@ -120,4 +125,26 @@ pub(super) fn follow_programs(
         });
     }
     Ok(out)
+}
+
+/// At `sched_process_exit` on kernels whose tracepoint has no `group_dead`
+/// field (before 6.4): the exiting thread is the process's last when
+/// `current->signal->live` is 0 (do_exit counts it down before the
+/// tracepoint fires); without BTF, when it is the thread-group leader.
+fn last_thread_exiting(kernel: &dyn Kernel) -> ir::Expr {
+    let leader = || {
+        ir::Expr::Binary(
+            ir::BinOp::Eq,
+            Box::new(ir::Expr::Builtin(ir::Builtin::Pid)),
+            Box::new(ir::Expr::Builtin(ir::Builtin::Tid)),
+        )
+    };
+    let Some(btf) = kernel.btf() else { return leader() };
+    let Some(task) = btf.struct_named("task_struct") else { return leader() };
+    let base = fields::Base { value: ir::Expr::Builtin(ir::Builtin::CurTask), ty: task, pointee: true, name: "curtask".into() };
+    let members = ["signal".to_string(), "live".to_string(), "counter".to_string()];
+    match fields::walk(btf, base, &members) {
+        Ok(live) => ir::Expr::Binary(ir::BinOp::Eq, Box::new(live.expr), Box::new(ir::Expr::Int(0))),
+        Err(_) => leader(),
+    }
 }

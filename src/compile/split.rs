@@ -663,6 +663,8 @@ impl Walk<'_> {
             "ksym" if args.len() == 1 => kinds[0].clone().map(|_| Kind::Int),
             // Kernel string searches, buffers and typed pointers
             // (`lower/strings.rs`); userspace has its own strncmp/strcontains.
+            // uptr(p) / kptr(p): the pointer, marked as user / kernel memory.
+            "uptr" | "kptr" if args.len() == 1 => kinds[0].clone().map(|_| Kind::Int),
             "strncmp" | "strcontains" | "buf" | "kptr" => {
                 let ks = kinds.into_iter().collect::<std::result::Result<Vec<Kind>, Why>>()?;
                 let _ = ks;

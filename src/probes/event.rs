@@ -5,7 +5,7 @@
 //! which probe type it came from. The contexts shared by several probe
 //! types (pt_regs, `u64 args[]`) live here; the others beside their type.
 
-use probes_ebpf::ir::{BinOp, Expr};
+use probes_ebpf::ir::{BinOp, Expr, Memory};
 
 use crate::kernel::arch;
 use crate::kernel::btf::{BtfTypes, Param, Shape};
@@ -29,6 +29,16 @@ pub trait EventContext: Send + Sync {
     /// Pointers read in this probe point into user memory (uprobe, usdt).
     fn user_memory(&self) -> bool {
         false
+    }
+    /// Frames at the top of a kernel stack taken here that belong to the
+    /// BPF machinery, not to the traced code (left out of `e.kstack`).
+    fn kernel_stack_skip(&self) -> u32 {
+        0
+    }
+    /// The memory this probe's pointer arguments point to, when nothing
+    /// else about a pointer says.
+    fn pointer_memory(&self) -> Memory {
+        Memory::user(self.user_memory())
     }
     /// A tracepoint's fields, for `e.args.NAME`.
     fn format(&self) -> Option<&TracepointFormat> {
@@ -64,7 +74,7 @@ impl EventContext for PtRegsEvent {
         // above the return address.
         let sp = Expr::CtxInt { offset: arch::SP, size: 8, signed: false };
         let addr = Expr::Binary(BinOp::Add, Box::new(sp), Box::new(Expr::Int(arch::argument_stack_offset(i))));
-        Some(Ok(Expr::ReadMem { addr: Box::new(addr), size: 8, signed: false, user: self.user }))
+        Some(Ok(Expr::ReadMem { addr: Box::new(addr), size: 8, signed: false, mem: Memory::user(self.user) }))
     }
     fn retval(&self) -> Option<Expr> {
         Some(Expr::CtxInt { offset: arch::RETURN_VALUE, size: 8, signed: true })
@@ -74,6 +84,15 @@ impl EventContext for PtRegsEvent {
     }
     fn user_memory(&self) -> bool {
         self.user
+    }
+    /// A kernel function's pointer arguments may point to user memory (a
+    /// syscall's, `do_sys_openat2`'s filename) as well as kernel memory.
+    fn pointer_memory(&self) -> Memory {
+        if self.user {
+            Memory::User
+        } else {
+            Memory::KernelThenUser
+        }
     }
 }
 
@@ -86,6 +105,10 @@ pub struct RawArgsEvent {
     /// as its BTF type says ([`btf_slot`]).
     pub retval: Option<Expr>,
     pub func: Option<String>,
+    /// Kernel stack frames above the traced code: an fentry/fexit program
+    /// is called by its trampoline, so its stacks start with the program
+    /// and the trampoline (2); 0 for raw tracepoints.
+    pub stack_skip: u32,
 }
 
 impl EventContext for RawArgsEvent {
@@ -105,6 +128,14 @@ impl EventContext for RawArgsEvent {
     }
     fn btf_args(&self) -> Option<&[Param]> {
         self.params.as_deref()
+    }
+    /// Kernel function and tracepoint arguments may point to user memory
+    /// (a syscall's filename) as well as kernel memory.
+    fn pointer_memory(&self) -> Memory {
+        Memory::KernelThenUser
+    }
+    fn kernel_stack_skip(&self) -> u32 {
+        self.stack_skip
     }
 }
 

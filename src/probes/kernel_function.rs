@@ -138,7 +138,8 @@ impl ProbeType for KernelFunctionProbe {
             }
             _ => (None, None),
         };
-        let event = RawArgsEvent { params, retval, func };
+        // The program's frame and its trampoline's are above the function.
+        let event = RawArgsEvent { params, retval, func, stack_skip: 2 };
         let mut spec = ProgramSpec::new(BPF_PROG_TYPE_TRACING, ContextKind::RawTracepoint, event);
         spec.load = self.load_attrs(point, k).map_err(|e| e.to_string());
         Ok(spec)

@@ -27,7 +27,7 @@ impl ProbeType for RawTracepoint {
             AttachTarget::RawTracepoint { event } if per_point => k.btf().and_then(|b| b.tracepoint_params(event)),
             _ => None,
         };
-        let event = RawArgsEvent { params, retval: None, func: None };
+        let event = RawArgsEvent { params, retval: None, func: None, stack_skip: 0 };
         Ok(ProgramSpec::new(BPF_PROG_TYPE_RAW_TRACEPOINT, ContextKind::RawTracepoint, event))
     }
     fn expand(&self, spec: &ProbeSpec, _trace: &Trace, k: &dyn Kernel) -> Result<Vec<AttachPoint>> {

@@ -31,7 +31,7 @@ impl ProbeType for TpBtf {
             AttachTarget::BtfTracepoint { event } => k.btf().and_then(|b| b.tracepoint_params(event)),
             _ => None,
         };
-        let event = RawArgsEvent { params, retval: None, func: None };
+        let event = RawArgsEvent { params, retval: None, func: None, stack_skip: 0 };
         let mut spec = ProgramSpec::new(BPF_PROG_TYPE_TRACING, ContextKind::RawTracepoint, event);
         spec.load = load_attrs(point, k).map_err(|e| e.to_string());
         Ok(spec)

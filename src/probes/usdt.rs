@@ -8,7 +8,7 @@ use std::os::fd::BorrowedFd;
 use std::path::Path;
 
 use anyhow::{anyhow, bail, Result};
-use probes_ebpf::ir::{BinOp, ContextKind, Expr};
+use probes_ebpf::ir::{BinOp, ContextKind, Expr, Memory};
 
 use super::listing::{binaries, matches, or_star, ListQuery, Listing};
 use super::{uprobe, AttachPoint, AttachTarget, EventContext, ProbeType, ProgramSpec};
@@ -194,11 +194,11 @@ pub fn arg_expr(arg: &UsdtArg) -> Result<Expr, String> {
             if *disp != 0 {
                 addr = Expr::Binary(BinOp::Add, Box::new(addr), Box::new(Expr::Int(*disp)));
             }
-            Expr::ReadMem { addr: Box::new(addr), size: arg.size, signed: arg.signed, user: true }
+            Expr::ReadMem { addr: Box::new(addr), size: arg.size, signed: arg.signed, mem: Memory::User }
         }
         ArgLocation::IpRelative { delta } => {
             let addr = Expr::Binary(BinOp::Add, Box::new(reg(arch::IP)), Box::new(Expr::Int(*delta)));
-            Expr::ReadMem { addr: Box::new(addr), size: arg.size, signed: arg.signed, user: true }
+            Expr::ReadMem { addr: Box::new(addr), size: arg.size, signed: arg.signed, mem: Memory::User }
         }
         ArgLocation::Global { symbol, .. } => {
             return Err(format!("USDT argument reads global `{symbol}`, which is not in the binary's symbol table"))
@@ -461,7 +461,7 @@ mod tests {
                 )),
                 size: 8,
                 signed: false,
-                user: true
+                mem: Memory::User
             }
         );
         assert!(arg_expr(&parse_arg("4@x(%rip)")).unwrap_err().contains("global `x`"));

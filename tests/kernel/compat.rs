@@ -386,7 +386,7 @@ fn shebang_scripts_and_scripts_from_stdin_run() {
     assert_eq!(out.code, Some(0), "{out}");
     assert!(out.line_index("args [\"a\"]").is_some(), "{out}");
 
-    let mut child = Command::new(RTRACE)
+    let mut child = Command::new(rtrace_bin())
         .args(["-", "x", "y"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -517,7 +517,7 @@ fn typo_suggestions_name_only_close_probes() {
 #[test]
 fn man_page_and_completions_are_built() {
     let Some(_g) = setup() else { return };
-    let share = std::path::Path::new(RTRACE).parent().unwrap().join("share");
+    let share = std::path::Path::new(rtrace_bin()).parent().unwrap().join("share");
     let man = std::fs::read_to_string(share.join("man/man1/rtrace.1")).expect("man page built");
     assert!(man.starts_with(".ie") || man.contains(".TH rtrace"), "{}", &man[..200.min(man.len())]);
     for opt in ["\\-\\-info", "\\-\\-dry\\-run", "\\-B"] {

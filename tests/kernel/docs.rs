@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{setup, TempDir, RTRACE};
+use crate::common::{rtrace_bin, setup, TempDir};
 
 /// Pages the tests below check; `every_page_is_checked` compares this list
 /// with the directory.
@@ -412,7 +412,7 @@ impl Workdir {
         let dir = TempDir::new();
         let bin = dir.join(".bin");
         std::fs::create_dir(&bin).unwrap();
-        std::os::unix::fs::symlink(RTRACE, bin.join("rtrace")).unwrap();
+        std::os::unix::fs::symlink(rtrace_bin(), bin.join("rtrace")).unwrap();
         // `sudo [VAR=value...] cmd`: the tests are root already.
         std::fs::write(bin.join("sudo"), "#!/bin/sh\nexec env \"$@\"\n").unwrap();
         std::process::Command::new("chmod").arg("755").arg(bin.join("sudo")).status().unwrap();

@@ -183,7 +183,7 @@ fn a_runtime_error_starts_a_line_of_its_own() {
     // stdout and stderr on one pipe, as on a terminal.
     let src = r#"probe("BEGIN", || { printf("partial"); let x = [1]; print(x[5]); });"#;
     let out =
-        std::process::Command::new("sh").args(["-c", &format!("'{RTRACE}' -q -e '{src}' 2>&1")]).output().expect("sh");
+        std::process::Command::new("sh").args(["-c", &format!("'{}' -q -e '{src}' 2>&1", rtrace_bin())]).output().expect("sh");
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{text}");
     let lines: Vec<&str> = text.lines().collect();
@@ -191,7 +191,7 @@ fn a_runtime_error_starts_a_line_of_its_own() {
     assert_eq!(lines[0], "partial", "{text}");
     assert!(lines[1].starts_with("-e:1:") && lines[1].contains("out of bounds"), "{text}");
     // Apart, stdout keeps exactly what the script printed.
-    let apart = std::process::Command::new(RTRACE).args(["-q", "-e", src]).output().expect("rtrace");
+    let apart = std::process::Command::new(rtrace_bin()).args(["-q", "-e", src]).output().expect("rtrace");
     assert_eq!(String::from_utf8_lossy(&apart.stdout), "partial", "{apart:?}");
 }
 

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::common::RTRACE;
+use crate::common::rtrace_bin;
 
 /// The examples the tests below run; `every_example_is_exercised` compares
 /// this list with the directory.
@@ -84,14 +84,14 @@ impl Run {
 
 /// Run rtrace with `args` to its end (at most 60 s).
 fn rtrace(args: &[&str]) -> Run {
-    let mut child = Command::new(RTRACE)
+    let mut child = Command::new(rtrace_bin())
         .args(args)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {RTRACE}: {e}"));
+        .unwrap_or_else(|e| panic!("cannot start {}: {e}", rtrace_bin()));
     let mut out = child.stdout.take().unwrap();
     let mut err = child.stderr.take().unwrap();
     let out_t = std::thread::spawn(move || {

@@ -328,7 +328,7 @@ fn tracepoint_listing_is_fast() {
 fn closed_pipe_ends_the_listing_quietly() {
     let Some(_g) = setup() else { return };
     let mut child =
-        Command::new(RTRACE).args(["-lv", "*"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        Command::new(rtrace_bin()).args(["-lv", "*"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let mut first = String::new();
     BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
     assert!(!first.is_empty());

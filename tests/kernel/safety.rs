@@ -268,7 +268,7 @@ fn a_full_output_device_is_an_error() {
 fn a_closed_stdout_pipe_ends_the_run() {
     let Some(_g) = setup() else { return };
     let src = r#"every("5ms", || { print("line"); });"#;
-    let mut child = Command::new(RTRACE)
+    let mut child = Command::new(rtrace_bin())
         .args(["-e", src])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

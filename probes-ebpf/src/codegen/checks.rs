@@ -43,6 +43,12 @@ impl Gen<'_> {
         }
         let slot = checks.first_slot + self.helper_sites.len() as u32;
         self.helper_sites.push(HelperSite { slot, helper, span: self.span });
+        if matches!(helper, h::MAP_UPDATE_ELEM | h::MAP_DELETE_ELEM) {
+            // Before Linux 6.4 the map operations these calls are rewritten
+            // to return a 32-bit int: the upper half of r0 is not its sign.
+            self.emit(Insn::alu_imm(Alu::Lsh, R0, 32));
+            self.emit(Insn::alu_imm(Alu::Arsh, R0, 32));
+        }
         let mut fine = vec![self.emit(Insn::jmp_imm(Cond::Sge, R0, 0, 0))];
         if let Some(errno) = normal {
             fine.push(self.emit(Insn::jmp_imm(Cond::Eq, R0, -errno, 0)));

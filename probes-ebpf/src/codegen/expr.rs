@@ -150,7 +150,7 @@ impl Gen<'_> {
                 }
                 Ok(r)
             }
-            Expr::StackId { map, user, lost } => {
+            Expr::StackId { map, user, lost, skip } => {
                 const BPF_F_USER_STACK: i32 = 1 << 8;
                 let memo = self.stack_memo.iter().find(|(m, _)| m == map).map(|&(_, off)| off);
                 let Some(memo) = memo else { return Err(self.err("internal error: stack map without a memo slot")) };
@@ -161,7 +161,9 @@ impl Gen<'_> {
                 let taken = self.emit(Insn::jmp_imm(Cond::Ne, r, STACK_UNSET, 0));
                 self.emit(Insn::load(8, R1, FP, CTX_SLOT));
                 self.load_map(R2, *map);
-                self.emit(Insn::mov_imm(R3, if *user { BPF_F_USER_STACK } else { 0 }));
+                const BPF_F_SKIP_FIELD_MASK: u32 = 0xff;
+                let flags = if *user { BPF_F_USER_STACK } else { (*skip & BPF_F_SKIP_FIELD_MASK) as i32 };
+                self.emit(Insn::mov_imm(R3, flags));
                 self.emit(Insn::call(h::GET_STACKID));
                 self.emit(Insn::mov_reg(r, R0));
                 self.emit(Insn::store(8, FP, memo, r));
@@ -188,17 +190,17 @@ impl Gen<'_> {
                 }
                 Ok(r)
             }
-            Expr::ReadMem { addr, size, signed, user } => {
+            Expr::ReadMem { addr, size, signed, mem } => {
                 let a = self.int(addr)?;
                 let slot = self.alloc(8)?;
                 self.emit(Insn::store_imm(8, FP, slot, 0));
-                self.emit(Insn::mov_reg(R1, FP));
-                self.emit(Insn::alu_imm(Alu::Add, R1, slot as i32));
-                self.emit(Insn::mov_imm(R2, (*size).min(8) as i32));
-                self.emit(Insn::mov_reg(R3, a));
-                let read = if *user { h::PROBE_READ_USER } else { h::PROBE_READ_KERNEL };
-                self.emit(Insn::call(read));
-                self.check_helper(read)?;
+                let n = (*size).min(8) as i32;
+                self.read_from(*mem, h::PROBE_READ_KERNEL, h::PROBE_READ_USER, |g| {
+                    g.emit(Insn::mov_reg(R1, FP));
+                    g.emit(Insn::alu_imm(Alu::Add, R1, slot as i32));
+                    g.emit(Insn::mov_imm(R2, n));
+                    g.emit(Insn::mov_reg(R3, a));
+                })?;
                 self.emit(Insn::load((*size).min(8), a, FP, slot));
                 if *signed && *size < 8 {
                     let bits = (64 - size * 8) as i32;
@@ -441,19 +443,19 @@ impl Gen<'_> {
                 self.emit(Insn::call(h::PROBE_READ_KERNEL_STR));
                 self.check_helper(h::PROBE_READ_KERNEL_STR)?;
             }
-            Expr::ReadStr { ptr, max, user } => {
+            Expr::ReadStr { ptr, max, mem } => {
                 self.zero_stack(dst, slot);
                 let p = self.int(ptr)?;
-                self.emit(Insn::mov_reg(R1, FP));
-                self.emit(Insn::alu_imm(Alu::Add, R1, dst as i32));
-                self.emit(Insn::mov_imm(R2, (*max).min(len) as i32));
-                self.emit(Insn::mov_reg(R3, p));
-                let read = if *user { h::PROBE_READ_USER_STR } else { h::PROBE_READ_KERNEL_STR };
-                self.emit(Insn::call(read));
-                self.check_helper(read)?;
+                let n = (*max).min(len) as i32;
+                self.read_from(*mem, h::PROBE_READ_KERNEL_STR, h::PROBE_READ_USER_STR, |g| {
+                    g.emit(Insn::mov_reg(R1, FP));
+                    g.emit(Insn::alu_imm(Alu::Add, R1, dst as i32));
+                    g.emit(Insn::mov_imm(R2, n));
+                    g.emit(Insn::mov_reg(R3, p));
+                })?;
                 self.release(p);
             }
-            Expr::ReadBuf { ptr, len: n, max, user } => self.read_buf(ptr, n, *max, *user, dst, slot)?,
+            Expr::ReadBuf { ptr, len: n, max, mem } => self.read_buf(ptr, n, *max, *mem, dst, slot)?,
             Expr::Local(id) => {
                 let Ty::Bytes(n) = self.local_ty(*id) else {
                     return Err(self.err("a number is used where a string is expected"));

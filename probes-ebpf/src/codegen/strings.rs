@@ -172,7 +172,7 @@ impl Gen<'_> {
 
     /// `buf(ptr, len)` into the buffer at `dst` (`slot` bytes): the length
     /// read (clamped to `0..=max`), then the bytes.
-    pub(super) fn read_buf(&mut self, ptr: &Expr, len: &Expr, max: u32, user: bool, dst: i16, slot: u32) -> Result<()> {
+    pub(super) fn read_buf(&mut self, ptr: &Expr, len: &Expr, max: u32, mem: Memory, dst: i16, slot: u32) -> Result<()> {
         self.zero_stack(dst, slot);
         let p = self.int(ptr)?;
         let n = self.int_keeping(p, len)?;
@@ -180,15 +180,33 @@ impl Gen<'_> {
         self.emit(Insn::jmp_imm(Cond::Le, n, max as i32, 1));
         self.emit(Insn::mov_imm(n, max as i32));
         self.emit(Insn::store(8, FP, dst, n));
-        self.emit(Insn::mov_reg(R1, FP));
-        self.emit(Insn::alu_imm(Alu::Add, R1, dst as i32 + 8));
-        self.emit(Insn::mov_reg(R2, n));
-        self.emit(Insn::mov_reg(R3, p));
-        let read = if user { h::PROBE_READ_USER } else { h::PROBE_READ_KERNEL };
-        self.emit(Insn::call(read));
-        self.check_helper(read)?;
+        self.read_from(mem, h::PROBE_READ_KERNEL, h::PROBE_READ_USER, |g| {
+            g.emit(Insn::mov_reg(R1, FP));
+            g.emit(Insn::alu_imm(Alu::Add, R1, dst as i32 + 8));
+            g.emit(Insn::mov_reg(R2, n));
+            g.emit(Insn::mov_reg(R3, p));
+        })?;
         self.release(n);
         self.release(p);
+        Ok(())
+    }
+
+    /// A read helper call whose arguments (r1..r3) `args` sets up: the
+    /// kernel or the user helper as `mem` says; for `KernelThenUser`, a
+    /// failed kernel read is made again in user memory (only the second
+    /// failure is a failed read for -kk).
+    pub(super) fn read_from(&mut self, mem: Memory, kernel: u32, user: u32, args: impl Fn(&mut Self)) -> Result<()> {
+        let first = if mem == Memory::User { user } else { kernel };
+        args(self);
+        self.emit(Insn::call(first));
+        if mem != Memory::KernelThenUser {
+            return self.check_helper(first);
+        }
+        let read = self.emit(Insn::jmp_imm(Cond::Sge, R0, 0, 0));
+        args(self);
+        self.emit(Insn::call(user));
+        self.check_helper(user)?;
+        self.patch_here(read);
         Ok(())
     }
 }

@@ -168,8 +168,8 @@ impl Lowerer<'_> {
                 match self.ty(&v) {
                     Ty::Bytes(_) => Ok(v),
                     Ty::Int => {
-                        let user = self.is_user_pointer(&args[0]);
-                        Ok(Expr::ReadStr { ptr: Box::new(v), max, user })
+                        let mem = self.pointer_memory(&args[0]);
+                        Ok(Expr::ReadStr { ptr: Box::new(v), max, mem })
                     }
                 }
             }

@@ -4,6 +4,7 @@
 //! string), with a constant index or any integer (a loop variable).
 
 use super::*;
+use probes_ebpf::ir::Memory;
 use crate::kernel::tracepoint_format::{c_int_width, TracepointFormat};
 
 /// An array field's element type and count: `unsigned long[6]` → ("unsigned long", 6).
@@ -103,6 +104,6 @@ impl Lowerer<'_> {
         let i = self.int_expr(index)?;
         let ptr = Expr::CtxInt { offset: f.offset, size: 8, signed: false };
         let addr = fold(BinOp::Add, ptr, fold(BinOp::Mul, i, Expr::Int(size as i64)));
-        Ok((Expr::ReadMem { addr: Box::new(addr), size, signed, user }, char_pointer))
+        Ok((Expr::ReadMem { addr: Box::new(addr), size, signed, mem: Memory::user(user) }, char_pointer))
     }
 }

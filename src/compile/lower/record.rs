@@ -1,7 +1,7 @@
 //! The records of userspace statements: lowering a block keeps the kernel
 //! statements the split chose and turns each run of userspace statements
 //! into one record (a `Site`) carrying what they read.
-use probes_ebpf::ir::{BinOp, Expr, LocalId, Span, Stmt, StmtKind, Ty};
+use probes_ebpf::ir::{BinOp, Expr, LocalId, Memory, Span, Stmt, StmtKind, Ty};
 use rhai::{ASTNode, Expr as RExpr, Position, Stmt as RStmt};
 
 use super::{at, err, event_path, index, property_chain, span, strings, LowerError, Lowerer, Result, AGGREGATIONS};
@@ -80,7 +80,9 @@ impl Lowerer<'_> {
         s.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
             if let Some(ASTNode::Expr(RExpr::FnCall(call, pos))) = path.last() {
                 let kernel_only = AGGREGATIONS.contains(&call.name.as_str())
-                    || (strings::KERNEL_ONLY.contains(&call.name.as_str()) && !strings::member_read(path));
+                    || (strings::KERNEL_ONLY.contains(&call.name.as_str())
+                        && !strings::member_read(path)
+                        && !(call.name == "kptr" && call.args.len() == 1));
                 if kernel_only && bad.is_none() {
                     bad = Some((call.name.to_string(), *pos));
                 }
@@ -346,8 +348,8 @@ impl Lowerer<'_> {
             (0..count)
                 .map(|i| {
                     let slot = Expr::Binary(BinOp::Add, Box::new(base.clone()), Box::new(Expr::Int(8 * i)));
-                    let ptr = Expr::ReadMem { addr: Box::new(slot), size: 8, signed: false, user: true };
-                    Expr::ReadStr { ptr: Box::new(ptr), max: 48, user: true }
+                    let ptr = Expr::ReadMem { addr: Box::new(slot), size: 8, signed: false, mem: Memory::User };
+                    Expr::ReadStr { ptr: Box::new(ptr), max: 48, mem: Memory::User }
                 })
                 .collect(),
         ))
@@ -379,7 +381,7 @@ impl Lowerer<'_> {
                 let pointer = self.target.event.format().and_then(|f| f.field(field)).map(|f| f.kind.clone());
                 Ok(match pointer {
                     Some(FieldKind::Pointer { user, to_char: true }) => {
-                        Expr::ReadStr { ptr: Box::new(v), max: self.target.str_max, user }
+                        Expr::ReadStr { ptr: Box::new(v), max: self.target.str_max, mem: Memory::user(user) }
                     }
                     _ => v,
                 })
@@ -391,7 +393,7 @@ impl Lowerer<'_> {
                     Expr::ReadStr {
                         ptr: Box::new(a.expr),
                         max: self.target.str_max,
-                        user: self.target.event.user_memory(),
+                        mem: self.target.event.pointer_memory(),
                     }
                 } else {
                     a.expr

@@ -14,7 +14,7 @@
 //!   `kptr(v, T).a.b` is read in the kernel and shipped with `v`, and
 //!   userspace's `kptr(v, T)` is an object map of the members read.
 
-use probes_ebpf::ir::StrOp;
+use probes_ebpf::ir::{Memory, StrOp};
 
 use crate::compile::fields;
 
@@ -49,10 +49,13 @@ impl Lowerer<'_> {
             }
             ("buf", 2) => self.buf(args),
             ("kptr", 2) => self.kptr(args).map(|a| self.typed_value(a)),
+            // The pointer itself; str()/buf() read it from user / kernel memory.
+            ("uptr" | "kptr", 1) => self.int_expr(&args[0]),
             ("strncmp", _) => err(pos, "strncmp(a, b, n) takes two strings and a constant length"),
             ("strcontains", _) => err(pos, "strcontains(haystack, needle) takes two strings"),
             ("buf", _) => err(pos, "buf(ptr, len) takes a pointer and a length"),
             ("kptr", _) => err(pos, "kptr(value, \"struct NAME\") takes an integer and a struct type"),
+            ("uptr", _) => err(pos, "uptr(pointer) takes one pointer"),
             _ => return None,
         })
     }
@@ -78,14 +81,14 @@ impl Lowerer<'_> {
 
     fn buf(&mut self, args: &[RExpr]) -> Result<Expr> {
         let ptr = self.int_expr(&args[0])?;
-        let user = self.is_user_pointer(&args[0]);
+        let mem = self.pointer_memory(&args[0]);
         let (len, max) = match self.const_int(&args[1]) {
             Some(n) if (0..=256).contains(&n) => (Expr::Int(n), n as u32),
             Some(_) => return err(args[1].position(), "buf(ptr, len): a constant len must be from 0 to 256"),
             // A runtime length reads at most the string limit (RTRACE_STRLEN).
             None => (self.int_expr(&args[1])?, self.target.str_max),
         };
-        Ok(Expr::ReadBuf { ptr: Box::new(ptr), len: Box::new(len), max, user })
+        Ok(Expr::ReadBuf { ptr: Box::new(ptr), len: Box::new(len), max, mem })
     }
 
     /// `kptr(v, "struct NAME")` / `kptr(v, "union NAME")`: `v` as a pointer
@@ -147,7 +150,7 @@ impl Lowerer<'_> {
         let ty = self.const_arg(&c.args[1]).unwrap_or_default();
         let path: Vec<String> = property_chain(rhs).0.into_iter().map(|c| c.0).collect();
         let member = if access.char_pointer {
-            Expr::ReadStr { ptr: Box::new(access.expr), max: self.target.str_max, user: false }
+            Expr::ReadStr { ptr: Box::new(access.expr), max: self.target.str_max, mem: Memory::Kernel }
         } else {
             access.expr
         };

@@ -18,8 +18,12 @@ use std::sync::{Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// Path of the binary under test.
-pub const RTRACE: &str = env!("CARGO_BIN_EXE_rtrace");
+/// Path of the binary under test: the one cargo built, or `$RTRACE_BIN`
+/// (the suite run from a copy, as scripts/test-vm.sh does).
+pub fn rtrace_bin() -> &'static str {
+    static BIN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| std::env::var("RTRACE_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_rtrace").to_string()))
+}
 
 /// How long rtrace may take to compile, load and attach.
 pub const ATTACH_TIMEOUT: Duration = Duration::from_secs(30);
@@ -35,10 +39,66 @@ static SERIAL: Mutex<()> = Mutex::new(());
 /// `None` (after printing why) when the test can't run here.
 pub fn setup() -> Option<MutexGuard<'static, ()>> {
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: needs root");
+        skip("needs root");
         return None;
     }
     Some(SERIAL.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// A test that can't run here says why, and is listed as skipped: libtest
+/// counts it as passed, so each skip is also written to `$RTRACE_SKIP_LOG`
+/// (scripts/test.sh prints them as skipped, never as passed).
+pub fn skip(reason: &str) {
+    let test = std::thread::current().name().unwrap_or("?").to_string();
+    eprintln!("skipped: {reason}");
+    if let Ok(path) = std::env::var("RTRACE_SKIP_LOG") {
+        use std::io::Write;
+        if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
+            let _ = writeln!(f, "{test}: {reason} (kernel {})", kernel_release());
+        }
+    }
+}
+
+/// The running kernel's release (`uname -r`).
+pub fn kernel_release() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim().to_string()
+}
+
+/// `setup()` for a test that needs kernel-function probes of one kind:
+/// kprobes (the kprobe PMU) or fentry/fexit (BPF trampolines). None, listed
+/// as skipped with the reason, on a kernel without them.
+pub fn setup_with(needs: Needs) -> Option<MutexGuard<'static, ()>> {
+    let guard = setup()?;
+    let missing = match needs {
+        Needs::Kprobes if !Path::new("/sys/bus/event_source/devices/kprobe").exists() => {
+            Some("needs kprobes (this kernel has no kprobe PMU)")
+        }
+        Needs::Fentry if !fentry_loads() => Some("needs fentry/fexit (this kernel refuses BPF trampolines)"),
+        _ => None,
+    };
+    match missing {
+        Some(why) => {
+            skip(why);
+            None
+        }
+        None => Some(guard),
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub enum Needs {
+    Kprobes,
+    Fentry,
+}
+
+/// Whether rtrace can attach fentry here: asked of rtrace itself (`--info`).
+fn fentry_loads() -> bool {
+    static OK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *OK.get_or_init(|| {
+        let out = Command::new(rtrace_bin()).arg("--info").output().expect("rtrace --info");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        text.lines().any(|l| l.trim_start().starts_with("fentry/fexit: yes"))
+    })
 }
 
 // ---------------------------------------------------------------------------
@@ -246,13 +306,13 @@ impl fmt::Display for Outcome {
 impl Tracer {
     /// Start `rtrace ARGS...` with extra environment variables.
     pub fn start_env(args: &[&str], env: &[(&str, &str)]) -> Tracer {
-        let mut cmd = Command::new(RTRACE);
+        let mut cmd = Command::new(rtrace_bin());
         cmd.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
         for (k, v) in env {
             cmd.env(k, v);
         }
         let started = Instant::now();
-        let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start {RTRACE}: {e}"));
+        let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start {}: {e}", rtrace_bin()));
         let stdout = child.stdout.take().unwrap();
         let mut stderr = child.stderr.take().unwrap();
         let (tx, lines_rx) = mpsc::channel();
@@ -713,7 +773,7 @@ pub fn build_c(dir: &TempDir, name: &str, source: &str, flags: &[&str]) -> Optio
     let out = match Command::new("gcc").args(flags).arg("-o").arg(&bin).arg(&src).output() {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("skipped: cannot run gcc: {e}");
+            skip(&format!("cannot run gcc: {e}"));
             return None;
         }
     };

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Runs the real-kernel tests inside the stock-kernel VM (scripts/vm.sh:
+# Debian's 6.1 LTS kernel under qemu), from a snapshot of the built binaries,
+# so the tree can be rebuilt while the VM runs.
+#
+#   scripts/test-vm.sh                 the VM's part of the suite (tests/vm-suite.txt)
+#   scripts/test-vm.sh --all           every real-kernel test
+#   scripts/test-vm.sh FILTER...       the tests whose names contain a FILTER
+#
+# Prints libtest's output; exits non-zero when a test failed. Skipped tests
+# (a feature this kernel lacks) are listed at the end, as skipped.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+
+filters=()
+case "${1:-}" in
+--all) ;;
+"") mapfile -t filters < <(grep -v '^\s*#' tests/vm-suite.txt | awk 'NF {print $1}') ;;
+*) filters=("$@") ;;
+esac
+
+bash scripts/vm.sh setup
+cargo build --release --bins 2>&1 | grep -v '^\s*\(Compiling\|Finished\)' >&2 || true
+test_bin=$(cargo test --release --test kernel --no-run --message-format=json 2>/dev/null |
+    python3 -c 'import json,sys
+for l in sys.stdin:
+    m = json.loads(l)
+    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "kernel" and m.get("executable"):
+        print(m["executable"])')
+[ -x "$test_bin" ] || { echo "test-vm: the kernel test binary did not build" >&2; exit 1; }
+
+snap=$ROOT/target/vm-run.$$
+rm -rf "$snap" && mkdir -p "$snap"
+trap 'rm -rf "$snap"' EXIT
+cp target/release/rtrace "$snap/rtrace"
+[ -d target/release/share ] && cp -r target/release/share "$snap/share"
+cp "$test_bin" "$snap/kernel-tests"
+: >"$snap/skipped"
+
+args=(--test-threads=1)
+# libtest takes several filters and runs the union.
+cmd="cd '$ROOT' && RTRACE_BIN='$snap/rtrace' RTRACE_SKIP_LOG='$snap/skipped' '$snap/kernel-tests' ${args[*]} ${filters[*]:-}"
+status=0
+bash scripts/vm.sh run "$cmd" || status=$?
+if [ -s "$snap/skipped" ]; then
+    echo "test-vm: skipped (not passed) in the VM, $(wc -l <"$snap/skipped") test(s):"
+    sed 's/^/  /' "$snap/skipped"
+fi
+exit "$status"
