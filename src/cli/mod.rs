@@ -108,6 +108,7 @@ fn without_errno_numbers(line: &str) -> String {
 
 fn run(cli: Cli, tool: Option<(String, Vec<String>)>) -> Result<i32> {
     sink::set_no_warnings(cli.no_warnings);
+    crate::kernel::sys::raise_open_file_limit();
     if cli.info {
         return info::run();
     }

@@ -66,7 +66,25 @@ pub fn classify(argv: &[String]) -> Invocation {
 pub fn install_probe_check(session: &Session) {
     let check: tools::SpecCheck =
         std::sync::Arc::new(|spec| crate::probes::check::attach_problem(spec, &Trace::default(), &LiveKernel));
-    session.registry.lock().unwrap().spec_check = Some(check);
+    let members: tools::MemberCheck = std::sync::Arc::new(|what, member| kernel_has(&LiveKernel, what, member));
+    let mut registry = session.registry.lock().unwrap();
+    registry.spec_check = Some(check);
+    registry.member_check = Some(members);
+}
+
+/// `kernel_has(what, member)`: `what` is `struct NAME` / `union NAME` (BTF)
+/// or `tracepoint:CAT:NAME` (its format).
+fn kernel_has(k: &dyn crate::kernel::Kernel, what: &str, member: &str) -> bool {
+    if let Some(tp) = what.strip_prefix("tracepoint:") {
+        let Some((category, name)) = tp.split_once(':') else { return false };
+        return k.tracepoint_format(category, name).is_ok_and(|f| f.field(member).is_some());
+    }
+    let Some(btf) = k.btf() else { return false };
+    let id = match what.strip_prefix("union ") {
+        Some(name) => btf.union_named(name.trim()),
+        None => btf.struct_named(what.strip_prefix("struct ").unwrap_or(what).trim()),
+    };
+    id.is_some_and(|id| btf.member(id, member).is_some())
 }
 
 /// `rtrace --list-tools`: one line per tool.

@@ -18,6 +18,9 @@ use libbpf_rs::{libbpf_sys, AsRawLibbpf, Btf, HasSize, ReferencesType};
 /// The kernel's BTF.
 pub struct KernelBtf {
     btf: Btf<'static>,
+    /// Every `__bpf_trace_CLASS` function: its name and parameter types
+    /// (the names of an event class's tracepoint arguments), found once.
+    trace_classes: OnceLock<Vec<(String, Vec<u32>)>>,
 }
 
 // SAFETY: after parsing, libbpf's `struct btf` is only read (type and name
@@ -28,7 +31,7 @@ unsafe impl Sync for KernelBtf {}
 /// The kernel's BTF, loaded on first use; `None` when the kernel has none.
 pub fn kernel() -> Option<&'static KernelBtf> {
     static BTF: OnceLock<Option<KernelBtf>> = OnceLock::new();
-    BTF.get_or_init(|| Btf::from_vmlinux().ok().map(|btf| KernelBtf { btf })).as_ref()
+    BTF.get_or_init(|| Btf::from_vmlinux().ok().map(|btf| KernelBtf { btf, trace_classes: OnceLock::new() })).as_ref()
 }
 
 /// A named, typed argument of a traced kernel function or tracepoint.
@@ -112,6 +115,35 @@ impl KernelBtf {
         self.btf.type_by_id(TypeId::from(id))
     }
 
+    /// The named parameters of an event's class function, on kernels
+    /// without `__probestub_EVENT` (before 6.4): an event of a class
+    /// (`sched_wakeup` of `sched_wakeup_template`) only has
+    /// `__bpf_trace_CLASS`. Of the class functions with exactly these
+    /// parameter types, the one whose name shares the longest start with
+    /// the event's.
+    fn class_params(&self, event: &str, params: &[Param]) -> Option<Vec<Param>> {
+        let classes = self.trace_classes.get_or_init(|| {
+            (1..self.btf.len() as u32)
+                .filter_map(|id| {
+                    let t = self.ty(id)?;
+                    if t.kind() != BtfKind::Func {
+                        return None;
+                    }
+                    let name = t.name()?.to_str()?.strip_prefix("__bpf_trace_")?.to_string();
+                    let proto = FuncProto::try_from(t.next_type()?).ok()?;
+                    Some((name, proto.iter().map(|p| u32::from(p.ty)).collect()))
+                })
+                .collect()
+        });
+        let types: Vec<u32> = params.iter().map(|p| p.ty).collect();
+        let shared = |name: &str| name.bytes().zip(event.bytes()).take_while(|(a, b)| a == b).count();
+        let (class, _) = classes.iter().filter(|(_, t)| *t == types).max_by_key(|(name, _)| shared(name))?;
+        if shared(class) == 0 {
+            return None;
+        }
+        self.function_params(&format!("__bpf_trace_{class}")).map(|(named, _)| named)
+    }
+
     fn find(&self, name: &str, kind: u32) -> Option<u32> {
         let c = CString::new(name).ok()?;
         let id = unsafe { libbpf_sys::btf__find_by_name_kind(self.btf.as_libbpf_object().as_ptr(), c.as_ptr(), kind) };
@@ -166,7 +198,8 @@ impl BtfTypes for KernelBtf {
             .iter()
             .filter_map(|f| self.function_params(f))
             .map(|(named, _)| named)
-            .find(|named| named.len() == params.len());
+            .find(|named| named.len() == params.len())
+            .or_else(|| self.class_params(event, &params));
         if let Some(named) = named {
             for (p, n) in params.iter_mut().zip(named) {
                 p.name = n.name;

@@ -24,7 +24,7 @@ pub struct FakeKernel {
     /// Format texts by (category, name).
     formats: BTreeMap<(String, String), String>,
     raw: Vec<String>,
-    functions: Vec<String>,
+    functions: Vec<super::functions::KernelFunction>,
     btf: FakeBtf,
 }
 
@@ -57,8 +57,7 @@ impl FakeKernel {
         }
         let mut raw = lines(&dir.join("raw_tracepoints"));
         raw.sort();
-        let mut functions = lines(&dir.join("kernel_functions"));
-        functions.sort();
+        let functions = super::functions::parse_filter_functions(&lines(&dir.join("kernel_functions")).join("\n"));
         let btf_path = dir.join("btf.txt");
         let btf_text = std::fs::read_to_string(&btf_path).unwrap_or_else(|e| panic!("{}: {e}", btf_path.display()));
         FakeKernel { tracepoints, formats, raw, functions, btf: FakeBtf::parse(&btf_text) }
@@ -89,10 +88,13 @@ impl Kernel for FakeKernel {
     fn raw_tracepoints(&self) -> Result<&[String]> {
         Ok(&self.raw)
     }
-    fn kernel_functions(&self) -> &[String] {
+    fn kernel_functions(&self) -> &[super::functions::KernelFunction] {
         &self.functions
     }
     fn fentry_available(&self) -> bool {
+        false
+    }
+    fn trampoline_loads(&self, _function: &str) -> bool {
         false
     }
     fn kprobes_available(&self) -> bool {

@@ -12,7 +12,7 @@ pub mod fake;
 #[cfg(test)]
 pub mod fake_btf;
 pub mod introspect;
-pub mod kallsyms;
+pub mod functions;
 pub mod link;
 pub mod sys;
 pub mod syscalls;
@@ -23,6 +23,7 @@ pub mod verifier;
 use anyhow::Result;
 
 use btf::BtfTypes;
+use functions::KernelFunction;
 use tracepoint_format::TracepointFormat;
 
 /// What compile (and the probe types, while expanding specs and deciding
@@ -43,10 +44,13 @@ pub trait Kernel: Sync {
     fn tracepoints(&self) -> Result<&[(String, String)]>;
     /// Raw tracepoint names, sorted.
     fn raw_tracepoints(&self) -> Result<&[String]>;
-    /// Kernel function names, sorted.
-    fn kernel_functions(&self) -> &[String];
+    /// Traceable kernel functions (modules included), sorted by name.
+    fn kernel_functions(&self) -> &[KernelFunction];
     /// fentry/fexit programs load on this kernel.
     fn fentry_available(&self) -> bool;
+    /// An fentry/fexit program on `function` loads (its arguments fit a
+    /// trampoline, its address is known): asked once per function.
+    fn trampoline_loads(&self, function: &str) -> bool;
     /// The kprobe PMU exists (CONFIG_KPROBES).
     fn kprobes_available(&self) -> bool;
     /// The kernel's types; None when it has no BTF.
@@ -74,11 +78,14 @@ impl Kernel for LiveKernel {
     fn raw_tracepoints(&self) -> Result<&[String]> {
         Ok(tracefs::raw_tracepoints()?)
     }
-    fn kernel_functions(&self) -> &[String] {
-        kallsyms::kernel_functions()
+    fn kernel_functions(&self) -> &[KernelFunction] {
+        functions::kernel_functions()
     }
     fn fentry_available(&self) -> bool {
         sys::fentry_available()
+    }
+    fn trampoline_loads(&self, function: &str) -> bool {
+        sys::trampoline_loads(function)
     }
     fn kprobes_available(&self) -> bool {
         sys::kprobes_available()

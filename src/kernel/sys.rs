@@ -267,6 +267,19 @@ pub fn probe_trampoline(function: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Whether an fentry program on `function` loads: tried once per function.
+pub fn trampoline_loads(function: &str) -> bool {
+    static SEEN: std::sync::Mutex<Option<std::collections::HashMap<String, bool>>> = std::sync::Mutex::new(None);
+    let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+    let seen = seen.get_or_insert_with(Default::default);
+    if let Some(&ok) = seen.get(function) {
+        return ok;
+    }
+    let ok = fentry_available() && probe_trampoline(function).is_ok();
+    seen.insert(function.to_string(), ok);
+    ok
+}
+
 /// Whether fentry/fexit programs load on this kernel (tried once, on a
 /// common function).
 pub fn fentry_available() -> bool {
@@ -281,4 +294,18 @@ pub fn fentry_available() -> bool {
         }
         false
     })
+}
+
+/// Raise the open-file limit to its hard maximum: every attached probe
+/// holds a file descriptor or more (perf events, links), and a wildcard
+/// over hundreds of functions or raw tracepoints passes the usual soft
+/// limit of 1024.
+pub fn raise_open_file_limit() {
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
+    }
 }

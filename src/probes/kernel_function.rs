@@ -1,8 +1,11 @@
 //! `kprobe:FN` / `kretprobe:FN` (`k:`/`kr:`) and `fentry:FN` / `fexit:FN`
-//! (`f:`/`fr:`). Kernel functions come from /proc/kallsyms. A kprobe prefers
-//! an fentry/fexit trampoline when the kernel allows one (cheaper), else uses
-//! the kprobe PMU. When neither is possible the error says why and names the
-//! tracepoint that covers the same event, where one exists.
+//! (`f:`/`fr:`); also `kprobe:MODULE:FN` and `kprobe:FN+OFFSET`. Kernel
+//! functions are the kernel's traceable ones (`kernel::functions`). A kprobe
+//! is decided per function: an fentry/fexit trampoline where one loads for
+//! that function (cheaper), else the kprobe PMU (functions with more
+//! arguments than a trampoline takes, module functions, offsets). When
+//! neither is possible the error says why and names the tracepoint that
+//! covers the same event, where one exists.
 
 use std::ffi::CString;
 use std::os::fd::BorrowedFd;
@@ -18,10 +21,11 @@ use crate::kernel::link::{Attachment, LoadAttrs};
 use crate::kernel::sys::{
     self, probe_trampoline, BPF_PROG_TYPE_KPROBE, BPF_PROG_TYPE_TRACING, BPF_TRACE_FENTRY, BPF_TRACE_FEXIT, KPROBE_PMU,
 };
+use crate::kernel::functions::KernelFunction;
 use crate::kernel::{Kernel, LiveKernel};
 use crate::probes::spec::ProbeSpec;
 use crate::util::similar::{no_match, suggest};
-use crate::util::wildcard::{has_wildcard, wildcard_match};
+use crate::util::wildcard::has_wildcard;
 
 pub struct KernelFunctionProbe {
     pub ret: bool,
@@ -55,7 +59,7 @@ fn availability(function: &str, trampoline_only: bool, k: &dyn Kernel) -> Result
 /// Whether the program for `point` (a kernel function) can attach here: the
 /// error a run would give, with the tracepoint to use instead where one exists.
 pub fn check_point(point: &AttachPoint, trampoline_only: bool, k: &dyn Kernel) -> Result<(), String> {
-    let AttachTarget::KernelFunction { function, ret } = &point.target else { return Ok(()) };
+    let AttachTarget::KernelFunction { function, ret, .. } = &point.target else { return Ok(()) };
     availability(function, trampoline_only, k).map_err(|why| {
         let hint = alternative(function, *ret, k).map(|t| format!("; use {t} instead")).unwrap_or_default();
         format!("cannot attach {}: {why}{hint}", point.name)
@@ -90,11 +94,15 @@ impl KernelFunctionProbe {
     }
 
     /// The program at `point` is an fentry/fexit trampoline (spelled so, or
-    /// a kprobe on a function with BTF on a kernel that loads trampolines,
-    /// since they are cheaper) rather than a kprobe.
+    /// a kprobe on a function a trampoline program loads for, since they are
+    /// cheaper) rather than a kprobe.
     fn trampoline(&self, point: &AttachPoint, k: &dyn Kernel) -> bool {
-        let AttachTarget::KernelFunction { function, .. } = &point.target else { return false };
-        self.trampoline_only || (k.fentry_available() && k.btf().is_some_and(|b| b.function_id(function).is_some()))
+        let AttachTarget::KernelFunction { function, offset, .. } = &point.target else { return false };
+        self.trampoline_only
+            || (*offset == 0
+                && k.fentry_available()
+                && k.btf().is_some_and(|b| b.function_params(function).is_some_and(|(p, _)| trampoline_fits(b, &p)))
+                && k.trampoline_loads(function))
     }
 
     /// The BTF attach target of a trampoline at `point`.
@@ -102,7 +110,7 @@ impl KernelFunctionProbe {
         if !self.trampoline(point, k) {
             return Ok(LoadAttrs::default());
         }
-        let AttachTarget::KernelFunction { function, ret } = &point.target else {
+        let AttachTarget::KernelFunction { function, ret, .. } = &point.target else {
             bail!("not a kernel function probe: {}", point.name);
         };
         if let Err(why) = availability(function, true, k) {
@@ -122,7 +130,7 @@ impl ProbeType for KernelFunctionProbe {
         self.trampoline_only || k.fentry_available()
     }
     fn program(&self, point: &AttachPoint, per_point: bool, k: &dyn Kernel) -> Result<ProgramSpec> {
-        let AttachTarget::KernelFunction { function, ret } = &point.target else {
+        let AttachTarget::KernelFunction { function, ret, .. } = &point.target else {
             bail!("not a kernel function probe: {}", point.name);
         };
         let func = per_point.then(|| function.clone());
@@ -145,22 +153,33 @@ impl ProbeType for KernelFunctionProbe {
         Ok(spec)
     }
     fn expand(&self, spec: &ProbeSpec, _trace: &Trace, k: &dyn Kernel) -> Result<Vec<AttachPoint>> {
-        let pattern = spec.target.rsplit(':').next().unwrap_or(&spec.target);
-        let funcs = k.kernel_functions();
-        let found: Vec<&String> = if has_wildcard(pattern) {
-            funcs.iter().filter(|f| wildcard_match(pattern, f)).collect()
-        } else {
-            funcs.binary_search_by(|f| f.as_str().cmp(pattern)).map(|i| vec![&funcs[i]]).unwrap_or_default()
-        };
-        if found.is_empty() {
-            let close = suggest(pattern, funcs.iter().map(String::as_str));
-            return Err(no_match("kernel function", pattern, close, ""));
+        let target = FunctionSpec::parse(&spec.target)?;
+        if target.offset.is_some() && (self.ret || self.trampoline_only) {
+            bail!("{}: only a kprobe can take an offset (kprobe:FN+OFFSET)", spec.target);
         }
-        Ok(found
+        if target.offset.is_some() && has_wildcard(target.name) {
+            bail!("{}: a wildcard can't take an offset", spec.target);
+        }
+        let funcs = k.kernel_functions();
+        let found: Vec<&KernelFunction> =
+            funcs.iter().filter(|f| target.module_matches(f) && matches(target.name, &f.name)).collect();
+        if found.is_empty() {
+            let close = suggest(target.name, funcs.iter().map(|f| f.name.as_str()));
+            let hint = match target.module {
+                Some(m) if m != "vmlinux" => format!(" in module {m}"),
+                _ => String::new(),
+            };
+            return Err(no_match("kernel function", &format!("{}{hint}", target.name), close, ""));
+        }
+        let offset = target.offset.unwrap_or(0);
+        let suffix = target.offset.map(|o| format!("+{o}")).unwrap_or_default();
+        let mut names: Vec<&str> = found.iter().map(|f| f.name.as_str()).collect();
+        names.dedup();
+        Ok(names
             .into_iter()
             .map(|f| AttachPoint {
-                name: format!("{}:{f}", spec.kind.name()),
-                target: AttachTarget::KernelFunction { function: f.clone(), ret: self.ret },
+                name: format!("{}:{f}{suffix}", spec.kind.name()),
+                target: AttachTarget::KernelFunction { function: f.to_string(), ret: self.ret, offset },
             })
             .collect())
     }
@@ -188,7 +207,20 @@ impl ProbeType for KernelFunctionProbe {
             return Ok(out);
         }
         let btf = if q.verbose { k.btf() } else { None };
-        for f in k.kernel_functions().iter().filter(|f| matches(func, f)) {
+        let module = q.rest.split_once(':').map(|(m, _)| m).filter(|m| !m.is_empty());
+        let target = FunctionSpec { module, name: func, offset: None };
+        let btf_needed = self.trampoline_only.then(|| k.btf()).flatten();
+        let mut last: Option<&str> = None;
+        for f in k.kernel_functions().iter().filter(|f| target.module_matches(f) && matches(func, &f.name)) {
+            // Each name once; fentry/fexit only where the function has BTF.
+            if last == Some(f.name.as_str()) || (self.trampoline_only && f.module.is_some()) {
+                continue;
+            }
+            last = Some(f.name.as_str());
+            if btf_needed.is_some_and(|b| b.function_id(&f.name).is_none()) {
+                continue;
+            }
+            let f = &f.name;
             // -lv: the BTF signature (`struct file * file`, ..., `ssize_t retval`).
             let details = match btf.and_then(|b| b.function_params(f).map(|p| (b, p))) {
                 Some((b, (params, ret))) => {
@@ -205,11 +237,13 @@ impl ProbeType for KernelFunctionProbe {
         Ok(out)
     }
     fn attach(&self, point: &AttachPoint, prog: BorrowedFd<'_>) -> Result<Attachment> {
-        let AttachTarget::KernelFunction { function, ret } = &point.target else {
+        let AttachTarget::KernelFunction { function, ret, offset } = &point.target else {
             bail!("not a kernel function probe: {}", point.name);
         };
         if self.trampoline(point, &LiveKernel) {
-            return super::tp_btf::attach_by_btf_id(point, prog);
+            let fd = sys::raw_tracepoint_open(None, prog)
+                .map_err(|e| anyhow!("cannot attach {}: {}", point.name, trampoline_error(&e)))?;
+            return Ok(Attachment::new(vec![fd]));
         }
         if let Err(why) = availability(function, self.trampoline_only, &LiveKernel) {
             let hint =
@@ -218,9 +252,80 @@ impl ProbeType for KernelFunctionProbe {
         }
         let pmu: u32 = std::fs::read_to_string(KPROBE_PMU)?.trim().parse()?;
         let name = CString::new(function.as_str())?;
-        // The kprobe PMU's retprobe flag is config bit 0.
-        let fd = sys::open_probe(pmu, *ret as u64, name.as_ptr() as u64, 0, -1, 0)
-            .map_err(|e| anyhow!("cannot attach {}: {e}", point.name))?;
+        // The kprobe PMU's retprobe flag is config bit 0; config2 is the offset.
+        let fd = sys::open_probe(pmu, *ret as u64, name.as_ptr() as u64, *offset, -1, 0)
+            .map_err(|e| anyhow!("cannot attach {}: {}", point.name, kprobe_error(&e, *offset)))?;
         sys::attach_bpf(vec![fd], prog)
+    }
+}
+
+/// Arguments every trampoline takes: x86-64 trampolines pass up to six
+/// register arguments (newer kernels take more on the stack, older ones
+/// refuse them only at attach time), and no struct passed by value.
+fn trampoline_fits(btf: &dyn crate::kernel::btf::BtfTypes, params: &[crate::kernel::btf::Param]) -> bool {
+    const REGISTER_ARGS: usize = 6;
+    params.len() <= REGISTER_ARGS
+        && params.iter().all(|p| !matches!(btf.shape(p.ty), crate::kernel::btf::Shape::Composite { .. }))
+}
+
+/// A kernel-function spec's target: `FN`, `MODULE:FN` (`vmlinux:FN` for the
+/// kernel itself), `FN+OFFSET` (decimal or 0x hex).
+struct FunctionSpec<'a> {
+    module: Option<&'a str>,
+    name: &'a str,
+    offset: Option<u64>,
+}
+
+impl<'a> FunctionSpec<'a> {
+    fn parse(target: &'a str) -> Result<FunctionSpec<'a>> {
+        let (module, rest) = match target.split_once(':') {
+            Some((m, f)) => (Some(m).filter(|m| !m.is_empty()), f),
+            None => (None, target),
+        };
+        let (name, offset) = match rest.split_once('+') {
+            Some((f, off)) => {
+                let parsed = match off.strip_prefix("0x") {
+                    Some(hex) => u64::from_str_radix(hex, 16),
+                    None => off.parse(),
+                };
+                let off = parsed.map_err(|_| anyhow!("{target}: the offset `{off}` is not a number"))?;
+                (f, Some(off))
+            }
+            None => (rest, None),
+        };
+        Ok(FunctionSpec { module, name: or_star(name), offset })
+    }
+
+    fn module_matches(&self, f: &KernelFunction) -> bool {
+        match (self.module, f.module.as_deref()) {
+            (None, _) => true,
+            (Some("vmlinux"), m) => m.is_none(),
+            (Some(want), Some(m)) => matches(want, m),
+            (Some(_), None) => false,
+        }
+    }
+}
+
+/// Why the kernel refused to attach a trampoline, in words.
+fn trampoline_error(e: &std::io::Error) -> String {
+    match e.raw_os_error() {
+        Some(libc::EBUSY) => "the function's trampoline is busy (another BPF tracer or ftrace user holds it)".into(),
+        Some(524) => "the kernel can't put a trampoline on this function (not supported)".into(),
+        Some(libc::ENOENT) => "the kernel has no traceable address for this function".into(),
+        _ => e.to_string(),
+    }
+}
+
+/// Why the kprobe PMU refused `FN[+OFFSET]`, in words.
+fn kprobe_error(e: &std::io::Error, offset: u64) -> String {
+    match e.raw_os_error() {
+        Some(libc::ENOENT) => "no such function in the running kernel".into(),
+        Some(libc::EILSEQ) | Some(libc::EINVAL) if offset > 0 => {
+            format!("offset {offset} is not the start of an instruction in the function")
+        }
+        Some(libc::EINVAL) => "the kernel does not allow probing this function (kprobe blacklist or notrace)".into(),
+        Some(libc::EBUSY) => "another kprobe or ftrace user holds this address".into(),
+        Some(libc::EMFILE) => "too many open files (raise the open-file limit: ulimit -n)".into(),
+        _ => e.to_string(),
     }
 }

@@ -65,10 +65,12 @@ pub enum AttachTarget {
         retprobe: bool,
         symbol: String,
     },
-    /// kprobe/kretprobe/fentry/fexit on a kernel function.
+    /// kprobe/kretprobe/fentry/fexit on a kernel function; `offset` (a
+    /// kprobe at `FN+OFF`) is bytes into it.
     KernelFunction {
         function: String,
         ret: bool,
+        offset: u64,
     },
     /// usdt: a probe site at `offset` in `path`, its argument specs, and the
     /// file offset of its semaphore (0: none).

@@ -3,6 +3,7 @@
 //! becomes a Diagnostic at the statement whose code was refused), and
 //! attach the loaded programs.
 
+use std::collections::{BTreeMap, HashMap};
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Arc;
 
@@ -13,6 +14,7 @@ use crate::config::Config;
 use crate::diag::{Diagnostic, Pos};
 use crate::kernel::link::{self, Attachment};
 use crate::kernel::{sys, verifier};
+use crate::output::sink;
 use crate::plan::{CompiledProgram, Plan};
 use crate::script::{position_text, Session};
 
@@ -118,14 +120,26 @@ fn verifier_error(
     Diagnostic::new(file, at, msg).into()
 }
 
-/// Attach every program to its points; on a refusal, detach what was
-/// attached and name the `probe()` call the refused point comes from.
+/// Attach every program to its points. A point of a probe that expands to
+/// several (a wildcard) and can't be attached is skipped, counted and named
+/// in one warning per probe, as bpftrace does; any other refusal detaches
+/// what was attached and names the `probe()` call the refused point comes
+/// from.
 pub fn attach_all(session: &Session, plan: &Plan, loaded: &Loaded) -> Result<Vec<Attachment>> {
+    let order = plan.attach_order();
+    let mut points_of_probe: HashMap<usize, usize> = HashMap::new();
+    for (i, _) in &order {
+        *points_of_probe.entry(plan.programs[*i].probe).or_default() += 1;
+    }
+    let mut skipped: BTreeMap<usize, Vec<String>> = BTreeMap::new();
     let mut attachments: Vec<Attachment> = Vec::new();
-    for (i, point) in plan.attach_order() {
+    for (i, point) in order {
         let (prog, fd) = (&plan.programs[i], &loaded.programs[i]);
         match prog.probe_type.attach(point, fd.as_fd()) {
             Ok(a) => attachments.push(a),
+            Err(e) if points_of_probe[&prog.probe] > 1 && !prog.internal => {
+                skipped.entry(prog.probe).or_default().push(format!("{e:#}"));
+            }
             Err(e) => {
                 link::detach_all(attachments);
                 let text = format!("{e:#}");
@@ -136,6 +150,27 @@ pub fn attach_all(session: &Session, plan: &Plan, loaded: &Loaded) -> Result<Vec
                 return Err(anyhow!("{}:{at}: error: {text}", session.file_name));
             }
         }
+    }
+    for (probe, reasons) in skipped {
+        let total = points_of_probe[&probe];
+        let prog = plan.programs.iter().find(|p| p.probe == probe).expect("a program of the probe");
+        let at = probe_position(session, plan, prog);
+        if reasons.len() == total {
+            link::detach_all(attachments);
+            let first = reasons[0].strip_prefix("cannot attach ").unwrap_or(&reasons[0]);
+            return Err(anyhow!(
+                "{}:{at}: error: none of the {total} points of {} could be attached (first: {first})",
+                session.file_name,
+                plan.probes[probe]
+            ));
+        }
+        let first = reasons[0].strip_prefix("cannot attach ").unwrap_or(&reasons[0]);
+        sink::warn(&format!(
+            "{}:{at}: warning: {} of the {total} points of {} can't be attached here and are skipped (first: {first})",
+            session.file_name,
+            reasons.len(),
+            plan.probes[probe]
+        ));
     }
     Ok(attachments)
 }

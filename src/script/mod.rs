@@ -70,6 +70,8 @@ pub struct Registry {
     pub checks: Vec<crate::output::junit::CheckResult>,
     /// Answers `probe_error(spec)`; set by the command line, which knows the kernel.
     pub spec_check: Option<tools::SpecCheck>,
+    /// Answers `kernel_has(type, member)`; set with `spec_check`.
+    pub member_check: Option<tools::MemberCheck>,
 }
 
 pub type SharedRegistry = Arc<Mutex<Registry>>;

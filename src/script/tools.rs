@@ -10,6 +10,9 @@ use super::SharedRegistry;
 
 /// Why a probe spec can't be attached on this kernel (`None`: it can).
 pub type SpecCheck = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+/// Whether the running kernel's type (`struct NAME`, `union NAME`) or
+/// tracepoint (`tracepoint:CAT:NAME`) has a member or field of a name.
+pub type MemberCheck = Arc<dyn Fn(&str, &str) -> bool + Send + Sync>;
 
 include!(concat!(env!("OUT_DIR"), "/tools.rs"));
 
@@ -43,6 +46,13 @@ pub fn install(engine: &mut Engine, registry: &SharedRegistry) {
     engine.register_fn("probe_error", move |spec: &str| -> String {
         let check = r.lock().unwrap().spec_check.clone();
         check.and_then(|c| c(spec)).unwrap_or_default()
+    });
+    // kernel_has("struct cfs_rq", "nr_queued"), kernel_has("tracepoint:sched:sched_process_exit",
+    // "group_dead"): pick the route this kernel has (fields come and go between versions).
+    let r = registry.clone();
+    engine.register_fn("kernel_has", move |what: &str, member: &str| -> bool {
+        let check = r.lock().unwrap().member_check.clone();
+        check.is_some_and(|c| c(what, member))
     });
     // rtrace's own process id, so that a tool can leave out its own events.
     engine.register_fn("rtrace_pid", || std::process::id() as i64);

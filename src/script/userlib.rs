@@ -95,6 +95,9 @@ pub fn install(engine: &mut Engine, registry: &SharedRegistry) {
     // uptr(p) / kptr(p): which memory str(p) reads (in the kernel); the number itself here.
     engine.register_fn("uptr", |v: i64| v);
     engine.register_fn("kptr", |v: i64| v);
+    // A `char *` argument arrives as its string already.
+    engine.register_fn("uptr", |s: rhai::ImmutableString| s);
+    engine.register_fn("kptr", |s: rhai::ImmutableString| s);
     engine.register_fn("str", |s: &str, _len: i64| s.to_string());
     // str(address): the string the kernel read for this record (kernel_reads.rs).
     super::kernel_reads::install(engine);

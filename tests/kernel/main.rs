@@ -17,6 +17,7 @@ mod examples;
 mod exit;
 mod filters;
 mod helper_errors;
+mod kfunc;
 mod list;
 mod loss;
 mod maps;

@@ -409,8 +409,8 @@ fn stack_maps_only_when_asked_and_per_map_opt_out() {
         r#"let folded = map("folded", #{{ folded_stacks: true }});
 let plain = map("plain");
 let hidden = map("hidden", #{{ metrics: false }});
-probe("tracepoint:syscalls:sys_enter_getppid", |e| {{
-    if e.tid == {me} {{ folded[e.kstack] = count(); plain[e.kstack] = count(); hidden = count(); }}
+probe("tracepoint:raw_syscalls:sys_enter", |e| {{
+    if e.tid == {me} && e.args.id == 110 {{ folded[e.kstack] = count(); plain[e.kstack] = count(); hidden = count(); }}
 }});"#
     );
     let port = free_port();

@@ -135,7 +135,7 @@ fn usdt_empty_provider_and_binary_wildcards() {
 fn raw_stacks_print_unindented() {
     let Some(_g) = setup() else { return };
     let src = format!(
-        r#"probe("tracepoint:syscalls:sys_enter_getppid", |e| {{ if e.tid == {} {{ print(e.kstack("raw", 3)); print("end"); }} }});"#,
+        r#"probe("tracepoint:raw_syscalls:sys_enter", |e| {{ if e.tid == {} && e.args.id == 110 {{ print(e.kstack("raw", 3)); print("end"); }} }});"#,
         tid()
     );
     let mut t = Tracer::start(&["-e", &src]);

@@ -186,8 +186,10 @@ fn is_hex(s: &str) -> bool {
 fn fixture_script(fx: &Fixture, prelude: &str, body: &str) -> String {
     fill(
         r#"__PRELUDE__
-probe("tracepoint:syscalls:sys_enter_getppid", |e| {
-    if e.comm == "__COMM__" {
+// raw_syscalls (getppid is 110), not syscalls:sys_enter_getppid: before
+// Linux 6.4ish a syscall tracepoint gives BPF no kernel stack.
+probe("tracepoint:raw_syscalls:sys_enter", |e| {
+    if e.comm == "__COMM__" && e.args.id == 110 {
         __BODY__
     }
 });"#,
