@@ -174,6 +174,7 @@ fn run(cli: Cli, tool: Option<(String, Vec<String>)>) -> Result<i32> {
     }
     let mut session = Session::new(&file_name, &source, &args)?;
     tools::install_probe_check(&session);
+    session.registry.lock().unwrap().traced_pid = cli.pid;
     safety::prepare(&mut session, &cli)?;
     session.run_top_level()?;
     if let Some(code) = session.registry.lock().unwrap().exit_code {

@@ -48,6 +48,8 @@ struct Pending {
     points: Vec<AttachPoint>,
     probe: usize,
     dispatch: usize,
+    /// `.unfiltered()`: no -p/-c filter.
+    unfiltered: bool,
 }
 
 pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<Plan> {
@@ -172,6 +174,7 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
                     points: group,
                     probe: probe_index,
                     dispatch: 0,
+                    unfiltered: def.unfiltered,
                 });
             }
             if let Some(raw) = raw {
@@ -207,11 +210,14 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
     let mut helper_slots = 0u32;
     let layouts: Vec<MapLayout> = table.layouts(&plan.shapes);
     plan.maps = table;
-    for Pending { lowered, name, ptype, program: spec, points, probe, dispatch } in pending {
+    for Pending { lowered, name, ptype, program: spec, points, probe, dispatch, unfiltered } in pending {
         let site_ids = lowered.sites.iter().map(|s| s.id).collect();
         let split = lowered.split.clone();
         let mut body = lowered.body;
-        filters::add(&mut body, &points, follow_map, opts.trace.pid, stop_map);
+        match unfiltered {
+            true => filters::add(&mut body, &points, None, None, stop_map),
+            false => filters::add(&mut body, &points, follow_map, opts.trace.pid, stop_map),
+        }
         exit_flag::mark_exits(&mut body, stop_map);
         let program = ir::Program {
             name: name.clone(),

@@ -213,6 +213,7 @@ pub fn install(engine: &mut Engine, registry: &SharedRegistry) {
             pos: ctx.call_position(),
             source: None,
             on_event: None,
+            unfiltered: false,
         });
         Ok(ProbeHandle(reg.probes.len() - 1))
     });
@@ -228,6 +229,7 @@ pub fn install(engine: &mut Engine, registry: &SharedRegistry) {
             pos: ctx.call_position(),
             source: Some(source.to_string()),
             on_event: None,
+            unfiltered: false,
         });
         Ok(ProbeHandle(reg.probes.len() - 1))
     });
@@ -239,6 +241,20 @@ pub fn install(engine: &mut Engine, registry: &SharedRegistry) {
         }
         p.clone()
     });
+
+    // `probe(...).unfiltered()`: sees every process under -p/-c, for a
+    // probe whose event names another task than the current one
+    // (sched_switch's next_pid) and which filters on traced_pid() itself.
+    let r = registry.clone();
+    engine.register_fn("unfiltered", move |p: &mut ProbeHandle| -> ProbeHandle {
+        if let Some(def) = r.lock().unwrap().probes.get_mut(p.0) {
+            def.unfiltered = true;
+        }
+        p.clone()
+    });
+    // traced_pid(): the process -p names, or -1.
+    let r = registry.clone();
+    engine.register_fn("traced_pid", move || -> i64 { r.lock().unwrap().traced_pid.map_or(-1, i64::from) });
 
     for (name, repeat) in [("every", true), ("after", false)] {
         let r = registry.clone();

@@ -42,6 +42,9 @@ pub struct ProbeDef {
     pub source: Option<String>,
     /// `.on_event(|rec| ...)`: called with each value the probe `emit()`s.
     pub on_event: Option<FnPtr>,
+    /// `.unfiltered()`: not filtered to `-p`/`-c`'s processes (the probe
+    /// filters itself, e.g. on a field naming another task).
+    pub unfiltered: bool,
 }
 
 /// A periodic or one-shot userspace callback.
@@ -70,6 +73,8 @@ pub struct Registry {
     pub checks: Vec<crate::output::junit::CheckResult>,
     /// Answers `probe_error(spec)`; set by the command line, which knows the kernel.
     pub spec_check: Option<tools::SpecCheck>,
+    /// `-p PID`, for `traced_pid()`.
+    pub traced_pid: Option<i32>,
     /// Answers `kernel_has(type, member)`; set with `spec_check`.
     pub member_check: Option<tools::MemberCheck>,
 }

@@ -401,6 +401,15 @@ fn scheduler_tools_see_this_thread_sleep() {
     std::thread::sleep(Duration::from_millis(1500));
     let out = t.interrupt_and_finish();
     assert!(!lines_with(&out, &[&format!("{comm};"), "schedule"]).is_empty(), "{out}");
+    // The same with rtrace's own -p: the switch-in of the traced process
+    // runs in another task, so the tool's probe is `.unfiltered()`.
+    let t = start_tool(&["-p", &pid().to_string(), "offcputime", "-f"]);
+    for _ in 0..10 {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    let out = t.interrupt_and_finish();
+    assert!(!lines_with(&out, &[&format!("{comm};"), "schedule"]).is_empty(), "rtrace -p PID offcputime\n{out}");
 
     let mut t = start_tool(&["runqlen", "1", "1"]);
     t.wait_line("the summary", Duration::from_secs(10), |l| l.contains("runqlen : count"));
