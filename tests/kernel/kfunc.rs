@@ -135,9 +135,8 @@ fn listing_matches_the_kernels_traceable_functions() {
     assert_eq!(unique.len(), listed.len(), "a name listed twice\n{out}");
     assert_eq!(unique, traceable, "{out}");
 
-    if setup_with(Needs::Fentry).is_none() {
-        return;
-    }
+    drop(_g);
+    let Some(_g) = setup_with(Needs::Fentry) else { return };
     let out = run(&["-lv", "fentry:vfs_read"]);
     assert_eq!(out.code, Some(0), "{out}");
     assert_eq!(out.lines()[0], "fentry:vfs_read", "{out}");
