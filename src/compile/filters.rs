@@ -141,7 +141,12 @@ fn last_thread_exiting(kernel: &dyn Kernel) -> ir::Expr {
     };
     let Some(btf) = kernel.btf() else { return leader() };
     let Some(task) = btf.struct_named("task_struct") else { return leader() };
-    let base = fields::Base { value: ir::Expr::Builtin(ir::Builtin::CurTask), ty: task, pointee: true, name: "curtask".into() };
+    let base = fields::Base {
+        value: ir::Expr::Builtin(ir::Builtin::CurTask),
+        ty: task,
+        pointee: true,
+        name: "curtask".into(),
+    };
     let members = ["signal".to_string(), "live".to_string(), "counter".to_string()];
     match fields::walk(btf, base, &members) {
         Ok(live) => ir::Expr::Binary(ir::BinOp::Eq, Box::new(live.expr), Box::new(ir::Expr::Int(0))),

@@ -11,8 +11,8 @@ mod btf_lazy;
 pub mod fake;
 #[cfg(test)]
 pub mod fake_btf;
-pub mod introspect;
 pub mod functions;
+pub mod introspect;
 pub mod link;
 pub mod sys;
 pub mod syscalls;

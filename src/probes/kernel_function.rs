@@ -17,11 +17,11 @@ use super::event::{btf_slot, PtRegsEvent, RawArgsEvent};
 use super::listing::{field_decl, kernel_name, matches, or_star, ListQuery, Listing};
 use super::{AttachPoint, AttachTarget, ProbeType, ProgramSpec};
 use crate::config::Trace;
+use crate::kernel::functions::KernelFunction;
 use crate::kernel::link::{Attachment, LoadAttrs};
 use crate::kernel::sys::{
     self, probe_trampoline, BPF_PROG_TYPE_KPROBE, BPF_PROG_TYPE_TRACING, BPF_TRACE_FENTRY, BPF_TRACE_FEXIT, KPROBE_PMU,
 };
-use crate::kernel::functions::KernelFunction;
 use crate::kernel::{Kernel, LiveKernel};
 use crate::probes::spec::ProbeSpec;
 use crate::util::similar::{no_match, suggest};

@@ -182,8 +182,10 @@ fn a_runtime_error_starts_a_line_of_its_own() {
     let Some(_g) = setup() else { return };
     // stdout and stderr on one pipe, as on a terminal.
     let src = r#"probe("BEGIN", || { printf("partial"); let x = [1]; print(x[5]); });"#;
-    let out =
-        std::process::Command::new("sh").args(["-c", &format!("'{}' -q -e '{src}' 2>&1", rtrace_bin())]).output().expect("sh");
+    let out = std::process::Command::new("sh")
+        .args(["-c", &format!("'{}' -q -e '{src}' 2>&1", rtrace_bin())])
+        .output()
+        .expect("sh");
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{text}");
     let lines: Vec<&str> = text.lines().collect();

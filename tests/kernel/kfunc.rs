@@ -74,7 +74,10 @@ fn kernel_string_members_and_integer_arguments() {
 fn return_values() {
     for (kind, needs) in RETURN_KINDS {
         let Some(_g) = setup_with(needs) else { continue };
-        let src = format!(r#"probe("{kind}:do_sys_openat2", |e| {{ if e.tid == {} {{ print(`RET ${{e.retval}}`); }} }});"#, tid());
+        let src = format!(
+            r#"probe("{kind}:do_sys_openat2", |e| {{ if e.tid == {} {{ print(`RET ${{e.retval}}`); }} }});"#,
+            tid()
+        );
         let mut t = Tracer::start(&["-e", &src]);
         t.wait_attached();
         let path = CString::new("/dev/null").unwrap();
@@ -108,7 +111,8 @@ fn kernel_stacks_start_at_the_probed_function() {
         let out = t.finish();
         let lines = out.lines();
         let at = lines.iter().position(|l| *l == "STACK").unwrap_or_else(|| panic!("{out}"));
-        let frames: Vec<&str> = lines[at + 1..].iter().map(|l| l.trim()).filter(|l| !l.is_empty() && *l != "END").collect();
+        let frames: Vec<&str> =
+            lines[at + 1..].iter().map(|l| l.trim()).filter(|l| !l.is_empty() && *l != "END").collect();
         assert!(!frames.is_empty() && frames.len() <= 3, "{kind}: {frames:?}\n{out}");
         assert!(frames[0].starts_with("vfs_read+"), "{kind}: the first frame is {:?}\n{out}", frames[0]);
         assert!(frames.iter().all(|f| !f.starts_with("bpf_")), "{kind}: {frames:?}\n{out}");
@@ -151,7 +155,8 @@ fn listing_matches_the_kernels_traceable_functions() {
 fn wildcards_and_functions_fentry_cannot_take() {
     let Some(_g) = setup_with(Needs::Kprobes) else { return };
     let mut f = Zero::open();
-    let src = format!(r#"let m = map(); probe("kprobe:vfs_*", |e| {{ if e.tid == {} {{ m[e.func] = count(); }} }});"#, tid());
+    let src =
+        format!(r#"let m = map(); probe("kprobe:vfs_*", |e| {{ if e.tid == {} {{ m[e.func] = count(); }} }});"#, tid());
     let mut t = Tracer::start(&["-e", &src]);
     let attached = t.wait_attached();
     assert!(attached > 10, "kprobe:vfs_* attached {attached}");
@@ -161,14 +166,13 @@ fn wildcards_and_functions_fentry_cannot_take() {
     let read = out.map_lines("m").into_iter().find(|l| l.starts_with("@m[vfs_read]: ")).unwrap_or_default();
     assert_eq!(read, "@m[vfs_read]: 3", "{out}");
 
-    let src = format!(
-        r#"let m = map(); probe("kprobe:do_mmap", |e| {{ if e.tid == {} {{ m = count(); }} }});"#,
-        tid()
-    );
+    let src = format!(r#"let m = map(); probe("kprobe:do_mmap", |e| {{ if e.tid == {} {{ m = count(); }} }});"#, tid());
     let mut t = Tracer::start(&["-e", &src]);
     t.wait_attached();
     for _ in 0..2 {
-        let p = unsafe { libc::mmap(std::ptr::null_mut(), 4096, libc::PROT_READ, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) };
+        let p = unsafe {
+            libc::mmap(std::ptr::null_mut(), 4096, libc::PROT_READ, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0)
+        };
         assert_ne!(p, libc::MAP_FAILED);
         unsafe { libc::munmap(p, 4096) };
     }
@@ -198,9 +202,13 @@ fn kprobe_at_an_offset() {
         ok
     };
     let good = (1..16).find(|&o| accepted(o)).expect("some offset in vfs_read's first 16 bytes starts an instruction");
-    let bad = (1..16).find(|&o| !accepted(o)).expect("some offset in vfs_read's first 16 bytes is inside an instruction");
+    let bad =
+        (1..16).find(|&o| !accepted(o)).expect("some offset in vfs_read's first 16 bytes is inside an instruction");
     let mut f = Zero::open();
-    let src = format!(r#"let m = map(); probe("kprobe:vfs_read+{good}", |e| {{ if e.tid == {} {{ m = count(); }} }});"#, tid());
+    let src = format!(
+        r#"let m = map(); probe("kprobe:vfs_read+{good}", |e| {{ if e.tid == {} {{ m = count(); }} }});"#,
+        tid()
+    );
     let mut t = Tracer::start(&["-e", &src]);
     t.wait_attached();
     f.reads(&[1, 1]);
@@ -227,7 +235,10 @@ fn module_functions() {
         return;
     }
     assert!(out.lines().iter().all(|l| l.starts_with("kprobe:v9fs_")), "{out}");
-    let src = format!(r#"let m = map(); probe("kprobe:9p:v9fs_*", |e| {{ if e.pid == {} {{ m[e.func] = count(); }} }});"#, pid());
+    let src = format!(
+        r#"let m = map(); probe("kprobe:9p:v9fs_*", |e| {{ if e.pid == {} {{ m[e.func] = count(); }} }});"#,
+        pid()
+    );
     let mut t = Tracer::start(&["-e", &src]);
     t.wait_attached();
     let dir = std::env::current_dir().unwrap();
@@ -252,7 +263,8 @@ fn dash_c_and_dash_p_with_kernel_functions() {
     let dir = TempDir::new();
     let file = dir.write("hello", "hi\n");
     let src = r#"probe("kprobe:do_sys_openat2", |e| { let p = str(e.arg1); if p.contains("rtt_") { print(`OPEN ${p}`); } });"#;
-    let out = Tracer::start(&["-e", src, "-c", &format!("cat {}", file.display())]).finish_within(Duration::from_secs(60));
+    let out =
+        Tracer::start(&["-e", src, "-c", &format!("cat {}", file.display())]).finish_within(Duration::from_secs(60));
     assert_eq!(out.code, Some(0), "{out}");
     assert_eq!(lines_with(&out, &["OPEN "]), [format!("OPEN {}", file.display())], "{out}");
 

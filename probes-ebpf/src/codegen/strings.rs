@@ -172,7 +172,15 @@ impl Gen<'_> {
 
     /// `buf(ptr, len)` into the buffer at `dst` (`slot` bytes): the length
     /// read (clamped to `0..=max`), then the bytes.
-    pub(super) fn read_buf(&mut self, ptr: &Expr, len: &Expr, max: u32, mem: Memory, dst: i16, slot: u32) -> Result<()> {
+    pub(super) fn read_buf(
+        &mut self,
+        ptr: &Expr,
+        len: &Expr,
+        max: u32,
+        mem: Memory,
+        dst: i16,
+        slot: u32,
+    ) -> Result<()> {
         self.zero_stack(dst, slot);
         let p = self.int(ptr)?;
         let n = self.int_keeping(p, len)?;

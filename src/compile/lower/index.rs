@@ -4,8 +4,8 @@
 //! string), with a constant index or any integer (a loop variable).
 
 use super::*;
-use probes_ebpf::ir::Memory;
 use crate::kernel::tracepoint_format::{c_int_width, TracepointFormat};
+use probes_ebpf::ir::Memory;
 
 /// An array field's element type and count: `unsigned long[6]` → ("unsigned long", 6).
 fn array_of(c_type: &str) -> Option<(&str, u32)> {
