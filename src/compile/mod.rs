@@ -214,10 +214,8 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
         let site_ids = lowered.sites.iter().map(|s| s.id).collect();
         let split = lowered.split.clone();
         let mut body = lowered.body;
-        match unfiltered {
-            true => filters::add(&mut body, &points, None, None, stop_map),
-            false => filters::add(&mut body, &points, follow_map, opts.trace.pid, stop_map),
-        }
+        let (follow, pid) = if unfiltered { (None, None) } else { (follow_map, opts.trace.pid) };
+        filters::add(&mut body, &points, follow, pid, stop_map);
         exit_flag::mark_exits(&mut body, stop_map);
         let program = ir::Program {
             name: name.clone(),

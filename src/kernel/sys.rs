@@ -247,8 +247,22 @@ pub fn kprobes_available() -> bool {
 }
 
 /// Load (and drop) a minimal fentry program on `function`: Ok when the
-/// kernel accepts trampoline programs, else the reason.
+/// kernel accepts trampoline programs there, else the reason. Tried once
+/// per function.
 pub fn probe_trampoline(function: &str) -> Result<(), String> {
+    static SEEN: std::sync::Mutex<Option<std::collections::HashMap<String, Result<(), String>>>> =
+        std::sync::Mutex::new(None);
+    let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+    let seen = seen.get_or_insert_with(Default::default);
+    if let Some(answer) = seen.get(function) {
+        return answer.clone();
+    }
+    let answer = load_trampoline(function);
+    seen.insert(function.to_string(), answer.clone());
+    answer
+}
+
+fn load_trampoline(function: &str) -> Result<(), String> {
     let Some(btf) = super::btf::kernel() else { return Err("no kernel BTF".into()) };
     let Some(id) = btf.function_id(function) else { return Err(format!("{function} has no BTF entry")) };
     let attrs = LoadAttrs { expected_attach_type: BPF_TRACE_FENTRY, attach_btf_id: id };
@@ -267,17 +281,9 @@ pub fn probe_trampoline(function: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Whether an fentry program on `function` loads: tried once per function.
+/// Whether an fentry program on `function` loads.
 pub fn trampoline_loads(function: &str) -> bool {
-    static SEEN: std::sync::Mutex<Option<std::collections::HashMap<String, bool>>> = std::sync::Mutex::new(None);
-    let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
-    let seen = seen.get_or_insert_with(Default::default);
-    if let Some(&ok) = seen.get(function) {
-        return ok;
-    }
-    let ok = fentry_available() && probe_trampoline(function).is_ok();
-    seen.insert(function.to_string(), ok);
-    ok
+    fentry_available() && probe_trampoline(function).is_ok()
 }
 
 /// Whether fentry/fexit programs load on this kernel (tried once, on a

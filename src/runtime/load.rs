@@ -155,16 +155,15 @@ pub fn attach_all(session: &Session, plan: &Plan, loaded: &Loaded) -> Result<Vec
         let total = points_of_probe[&probe];
         let prog = plan.programs.iter().find(|p| p.probe == probe).expect("a program of the probe");
         let at = probe_position(session, plan, prog);
+        let first = reasons[0].strip_prefix("cannot attach ").unwrap_or(&reasons[0]);
         if reasons.len() == total {
             link::detach_all(attachments);
-            let first = reasons[0].strip_prefix("cannot attach ").unwrap_or(&reasons[0]);
             return Err(anyhow!(
                 "{}:{at}: error: none of the {total} points of {} could be attached (first: {first})",
                 session.file_name,
                 plan.probes[probe]
             ));
         }
-        let first = reasons[0].strip_prefix("cannot attach ").unwrap_or(&reasons[0]);
         sink::warn(&format!(
             "{}:{at}: warning: {} of the {total} points of {} can't be attached here and are skipped (first: {first})",
             session.file_name,

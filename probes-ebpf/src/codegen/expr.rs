@@ -194,13 +194,8 @@ impl Gen<'_> {
                 let a = self.int(addr)?;
                 let slot = self.alloc(8)?;
                 self.emit(Insn::store_imm(8, FP, slot, 0));
-                let n = (*size).min(8) as i32;
-                self.read_from(*mem, h::PROBE_READ_KERNEL, h::PROBE_READ_USER, |g| {
-                    g.emit(Insn::mov_reg(R1, FP));
-                    g.emit(Insn::alu_imm(Alu::Add, R1, slot as i32));
-                    g.emit(Insn::mov_imm(R2, n));
-                    g.emit(Insn::mov_reg(R3, a));
-                })?;
+                let read = [h::PROBE_READ_KERNEL, h::PROBE_READ_USER];
+                self.read_into(*mem, read, slot as i32, Insn::mov_imm(R2, (*size).min(8) as i32), a)?;
                 self.emit(Insn::load((*size).min(8), a, FP, slot));
                 if *signed && *size < 8 {
                     let bits = (64 - size * 8) as i32;
@@ -446,13 +441,8 @@ impl Gen<'_> {
             Expr::ReadStr { ptr, max, mem } => {
                 self.zero_stack(dst, slot);
                 let p = self.int(ptr)?;
-                let n = (*max).min(len) as i32;
-                self.read_from(*mem, h::PROBE_READ_KERNEL_STR, h::PROBE_READ_USER_STR, |g| {
-                    g.emit(Insn::mov_reg(R1, FP));
-                    g.emit(Insn::alu_imm(Alu::Add, R1, dst as i32));
-                    g.emit(Insn::mov_imm(R2, n));
-                    g.emit(Insn::mov_reg(R3, p));
-                })?;
+                let read = [h::PROBE_READ_KERNEL_STR, h::PROBE_READ_USER_STR];
+                self.read_into(*mem, read, dst as i32, Insn::mov_imm(R2, (*max).min(len) as i32), p)?;
                 self.release(p);
             }
             Expr::ReadBuf { ptr, len: n, max, mem } => self.read_buf(ptr, n, *max, *mem, dst, slot)?,

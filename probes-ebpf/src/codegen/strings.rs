@@ -188,31 +188,39 @@ impl Gen<'_> {
         self.emit(Insn::jmp_imm(Cond::Le, n, max as i32, 1));
         self.emit(Insn::mov_imm(n, max as i32));
         self.emit(Insn::store(8, FP, dst, n));
-        self.read_from(mem, h::PROBE_READ_KERNEL, h::PROBE_READ_USER, |g| {
-            g.emit(Insn::mov_reg(R1, FP));
-            g.emit(Insn::alu_imm(Alu::Add, R1, dst as i32 + 8));
-            g.emit(Insn::mov_reg(R2, n));
-            g.emit(Insn::mov_reg(R3, p));
-        })?;
+        self.read_into(mem, [h::PROBE_READ_KERNEL, h::PROBE_READ_USER], dst as i32 + 8, Insn::mov_reg(R2, n), p)?;
         self.release(n);
         self.release(p);
         Ok(())
     }
 
-    /// A read helper call whose arguments (r1..r3) `args` sets up: the
-    /// kernel or the user helper as `mem` says; for `KernelThenUser`, a
-    /// failed kernel read is made again in user memory (only the second
-    /// failure is a failed read for -kk).
-    pub(super) fn read_from(&mut self, mem: Memory, kernel: u32, user: u32, args: impl Fn(&mut Self)) -> Result<()> {
+    /// A read of `mem` into the stack at `FP + dst`: `size` sets r2 (the
+    /// byte count), `src` holds the address; `[kernel, user]` are the two
+    /// helpers of the read. For `KernelThenUser` a failed kernel read is
+    /// made again in user memory (only the second failure is a failed read
+    /// for -kk).
+    pub(super) fn read_into(
+        &mut self,
+        mem: Memory,
+        [kernel, user]: [u32; 2],
+        dst: i32,
+        size: Insn,
+        src: Reg,
+    ) -> Result<()> {
+        let call = |g: &mut Self, helper: u32| {
+            g.emit(Insn::mov_reg(R1, FP));
+            g.emit(Insn::alu_imm(Alu::Add, R1, dst));
+            g.emit(size);
+            g.emit(Insn::mov_reg(R3, src));
+            g.emit(Insn::call(helper));
+        };
         let first = if mem == Memory::User { user } else { kernel };
-        args(self);
-        self.emit(Insn::call(first));
+        call(self, first);
         if mem != Memory::KernelThenUser {
             return self.check_helper(first);
         }
         let read = self.emit(Insn::jmp_imm(Cond::Sge, R0, 0, 0));
-        args(self);
-        self.emit(Insn::call(user));
+        call(self, user);
         self.check_helper(user)?;
         self.patch_here(read);
         Ok(())

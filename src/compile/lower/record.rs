@@ -80,9 +80,7 @@ impl Lowerer<'_> {
         s.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
             if let Some(ASTNode::Expr(RExpr::FnCall(call, pos))) = path.last() {
                 let kernel_only = AGGREGATIONS.contains(&call.name.as_str())
-                    || (strings::KERNEL_ONLY.contains(&call.name.as_str())
-                        && !strings::member_read(path)
-                        && !(call.name == "kptr" && call.args.len() == 1));
+                    || (strings::reads_kernel_memory(call) && !strings::member_read(path));
                 if kernel_only && bad.is_none() {
                     bad = Some((call.name.to_string(), *pos));
                 }

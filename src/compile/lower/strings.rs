@@ -35,6 +35,12 @@ pub(crate) fn member_read(path: &[ASTNode]) -> bool {
 /// The functions lowered here (userspace has its own `strncmp`/`strcontains`).
 pub(crate) const KERNEL_ONLY: &[&str] = &["buf", "kptr"];
 
+/// A call of a kernel-only function that reads kernel memory: `buf(p, n)`,
+/// `kptr(v, T)`; one-argument `kptr(p)` only marks a pointer.
+pub(crate) fn reads_kernel_memory(call: &rhai::FnCallExpr) -> bool {
+    KERNEL_ONLY.contains(&call.name.as_str()) && !(call.name == "kptr" && call.args.len() == 1)
+}
+
 impl Lowerer<'_> {
     /// The kernel value of a call of `name`; None when `name` is not one of these.
     pub(crate) fn string_call(&mut self, name: &str, args: &[RExpr], pos: Position) -> Option<Result<Expr>> {
