@@ -21,6 +21,10 @@ pub struct KernelBtf {
     /// Every `__bpf_trace_CLASS` function: its name and parameter types
     /// (the names of an event class's tracepoint arguments), found once.
     trace_classes: OnceLock<Vec<(String, Vec<u32>)>>,
+    /// Function name → BTF id, built on the first function lookup: libbpf
+    /// finds a name by scanning every type, and a kernel-function wildcard
+    /// or `-l` asks for tens of thousands of functions.
+    function_ids: OnceLock<std::collections::HashMap<String, u32>>,
 }
 
 // SAFETY: after parsing, libbpf's `struct btf` is only read (type and name
@@ -31,7 +35,14 @@ unsafe impl Sync for KernelBtf {}
 /// The kernel's BTF, loaded on first use; `None` when the kernel has none.
 pub fn kernel() -> Option<&'static KernelBtf> {
     static BTF: OnceLock<Option<KernelBtf>> = OnceLock::new();
-    BTF.get_or_init(|| Btf::from_vmlinux().ok().map(|btf| KernelBtf { btf, trace_classes: OnceLock::new() })).as_ref()
+    BTF.get_or_init(|| {
+        Btf::from_vmlinux().ok().map(|btf| KernelBtf {
+            btf,
+            trace_classes: OnceLock::new(),
+            function_ids: OnceLock::new(),
+        })
+    })
+    .as_ref()
 }
 
 /// A named, typed argument of a traced kernel function or tracepoint.
@@ -70,7 +81,6 @@ pub struct Member {
 const BTF_KIND_STRUCT: u32 = 4;
 const BTF_KIND_UNION: u32 = 5;
 const BTF_KIND_TYPEDEF: u32 = 8;
-const BTF_KIND_FUNC: u32 = 12;
 
 /// The kernel's types, as compile and the probe types ask about them:
 /// named structs, the prototypes of kernel functions and BTF-typed
@@ -183,7 +193,18 @@ impl BtfTypes for KernelBtf {
     }
 
     fn function_id(&self, name: &str) -> Option<u32> {
-        self.find(name, BTF_KIND_FUNC)
+        let ids = self.function_ids.get_or_init(|| {
+            let mut ids = std::collections::HashMap::new();
+            for id in 1..self.btf.len() as u32 {
+                let Some(t) = self.ty(id).filter(|t| t.kind() == BtfKind::Func) else { continue };
+                if let Some(name) = t.name().and_then(|n| n.to_str()) {
+                    // The first of a name, as libbpf's lookup by name finds it.
+                    ids.entry(name.to_string()).or_insert(id);
+                }
+            }
+            ids
+        });
+        ids.get(name).copied()
     }
 
     fn tracepoint_params(&self, event: &str) -> Option<Vec<Param>> {
