@@ -9,14 +9,15 @@
 #                                its output streams here, its exit status is ours
 #   scripts/vm.sh kernel         print the kernel release the VM boots
 #
-# Environment: RTRACE_VM_DIR (where the kernel is unpacked; /var/cache/rtrace-vm),
+# Environment: RTRACE_VM_DIR (where the kernel is unpacked; /var/lib/rtrace-vm),
 # RTRACE_VM_KERNEL (a linux-image package name; default the newest 6.1 one),
 # RTRACE_VM_CPUS (2), RTRACE_VM_MEMORY (2G), RTRACE_VM_KVM=1 (try KVM; hangs at boot on
 # some hosts, so TCG is the default).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-VM_DIR=${RTRACE_VM_DIR:-/var/cache/rtrace-vm}
+# Not /var/cache: the guest sees a tmpfs there, and it must see the modules.
+VM_DIR=${RTRACE_VM_DIR:-/var/lib/rtrace-vm}
 VIRTME_NG_VERSION=1.42
 
 log() { echo "vm: $*" >&2; }
@@ -65,6 +66,9 @@ install_kernel() {
         ls "$dir"/deb/*.deb >/dev/null
         dpkg-deb -x "$dir"/deb/*.deb "$dir/root"
         rm -rf "$dir/deb"
+        # The guest loads modules from this tree (virtme links it as its
+        # /lib/modules/VERSION): it needs their index too.
+        depmod -b "$dir/root" "$(basename "$(ls -d "$dir"/root/lib/modules/*)")"
         touch "$dir/.done"
     fi
     local release
@@ -89,15 +93,26 @@ kernel_image() {
 }
 
 # Runs "$1" inside the VM. The guest writes its output and exit status to a
-# directory shared read-write with the host; the output is streamed from it.
+# directory shared read-write with the host (under target/, which the guest
+# sees); the output is streamed from it. The guest's /tmp is an ext4 file
+# system on a disk of its own (a sparse image), so block I/O and writeback
+# happen there as on a machine's disk (the root file system is the host's,
+# over 9p, and has no block device).
 run_in_vm() {
     local cmd=$1 image share
     image=$(kernel_image)
-    share=$(mktemp -d "${TMPDIR:-/tmp}/rtrace-vm.XXXXXX")
+    mkdir -p "$ROOT/target"
+    share=$(mktemp -d "$ROOT/target/vm-share.XXXXXX")
     : >"$share/out"
+    truncate -s 1G "$share/tmp.img"
+    mkfs.ext4 -q -F "$share/tmp.img"
     cat >"$share/guest.sh" <<EOF
 #!/bin/bash
 exec >>"$share/out" 2>&1
+modprobe -q virtio_blk; modprobe -q virtio_scsi; modprobe -q sd_mod; modprobe -q ext4
+for _ in 1 2 3 4 5 6 7 8 9 10; do [ -b /dev/vda ] || [ -b /dev/sda ] && break; sleep 0.5; done
+disk=\$(lsblk -dnpo NAME,TYPE 2>/dev/null | awk '\$2 == "disk" {print \$1; exit}')
+if [ -n "\$disk" ] && mount "\$disk" /tmp; then chmod 1777 /tmp; else echo "vm: no disk for /tmp: it stays the overlay"; fi
 mountpoint -q /sys/kernel/tracing || mount -t tracefs tracefs /sys/kernel/tracing
 mountpoint -q /sys/kernel/debug || mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 ulimit -l unlimited
@@ -115,7 +130,7 @@ EOF
     local tailer=$!
     local vng_status=0
     vng -r "$image" --memory "${RTRACE_VM_MEMORY:-2G}" --cpus "${RTRACE_VM_CPUS:-2}" "${kvm[@]}" \
-        --rwdir "$share" --rwdir "$ROOT" --exec "$share/guest.sh" >"$share/console" 2>&1 || vng_status=$?
+        --rwdir "$ROOT" --disk "$share/tmp.img" --exec "$share/guest.sh" >"$share/console" 2>&1 || vng_status=$?
     sleep 0.5
     kill "$tailer" 2>/dev/null || true
     wait "$tailer" 2>/dev/null || true

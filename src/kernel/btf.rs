@@ -18,9 +18,6 @@ use libbpf_rs::{libbpf_sys, AsRawLibbpf, Btf, HasSize, ReferencesType};
 /// The kernel's BTF.
 pub struct KernelBtf {
     btf: Btf<'static>,
-    /// Every `__bpf_trace_CLASS` function: its name and parameter types
-    /// (the names of an event class's tracepoint arguments), found once.
-    trace_classes: OnceLock<Vec<(String, Vec<u32>)>>,
     /// Function name → BTF id, built on the first function lookup: libbpf
     /// finds a name by scanning every type, and a kernel-function wildcard
     /// or `-l` asks for tens of thousands of functions.
@@ -35,14 +32,7 @@ unsafe impl Sync for KernelBtf {}
 /// The kernel's BTF, loaded on first use; `None` when the kernel has none.
 pub fn kernel() -> Option<&'static KernelBtf> {
     static BTF: OnceLock<Option<KernelBtf>> = OnceLock::new();
-    BTF.get_or_init(|| {
-        Btf::from_vmlinux().ok().map(|btf| KernelBtf {
-            btf,
-            trace_classes: OnceLock::new(),
-            function_ids: OnceLock::new(),
-        })
-    })
-    .as_ref()
+    BTF.get_or_init(|| Btf::from_vmlinux().ok().map(|btf| KernelBtf { btf, function_ids: OnceLock::new() })).as_ref()
 }
 
 /// A named, typed argument of a traced kernel function or tracepoint.
@@ -132,26 +122,34 @@ impl KernelBtf {
     /// parameter types, the one whose name shares the longest start with
     /// the event's.
     fn class_params(&self, event: &str, params: &[Param]) -> Option<Vec<Param>> {
-        let classes = self.trace_classes.get_or_init(|| {
-            (1..self.btf.len() as u32)
-                .filter_map(|id| {
-                    let t = self.ty(id)?;
-                    if t.kind() != BtfKind::Func {
-                        return None;
-                    }
-                    let name = t.name()?.to_str()?.strip_prefix("__bpf_trace_")?.to_string();
-                    let proto = FuncProto::try_from(t.next_type()?).ok()?;
-                    Some((name, proto.iter().map(|p| u32::from(p.ty)).collect()))
-                })
-                .collect()
-        });
         let types: Vec<u32> = params.iter().map(|p| p.ty).collect();
-        let shared = |name: &str| name.bytes().zip(event.bytes()).take_while(|(a, b)| a == b).count();
-        let (class, _) = classes.iter().filter(|(_, t)| *t == types).max_by_key(|(name, _)| shared(name))?;
-        if shared(class) == 0 {
-            return None;
-        }
-        self.function_params(&format!("__bpf_trace_{class}")).map(|(named, _)| named)
+        let shared = |class: &str| class.bytes().zip(event.bytes()).take_while(|(a, b)| a == b).count();
+        let (_, class, named) = self
+            .function_ids()
+            .keys()
+            .filter_map(|f| Some((f.strip_prefix("__bpf_trace_")?, f)))
+            .filter_map(|(class, f)| {
+                let (named, _) = self.function_params(f)?;
+                named.iter().map(|p| p.ty).eq(types.iter().copied()).then(|| (shared(class), class, named))
+            })
+            // The longest shared start; of equals, the first name (the map's order is not fixed).
+            .max_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(a.1)))?;
+        (shared(class) > 0).then_some(named)
+    }
+
+    /// Function name → BTF id (the first of a name, as libbpf's lookup by
+    /// name finds it), built on first use.
+    fn function_ids(&self) -> &std::collections::HashMap<String, u32> {
+        self.function_ids.get_or_init(|| {
+            let mut ids = std::collections::HashMap::new();
+            for id in 1..self.btf.len() as u32 {
+                let Some(t) = self.ty(id).filter(|t| t.kind() == BtfKind::Func) else { continue };
+                if let Some(name) = t.name().and_then(|n| n.to_str()) {
+                    ids.entry(name.to_string()).or_insert(id);
+                }
+            }
+            ids
+        })
     }
 
     fn find(&self, name: &str, kind: u32) -> Option<u32> {
@@ -193,18 +191,7 @@ impl BtfTypes for KernelBtf {
     }
 
     fn function_id(&self, name: &str) -> Option<u32> {
-        let ids = self.function_ids.get_or_init(|| {
-            let mut ids = std::collections::HashMap::new();
-            for id in 1..self.btf.len() as u32 {
-                let Some(t) = self.ty(id).filter(|t| t.kind() == BtfKind::Func) else { continue };
-                if let Some(name) = t.name().and_then(|n| n.to_str()) {
-                    // The first of a name, as libbpf's lookup by name finds it.
-                    ids.entry(name.to_string()).or_insert(id);
-                }
-            }
-            ids
-        });
-        ids.get(name).copied()
+        self.function_ids().get(name).copied()
     }
 
     fn tracepoint_params(&self, event: &str) -> Option<Vec<Param>> {

@@ -323,8 +323,9 @@ fn kstack_limit_and_modes_printed_from_userspace() {
     for (mark, expr) in
         [("KDEF", "e.kstack"), ("K3", "e.kstack(3)"), ("KPERF", "e.kstack(\"perf\")"), ("KRAW", "e.kstack(\"raw\")")]
     {
+        // raw_syscalls (getppid is 110): syscall tracepoints have no kernel stack before Linux 6.4ish.
         src += &format!(
-            "probe(\"tracepoint:syscalls:sys_enter_getppid\", |e| {{ if e.comm == \"{}\" {{ print(`{mark}${{{expr}}}`); }} }});\n",
+            "probe(\"tracepoint:raw_syscalls:sys_enter\", |e| {{ if e.comm == \"{}\" && e.args.id == 110 {{ print(`{mark}${{{expr}}}`); }} }});\n",
             fx.name
         );
     }

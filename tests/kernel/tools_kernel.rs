@@ -146,8 +146,12 @@ fn stackcount_prints_frames_then_the_count() {
     let Some(_g) = setup() else { return };
     let me = pid();
     let comm = unique_comm();
-    let t = start_tool(&["stackcount", "-P", "-K", "t:syscalls:sys_enter_getppid"]);
-    getppid_n(5);
+    // sched_process_fork fires in the parent with a kernel stack on every
+    // kernel (syscall tracepoints have none before Linux 6.4ish).
+    let t = start_tool(&["stackcount", "-P", "-K", "t:sched:sched_process_fork"]);
+    for _ in 0..5 {
+        fork_and_wait(|| {});
+    }
     let out = t.interrupt_and_finish();
     let lines = out.lines();
     let at = lines.iter().position(|l| *l == format!("    {comm} [{me}]")).unwrap_or_else(|| panic!("{out}"));
