@@ -312,13 +312,9 @@ fn kernel_functions_only_where_they_attach() {
 }
 
 #[test]
-fn tracepoint_listing_is_fast() {
+fn tracepoint_listing_names_every_tracepoint_once() {
     let Some(_g) = setup() else { return };
-    let _ = run(&["-l", "t:syscalls:sys_enter_read"]); // tracefs mounted, caches warm
-    let start = Instant::now();
     let got = list(&["-l", "tracepoint:*"]);
-    let took = start.elapsed();
-    assert!(took < Duration::from_secs(1), "-l 'tracepoint:*' took {took:?}");
     assert!(got.len() > 100, "only {} tracepoints", got.len());
     assert!(got.iter().all(|l| l.starts_with("tracepoint:") && l.matches(':').count() == 2));
     assert_sorted_unique(&got);
