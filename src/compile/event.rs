@@ -212,11 +212,11 @@ impl Lowerer<'_> {
             "uid" => Expr::Builtin(Builtin::Uid),
             "gid" => Expr::Builtin(Builtin::Gid),
             "cpu" => Expr::Builtin(Builtin::Cpu),
-            "nsecs" => Expr::Builtin(Builtin::Nsecs),
+            "nsecs" => self.event_nsecs(),
             "cgroup" => Expr::Builtin(Builtin::Cgroup),
-            "rand" => Expr::Builtin(Builtin::Rand),
+            "rand" => self.event_rand(),
             "comm" => Expr::Comm,
-            "elapsed" => Expr::Binary(BinOp::Sub, Box::new(Expr::Builtin(Builtin::Nsecs)), Box::new(Expr::Int(self.target.start_ns))),
+            "elapsed" => Expr::Binary(BinOp::Sub, Box::new(self.event_nsecs()), Box::new(Expr::Int(self.target.start_ns))),
             "probe" => {
                 str_literal(self.target.probe_name)
             }

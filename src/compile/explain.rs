@@ -115,6 +115,9 @@ pub fn render(session: &Session, plan: &Plan, source: &str) -> String {
                         RecordField::Emitted => "emitted".into(),
                         RecordField::EventItem { path, index } => format!("e.{}[{index}]", path.join(".")),
                         RecordField::Read { line, col } => format!("str() at {line}:{col}"),
+                        RecordField::MapRead { line, col } => format!("map read at {line}:{col}"),
+                        RecordField::EventKey(0) => "event cpu".into(),
+                        RecordField::EventKey(_) => "event time".into(),
                         RecordField::KptrBase { ty, .. } => format!("kptr(.., \"{ty}\")"),
                         RecordField::KptrMember { path, .. } => format!("kptr(..).{}", path.join(".")),
                     };

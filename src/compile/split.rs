@@ -58,12 +58,32 @@ pub struct Split {
     /// Aggregations (kernel only) whose key or value is only in userspace:
     /// the statement, and the userspace part.
     pub aggregate_errors: HashMap<Span, Why>,
+    /// Statements the split had to put in userspace that do kernel-only
+    /// work: the statement, and the whole located error.
+    pub order_errors: HashMap<Span, Why>,
+    /// `m[k]` reads inside userspace statements whose key is a kernel value:
+    /// the kernel reads them at that point of the event and ships the value,
+    /// so userspace sees the map as the closure's order says.
+    pub map_reads: HashSet<Span>,
+    /// Runs of userspace statements (each becomes a record), and whether one
+    /// sits inside a kernel `for`: with more than one run per event, the
+    /// records carry the event's identity so userspace variables live on
+    /// from one run to the next.
+    pub user_runs: u32,
+    pub user_in_loop: bool,
 }
 
 impl Split {
     /// Where `s` runs (statements the walk didn't see, such as `Share`, are kernel no-ops).
     pub fn place(&self, s: &RStmt) -> &Place {
         self.places.get(&span(s.position())).unwrap_or(&Place::Kernel)
+    }
+
+    /// Whether userspace statements may run more than once per event
+    /// (several runs, or one inside a kernel loop): then their records say
+    /// which event they belong to and userspace keeps the event's variables.
+    pub fn carries(&self) -> bool {
+        self.user_runs > 1 || self.user_in_loop
     }
 }
 
@@ -115,6 +135,18 @@ struct Walk<'a> {
     depth: u32,
     /// Names the walk doesn't know are userspace (inside a userspace statement).
     strict: bool,
+    /// A userspace statement that may end the closure (`return`, `throw`,
+    /// `exit()`), once one has been seen: kernel statements after it with
+    /// an effect must run in userspace too, where it decides whether they run.
+    user_exit: Option<(Position, String)>,
+    /// Maps a userspace statement wrote, and where: later kernel uses of
+    /// them must come after that write, so they run in userspace too.
+    user_wrote: HashMap<String, Position>,
+    /// Maps a userspace statement read with a userspace key (read when it
+    /// runs): a later kernel write must not overtake that read.
+    user_read: HashMap<String, Position>,
+    /// Inside a kernel `for` (for `user_in_loop`).
+    in_loop: u32,
 }
 
 /// Split `body`; `ast` holds the script functions `e` may be passed to.
@@ -152,6 +184,10 @@ pub fn analyze(
         out: Split::default(),
         depth: 0,
         strict: false,
+        user_exit: None,
+        user_wrote: HashMap::new(),
+        user_read: HashMap::new(),
+        in_loop: 0,
     };
     w.block(&body.body);
     if let Some(ev) = event {
@@ -165,25 +201,6 @@ fn name_of(v: &RExpr) -> Option<&str> {
         RExpr::Variable(v, _, _) => Some(v.1.as_str()),
         _ => None,
     }
-}
-
-/// The first of `names` that `stmts` use.
-fn mentions(stmts: &[RStmt], names: &[String]) -> Option<String> {
-    let mut found = None;
-    for s in stmts {
-        s.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
-            if let Some(ASTNode::Expr(RExpr::Variable(v, _, _))) = path.last() {
-                if names.iter().any(|n| n == v.1.as_str()) {
-                    found = Some(v.1.to_string());
-                }
-            }
-            found.is_none()
-        });
-        if found.is_some() {
-            break;
-        }
-    }
-    found
 }
 
 fn is_break(s: &RStmt) -> bool {
@@ -211,78 +228,234 @@ impl Walk<'_> {
         self.scopes.last_mut().unwrap().push((name.to_string(), v));
     }
 
-    /// Each statement of a block in turn. A kernel statement that comes
-    /// between userspace statements sharing a userspace variable
-    /// (`let parts = ...split("/"); let n = 0; for p in parts { ... }`) runs
-    /// in userspace with them when it can (it has no kernel-only work: no
-    /// map access, aggregation, `exit()`, `return`): records don't carry
-    /// userspace values from one run of statements to the next.
+    /// Each statement of a block in turn, in the closure's order. What a
+    /// userspace statement does decides where later statements run: a
+    /// variable it declares or changes is a userspace value from then on
+    /// (kernel code using it runs in userspace, or is an error); after a
+    /// userspace `return`/`throw`/`exit()`, or a userspace write of a map,
+    /// later kernel statements with an effect (or using that map) run in
+    /// userspace too, where the order is kept, or are an error.
     fn block(&mut self, stmts: &[RStmt]) {
         self.scopes.push(Vec::new());
-        // Userspace variables declared by the open run of userspace statements.
-        let mut run: Vec<String> = Vec::new();
-        for (i, s) in stmts.iter().enumerate() {
+        let mut in_run = false;
+        for s in stmts {
             if matches!(s, RStmt::Noop(_) | RStmt::Share(_)) {
                 continue;
             }
-            let mark = self.out.order.len();
-            self.stmt(s);
-            let kernel = self.out.places.get(&span(s.position())) == Some(&Place::Kernel);
-            if kernel && !run.is_empty() && self.movable(s) {
-                if let Some(name) = mentions(&stmts[i..], &run) {
-                    for p in self.out.order.drain(mark..) {
-                        self.out.places.remove(&p.at);
+            match self.must_follow_userspace(s) {
+                Some(why) => {
+                    if let RStmt::Var(x, _, pos) = s {
+                        self.declare(x.0.name.as_str(), Var::User(*pos));
                     }
-                    self.record(
-                        s,
-                        Place::User(format!("runs with the userspace statements around it, which share `{name}`")),
-                    );
-                    match s {
-                        RStmt::Var(x, _, pos) => {
-                            self.rebind(x.0.name.as_str(), Var::User(*pos));
-                            run.push(x.0.name.to_string());
-                        }
-                        RStmt::Assignment(x) => {
-                            if let RExpr::Variable(v, _, pos) = &x.1.lhs {
-                                self.rebind(v.1.as_str(), Var::User(*pos));
-                                run.push(v.1.to_string());
-                            }
-                        }
-                        _ => {}
+                    self.record(s, Place::User(why.0.clone()));
+                    if self.has_kernel_only_work(s) {
+                        let msg = format!(
+                            "this statement must run in the kernel (an aggregation or `emit()`), but {}; move it before that point",
+                            why.0
+                        );
+                        self.out.order_errors.insert(span(s.position()), Why(msg, shown_at(s)));
                     }
-                    continue;
                 }
+                None => self.stmt(s),
             }
-            match (kernel, s) {
-                (true, _) => run.clear(),
-                (false, RStmt::Var(x, _, _)) => run.push(x.0.name.to_string()),
-                _ => {}
+            let user = matches!(self.out.places.get(&span(s.position())), Some(Place::User(_)));
+            if user {
+                if !in_run {
+                    self.out.user_runs += 1;
+                    self.out.user_in_loop |= self.in_loop > 0;
+                }
+                self.after_userspace(s);
             }
+            // A kernel `if`/`for`/block holds its own runs.
+            in_run = user;
         }
         self.scopes.pop();
     }
 
-    /// Whether `s` can run in userspace as well as in the kernel: it reads
-    /// no map (userspace would see a later value), writes none, aggregates
-    /// nothing, and neither ends the probe nor sends anything.
-    fn movable(&self, s: &RStmt) -> bool {
-        let map = |e: &RExpr| name_of(e).is_some_and(|n| matches!(self.captures.get(n), Some(CapturedValue::Map(_))));
-        let mut ok = true;
-        s.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
-            ok &= match path.last() {
-                Some(ASTNode::Stmt(RStmt::Return(..))) => false,
-                Some(ASTNode::Expr(RExpr::FnCall(c, _))) => {
-                    !(AGGREGATIONS.contains(&c.name.as_str())
-                        || matches!(c.name.as_str(), "exit" | "emit")
-                        || c.args.first().is_some_and(map))
+    /// Why `s`, a statement that could run in the kernel, must run in
+    /// userspace because of an earlier userspace statement.
+    fn must_follow_userspace(&mut self, s: &RStmt) -> Option<Why> {
+        if matches!(s, RStmt::Block(_) | RStmt::For(..)) {
+            return None; // their statements are looked at one by one
+        }
+        let cond_only = matches!(s, RStmt::If(..));
+        let (reads, writes) = self.map_uses(s, cond_only);
+        for m in reads.iter().chain(&writes) {
+            if let Some(at) = self.user_wrote.get(m) {
+                return Some(Why(
+                    format!(
+                        "it uses map `{m}` after the userspace statement at {} writes it",
+                        crate::script::position_text(*at)
+                    ),
+                    s.position(),
+                ));
+            }
+        }
+        for m in &writes {
+            if let Some(at) = self.user_read.get(m) {
+                return Some(Why(
+                    format!(
+                        "it writes map `{m}` after the userspace statement at {} reads it",
+                        crate::script::position_text(*at)
+                    ),
+                    s.position(),
+                ));
+            }
+        }
+        if let Some((at, what)) = &self.user_exit {
+            if !cond_only && self.has_effect(s) {
+                return Some(Why(
+                    format!(
+                        "the userspace {what} at {} before it decides whether it runs",
+                        crate::script::position_text(*at)
+                    ),
+                    s.position(),
+                ));
+            }
+        }
+        None
+    }
+
+    /// What a userspace statement changes for the statements after it.
+    fn after_userspace(&mut self, s: &RStmt) {
+        // Variables it may change are userspace values from here on.
+        for (name, pos) in written_variables(s) {
+            if self.lookup(&name).is_some() {
+                self.rebind(&name, Var::User(pos));
+            }
+        }
+        if self.user_exit.is_none() {
+            self.user_exit = ends_closure(s);
+        }
+        let (reads, writes) = self.map_uses(s, false);
+        for m in writes {
+            self.user_wrote.entry(m).or_insert(s.position());
+        }
+        for (m, key_in_kernel, at) in self.map_reads_in(s) {
+            if key_in_kernel {
+                self.out.map_reads.insert(at);
+            } else {
+                self.user_read.entry(m).or_insert(s.position());
+            }
+        }
+        let _ = reads;
+    }
+
+    /// The captured maps `s` reads and writes (only in its condition, for an `if`).
+    fn map_uses(&self, s: &RStmt, cond_only: bool) -> (Vec<String>, Vec<String>) {
+        let (mut reads, mut writes) = (Vec::new(), Vec::new());
+        let mut visit = |path: &[ASTNode]| {
+            match path.last() {
+                Some(ASTNode::Stmt(RStmt::Assignment(x))) => {
+                    let mut target = &x.1.lhs;
+                    while let RExpr::Index(ix, _, _) | RExpr::Dot(ix, _, _) = target {
+                        target = &ix.lhs;
+                    }
+                    if self.map_of(target) {
+                        writes.push(name_of(target).unwrap_or_default().to_string());
+                    }
                 }
-                Some(ASTNode::Expr(RExpr::Index(x, _, _) | RExpr::Dot(x, _, _))) => !map(&x.lhs),
-                Some(ASTNode::Expr(e)) => !map(e),
-                _ => true,
-            };
-            ok
+                Some(ASTNode::Expr(RExpr::Dot(x, _, _))) if self.map_of(&x.lhs) => {
+                    if let RExpr::MethodCall(c, _) = &x.rhs {
+                        let name = name_of(&x.lhs).unwrap_or_default().to_string();
+                        match c.name.as_str() {
+                            "remove" | "clear" | "zero" => writes.push(name),
+                            _ => reads.push(name),
+                        }
+                    }
+                }
+                Some(ASTNode::Expr(RExpr::FnCall(c, _))) if c.args.first().is_some_and(|a| self.map_of(a)) => {
+                    let name = name_of(&c.args[0]).unwrap_or_default().to_string();
+                    match c.name.as_str() {
+                        "clear" | "zero" => writes.push(name),
+                        _ => reads.push(name),
+                    }
+                }
+                Some(ASTNode::Expr(RExpr::FnCall(c, _))) if c.name == "contains" && c.args.len() == 2 => {
+                    if self.map_of(&c.args[0]) {
+                        reads.push(name_of(&c.args[0]).unwrap_or_default().to_string());
+                    }
+                }
+                Some(ASTNode::Expr(RExpr::Index(x, _, _))) if self.map_of(&x.lhs) => {
+                    reads.push(name_of(&x.lhs).unwrap_or_default().to_string());
+                }
+                _ => {}
+            }
+            true
+        };
+        match s {
+            RStmt::If(fc, _) if cond_only => {
+                fc.expr.walk(&mut Vec::new(), &mut visit);
+            }
+            _ => {
+                s.walk(&mut Vec::new(), &mut visit);
+            }
+        }
+        (reads, writes)
+    }
+
+    /// `m[k]` reads in a userspace statement: the map, whether `k` is a
+    /// kernel value (then the kernel ships the value), and where.
+    fn map_reads_in(&mut self, s: &RStmt) -> Vec<(String, bool, Span)> {
+        let mut found: Vec<(String, RExpr, Span)> = Vec::new();
+        s.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
+            if let Some(ASTNode::Expr(RExpr::Index(x, _, pos))) = path.last() {
+                if self.map_of(&x.lhs) && !assigned_target(path) {
+                    // In a userspace loop each pass reads the map as it is
+                    // then (a loop may wait for another probe to write it).
+                    let looped = path
+                        .iter()
+                        .any(|n| matches!(n, ASTNode::Stmt(RStmt::For(..) | RStmt::While(..) | RStmt::Do(..))));
+                    let key = if looped { RExpr::Unit(Position::NONE) } else { x.rhs.clone() };
+                    found.push((name_of(&x.lhs).unwrap_or_default().to_string(), key, span(*pos)));
+                    if looped {
+                        found.last_mut().unwrap().2 = Span::default();
+                    }
+                }
+            }
+            true
         });
-        ok
+        self.strict = true;
+        let out = found
+            .into_iter()
+            .map(|(m, key, at)| {
+                let shipped = at != Span::default() && self.key(&key).is_ok();
+                (m, shipped, at)
+            })
+            .collect();
+        self.strict = false;
+        out
+    }
+
+    /// Whether `s` does anything the kernel would do out of order if a
+    /// userspace statement before it ended the closure: writes a map,
+    /// aggregates, sends, exits, prints or clears a map.
+    fn has_effect(&self, s: &RStmt) -> bool {
+        let (_, writes) = self.map_uses(s, false);
+        if !writes.is_empty() {
+            return true;
+        }
+        let mut effect = false;
+        s.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
+            if let Some(ASTNode::Expr(RExpr::FnCall(c, _))) = path.last() {
+                effect |= AGGREGATIONS.contains(&c.name.as_str())
+                    || matches!(c.name.as_str(), "exit" | "emit" | "print" | "clear" | "zero" | "fail");
+            }
+            !effect
+        });
+        effect
+    }
+
+    /// Aggregations and `emit()` exist only in the kernel.
+    fn has_kernel_only_work(&self, s: &RStmt) -> bool {
+        let mut found = false;
+        s.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
+            if let Some(ASTNode::Expr(RExpr::FnCall(c, _))) = path.last() {
+                found |= AGGREGATIONS.contains(&c.name.as_str()) || c.name == "emit";
+            }
+            !found
+        });
+        found
     }
 
     fn nested(&mut self, stmts: &[RStmt]) {
@@ -297,17 +470,7 @@ impl Walk<'_> {
             self.find_memory_reads(s);
         }
         self.out.places.insert(at, place.clone());
-        // An assignment's own position is its operator's: show it from its target.
-        let at = match s {
-            RStmt::Assignment(x) => {
-                let mut target = &x.1.lhs;
-                while let RExpr::Index(ix, _, _) | RExpr::Dot(ix, _, _) = target {
-                    target = &ix.lhs;
-                }
-                span(target.position())
-            }
-            _ => at,
-        };
+        let at = span(shown_at(s));
         let userspace = match &place {
             Place::Kernel => None,
             Place::User(why) => Some(why.clone()),
@@ -334,7 +497,7 @@ impl Walk<'_> {
                 self.declare(ident.name.as_str(), var);
                 return;
             }
-            RStmt::Assignment(x) => self.assignment(s, &x.1.lhs, &x.1.rhs),
+            RStmt::Assignment(x) => self.assignment(s, &x.1.lhs, &x.1.rhs, x.0.is_op_assignment()),
             RStmt::If(fc, _) => match self.expr(&fc.expr) {
                 Ok(_) => {
                     self.record(s, Place::Kernel);
@@ -355,7 +518,9 @@ impl Walk<'_> {
                     true => {
                         self.record(s, Place::Kernel);
                         self.scopes.push(vec![(var.name.to_string(), Var::Kernel(Kind::Int))]);
+                        self.in_loop += 1;
                         self.nested(fc.body.statements());
+                        self.in_loop -= 1;
                         self.scopes.pop();
                         return;
                     }
@@ -390,7 +555,7 @@ impl Walk<'_> {
         self.record(s, place);
     }
 
-    fn assignment(&mut self, s: &RStmt, lhs: &RExpr, rhs: &RExpr) -> Place {
+    fn assignment(&mut self, s: &RStmt, lhs: &RExpr, rhs: &RExpr, compound: bool) -> Place {
         let (map, key) = match lhs {
             RExpr::Index(x, _, _) if self.map_of(&x.lhs) => (true, Some(&x.rhs)),
             other => (self.map_of(other), None),
@@ -419,6 +584,10 @@ impl Walk<'_> {
                 Place::User(format!("assigns `{name}`, computed in userspace at {}", crate::script::position_text(at)))
             }
             Some(Var::Kernel(_)) if !std::ptr::eq(target, lhs) => Place::User(format!("writes into `{name}`")),
+            Some(Var::Kernel(Kind::Str)) if compound => {
+                self.rebind(name, Var::User(lhs.position()));
+                Place::User(format!("joins strings onto `{name}`"))
+            }
             Some(Var::Kernel(_)) => match self.expr(rhs) {
                 Ok(_) => Place::Kernel,
                 Err(why) => {
@@ -747,5 +916,142 @@ fn type_text(t: &str) -> &str {
         "map" => "object map",
         "Fn" => "function pointer",
         other => other,
+    }
+}
+
+/// Whether the `Index` at the end of `path` is the target of an assignment
+/// (`m[k] = v`, `m[k] += v`): a write, not a read.
+fn assigned_target(path: &[ASTNode]) -> bool {
+    let Some(ASTNode::Expr(me)) = path.last() else { return false };
+    path.iter().rev().skip(1).any(|n| match n {
+        ASTNode::Stmt(RStmt::Assignment(x)) => std::ptr::eq(&x.1.lhs, *me),
+        _ => false,
+    })
+}
+
+/// Methods that never change the value they are called on: a variable they
+/// are called on keeps being a kernel value. Any other method (`make_upper`,
+/// `push`, `replace`, a script function called as a method) may change it.
+const PURE_METHODS: &[&str] = &[
+    "len",
+    "is_empty",
+    "contains",
+    "starts_with",
+    "ends_with",
+    "index_of",
+    "sub_string",
+    "to_upper",
+    "to_lower",
+    "to_string",
+    "to_debug",
+    "to_int",
+    "to_float",
+    "to_char",
+    "split",
+    "split_rev",
+    "get",
+    "keys",
+    "values",
+    "bytes",
+    "chars",
+    "abs",
+    "sign",
+    "map",
+    "filter",
+    "reduce",
+    "reduce_rev",
+    "some",
+    "all",
+    "find",
+    "find_map",
+    "index_of",
+    "type_of",
+    "to_json",
+    "is_odd",
+    "is_even",
+    "is_zero",
+    "min",
+    "max",
+    "to_hex",
+    "to_octal",
+    "to_binary",
+    "tag",
+    "is_shared",
+    "zip",
+    "contains_key",
+    "get_bit",
+    "get_bits",
+    "to_blob",
+    "as_string",
+    "parse_int",
+    "parse_float",
+];
+
+/// The variables a userspace statement may change: assignment targets
+/// (also inside its loops and branches, and closures it creates, whose
+/// captured variables are shared) and receivers of methods that may change
+/// them.
+fn written_variables(s: &RStmt) -> Vec<(String, Position)> {
+    let mut out = Vec::new();
+    let root = |mut e: &RExpr| {
+        while let RExpr::Index(x, _, _) | RExpr::Dot(x, _, _) = e {
+            e = &x.lhs;
+        }
+        match e {
+            RExpr::Variable(v, _, pos) => Some((v.1.to_string(), *pos)),
+            _ => None,
+        }
+    };
+    if let RStmt::Var(x, _, pos) = s {
+        out.push((x.0.name.to_string(), *pos));
+    }
+    s.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
+        match path.last() {
+            Some(ASTNode::Stmt(RStmt::Assignment(x))) => out.extend(root(&x.1.lhs)),
+            Some(ASTNode::Expr(RExpr::Dot(x, _, _))) => {
+                if let RExpr::MethodCall(c, _) = &x.rhs {
+                    if !PURE_METHODS.contains(&c.name.as_str()) {
+                        out.extend(root(&x.lhs));
+                    }
+                }
+            }
+            _ => {}
+        }
+        true
+    });
+    out
+}
+
+/// A userspace statement that may end the closure: what, and where.
+fn ends_closure(s: &RStmt) -> Option<(Position, String)> {
+    let mut found = None;
+    s.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
+        match path.last() {
+            Some(ASTNode::Stmt(RStmt::Return(_, flags, pos))) => {
+                let what = if flags.contains(rhai::ASTFlags::BREAK) { "`throw`" } else { "`return`" };
+                found = Some((*pos, what.to_string()));
+            }
+            Some(ASTNode::Expr(RExpr::FnCall(c, pos))) if matches!(c.name.as_str(), "exit" | "fail") => {
+                found = Some((*pos, format!("`{}()`", c.name)));
+            }
+            _ => {}
+        }
+        found.is_none()
+    });
+    found
+}
+
+/// Where a statement is shown: an assignment's own position is its
+/// operator's, so it is shown from its target.
+fn shown_at(s: &RStmt) -> Position {
+    match s {
+        RStmt::Assignment(x) => {
+            let mut target = &x.1.lhs;
+            while let RExpr::Index(ix, _, _) | RExpr::Dot(ix, _, _) = target {
+                target = &ix.lhs;
+            }
+            target.position()
+        }
+        _ => s.position(),
     }
 }

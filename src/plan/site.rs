@@ -40,6 +40,15 @@ pub enum RecordField {
         id: usize,
         path: Vec<String>,
     },
+    /// The value of `m[k]` at `line:col` of a userspace statement whose key
+    /// is a kernel value, read by the kernel at that point of the event.
+    MapRead {
+        line: u32,
+        col: u32,
+    },
+    /// Which event a record belongs to (0: the CPU, 1: the event's time),
+    /// when a probe's userspace statements may run more than once per event.
+    EventKey(u8),
 }
 
 /// A run of consecutive userspace statements, and the values the kernel
@@ -55,6 +64,15 @@ pub struct Site {
     /// order Rhai's scope holds them (after the parameters); compiled Rhai
     /// code finds variables by position, so the runtime rebuilds this order.
     pub scope: Vec<String>,
+    /// Per entry of `scope`: which declaration it is (an id unique within
+    /// the closure), and whether it is a kernel local (its value may come
+    /// in the record) or a userspace one.
+    pub decls: Vec<(u32, bool)>,
+    /// The declarations the run's own top-level `let`s make, in order.
+    pub own: Vec<u32>,
+    /// Records carry [`RecordField::EventKey`]: userspace keeps the event's
+    /// variables from one run of statements to the next.
+    pub carry: bool,
     /// `line:col` of the first statement.
     pub at: String,
     /// An `emit()`: the fields go to the probe's `.on_event` callback instead

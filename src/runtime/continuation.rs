@@ -31,6 +31,66 @@ struct SiteRunner {
     has_event: bool,
     /// Whether any field is a string read for a `str()` call.
     has_reads: bool,
+    /// Whether any field is a map value read at the event.
+    has_map_reads: bool,
+    /// Per `scope` entry: declaration id, and whether it is a kernel local.
+    decls: Vec<(u32, bool)>,
+    /// Declarations of the run's own top-level `let`s.
+    own: Vec<u32>,
+    /// Records say which event they belong to; the event's userspace
+    /// variables are kept from one run to the next (see [`Carried`]).
+    carry: bool,
+}
+
+/// What one event's userspace statements left for its later runs: the
+/// variables they declared or changed (by declaration id), the maps they
+/// wrote, and whether a `return` ended the closure.
+#[derive(Default)]
+struct Carried {
+    values: std::collections::HashMap<u32, Dynamic>,
+    written: Vec<u32>,
+    ended: bool,
+}
+
+/// Events whose userspace runs may still come, oldest first. Records of
+/// one event arrive in order but interleaved with other CPUs'; an event is
+/// forgotten once this many newer ones have started.
+const CARRIED_EVENTS: usize = 4096;
+
+#[derive(Default)]
+struct CarriedEvents {
+    events: std::collections::HashMap<(usize, i64, i64), Carried>,
+    order: std::collections::VecDeque<(usize, i64, i64)>,
+}
+
+impl CarriedEvents {
+    fn take(&mut self, key: (usize, i64, i64)) -> Carried {
+        self.events.remove(&key).unwrap_or_default()
+    }
+    fn put(&mut self, key: (usize, i64, i64), c: Carried) {
+        if self.events.insert(key, c).is_none() {
+            self.order.push_back(key);
+            while self.order.len() > CARRIED_EVENTS {
+                if let Some(old) = self.order.pop_front() {
+                    self.events.remove(&old);
+                }
+            }
+        }
+    }
+}
+
+/// Whether a value userspace holds is still the one the kernel sent.
+fn same(a: &Dynamic, b: &Dynamic) -> bool {
+    if let (Ok(x), Ok(y)) = (a.as_int(), b.as_int()) {
+        return x == y;
+    }
+    if let (Ok(x), Ok(y)) = (a.as_bool(), b.as_bool()) {
+        return x == y;
+    }
+    if let (Some(x), Some(y)) = (a.read_lock::<rhai::ImmutableString>(), b.read_lock::<rhai::ImmutableString>()) {
+        return *x == *y;
+    }
+    false
 }
 
 pub struct Continuations {
@@ -49,6 +109,9 @@ pub struct Continuations {
     locals: Vec<Dynamic>,
     /// The run's stack maps, for stack fields.
     stacks: Arc<StackMaps>,
+    carried: CarriedEvents,
+    /// Which scope entries the record being run filled.
+    from_record: Vec<bool>,
 }
 
 impl Continuations {
@@ -66,10 +129,20 @@ impl Continuations {
                     .iter()
                     .any(|(c, _)| matches!(c, RecordField::Event(_) | RecordField::EventItem { .. }));
                 let has_reads = sp.site.fields.iter().any(|(c, _)| matches!(c, RecordField::Read { .. }));
+                let has_map_reads = sp.site.fields.iter().any(|(c, _)| matches!(c, RecordField::MapRead { .. }));
+                let mut stmts = sp.site.stmts.clone();
+                if sp.site.carry {
+                    // The last statement says the run reached its end (no `return`).
+                    stmts.extend(run_done_stmt());
+                }
                 SiteRunner {
                     has_event,
                     has_reads,
-                    ast: AST::new(sp.site.stmts.clone(), sp.ast.shared_lib().clone()),
+                    has_map_reads,
+                    decls: sp.site.decls.clone(),
+                    own: sp.site.own.clone(),
+                    carry: sp.site.carry,
+                    ast: AST::new(stmts, sp.ast.shared_lib().clone()),
                     fields,
                     scope: sp.site.scope.clone(),
                     sems: sp.site.sems.clone(),
@@ -95,6 +168,8 @@ impl Continuations {
             scope: Scope::new(),
             locals: Vec::new(),
             stacks,
+            carried: CarriedEvents::default(),
+            from_record: Vec::new(),
         }
     }
 
@@ -161,6 +236,10 @@ impl Continuations {
         let mut arrays: std::collections::BTreeMap<String, Vec<Dynamic>> = std::collections::BTreeMap::new();
         let mut kptr_bases: std::collections::HashMap<usize, (i64, String)> = Default::default();
         let mut kptr_members: Vec<(usize, Vec<String>, Dynamic)> = Vec::new();
+        let from_record = &mut self.from_record;
+        from_record.clear();
+        from_record.resize(site.scope.len(), false);
+        let mut event_key = [0i64; 2];
         for (i, (cap, ty, off)) in site.fields.iter().enumerate() {
             let mut value = decode(rec, *off, *ty);
             match site.sems.get(i) {
@@ -186,9 +265,11 @@ impl Continuations {
                 RecordField::Local { slot, .. } => {
                     if let Some(l) = locals.get_mut(*slot) {
                         *l = value;
+                        from_record[*slot] = true;
                     }
                 }
-                RecordField::Emitted | RecordField::Read { .. } => {}
+                RecordField::EventKey(k) => event_key[(*k as usize).min(1)] = value.as_int().unwrap_or(0),
+                RecordField::Emitted | RecordField::Read { .. } | RecordField::MapRead { .. } => {}
                 RecordField::KptrBase { id, ty } => {
                     kptr_bases.insert(*id, (value.as_int().unwrap_or(0), ty.clone()));
                 }
@@ -240,8 +321,29 @@ impl Continuations {
                 scope.push_dynamic(name.as_str(), Dynamic::UNIT);
             }
         }
-        for (name, value) in site.scope.iter().zip(locals.drain(..)) {
-            scope.push_dynamic(name.as_str(), value);
+        // A carried event: what its earlier runs declared or changed.
+        let key = (site.probe, event_key[0], event_key[1]);
+        let mut carried = if site.carry { self.carried.take(key) } else { Carried::default() };
+        if carried.ended {
+            // A `return` in an earlier run ended this event's closure.
+            self.carried.put(key, carried);
+            return Ok(());
+        }
+        let base = scope.len();
+        for (i, (name, value)) in site.scope.iter().zip(locals.iter()).enumerate() {
+            let kept = site.decls.get(i).and_then(|(decl, _)| carried.values.get(decl));
+            scope.push_dynamic(name.as_str(), kept.cloned().unwrap_or_else(|| value.clone()));
+        }
+        crate::script::kernel_reads::swap_written(&mut carried.written);
+        crate::script::kernel_reads::set_run_done(false);
+        if site.has_map_reads {
+            crate::script::kernel_reads::with_map_reads(|reads| {
+                for (cap, ty, off) in &site.fields {
+                    if let RecordField::MapRead { line, col } = cap {
+                        reads.push((*line, *col, decode(rec, *off, *ty)));
+                    }
+                }
+            });
         }
         if site.has_reads {
             crate::script::kernel_reads::with_reads(|reads| {
@@ -252,7 +354,31 @@ impl Continuations {
                 }
             });
         }
-        match session.engine.run_ast_with_scope(scope, &site.ast) {
+        let result = session.engine.run_ast_with_scope(scope, &site.ast);
+        crate::script::kernel_reads::swap_written(&mut carried.written);
+        if site.carry {
+            carried.ended = !crate::script::kernel_reads::run_done();
+            // Keep what userspace declared or changed for the event's later runs.
+            let values: Vec<Dynamic> = scope.iter().skip(base).map(|(_, _, v)| v).collect();
+            for (i, v) in values.iter().enumerate() {
+                let decl = match (site.decls.get(i), site.own.get(i.wrapping_sub(site.decls.len()))) {
+                    (Some(&(decl, kernel)), _) => {
+                        let changed = !kernel
+                            || carried.values.contains_key(&decl)
+                            || (self.from_record[i] && !same(v, &self.locals[i]));
+                        if !changed {
+                            continue;
+                        }
+                        decl
+                    }
+                    (None, Some(&decl)) => decl,
+                    _ => continue,
+                };
+                carried.values.insert(decl, v.clone());
+            }
+            self.carried.put(key, carried);
+        }
+        match result {
             Ok(()) => Ok(()),
             Err(e) if matches!(*e, rhai::EvalAltResult::ErrorTerminated(..)) => {
                 self.stopped = true;
@@ -310,4 +436,11 @@ fn decode(rec: &[u8], off: usize, ty: Ty) -> Dynamic {
             Dynamic::from(String::from_utf8_lossy(&bytes[..end]).into_owned())
         }
     }
+}
+
+/// `__rtrace_run_done();`, appended to runs of carried events.
+fn run_done_stmt() -> Vec<rhai::Stmt> {
+    let engine = rhai::Engine::new_raw();
+    let src = format!("{}();", crate::script::kernel_reads::RUN_DONE_FN);
+    engine.compile(&src).map(|ast| ast.statements().to_vec()).unwrap_or_default()
 }

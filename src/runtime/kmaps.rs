@@ -407,6 +407,9 @@ impl MapBackend for KernelMap {
             Some(_) => Dynamic::UNIT,
         })
     }
+    fn holds_integers(&self) -> bool {
+        self.shape.layout.value == ValueKind::Value(Ty::Int) && self.shape.value_meaning == ValueMeaning::Plain
+    }
     fn set(&self, key: &Dynamic, value: &Dynamic) -> Result<(), String> {
         let ValueKind::Value(ty) = self.shape.layout.value else {
             return Err(format!("map '{}' holds an aggregation; userspace can only write plain-value maps", self.name));

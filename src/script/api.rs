@@ -44,6 +44,11 @@ pub trait MapBackend: Send + Sync {
     /// together, or one key's (`m[k]`).
     fn distribution(&self, key: Option<&Dynamic>) -> Result<crate::output::dist::Distribution, String>;
     fn get(&self, key: &Dynamic) -> Result<Dynamic, String>;
+    /// Whether the map holds plain integers (the kernel can read a value
+    /// for userspace at the event).
+    fn holds_integers(&self) -> bool {
+        false
+    }
 }
 
 /// What `probe()` returns: lets a script attach `.on_event(...)`.
@@ -307,9 +312,11 @@ pub fn install(engine: &mut Engine, registry: &SharedRegistry) {
     });
     engine.register_fn("clear", |ctx: NativeCallContext, m: &mut MapHandle| -> RhaiResult<()> {
         m.mark_handled();
+        crate::script::kernel_reads::note_map_write(m.0.id);
         m.with_backend(ctx.call_position(), |b| b.clear())
     });
     engine.register_fn("zero", |ctx: NativeCallContext, m: &mut MapHandle| -> RhaiResult<()> {
+        crate::script::kernel_reads::note_map_write(m.0.id);
         m.with_backend(ctx.call_position(), |b| b.zero())
     });
     engine.register_fn("len", |ctx: NativeCallContext, m: &mut MapHandle| -> RhaiResult<i64> {
@@ -319,11 +326,17 @@ pub fn install(engine: &mut Engine, registry: &SharedRegistry) {
         m.with_backend(ctx.call_position(), |b| b.keys())
     });
     engine.register_indexer_get(|ctx: NativeCallContext, m: &mut MapHandle, key: Dynamic| -> RhaiResult<Dynamic> {
+        if let Some(v) = crate::script::kernel_reads::map_read_at_event(ctx.call_position(), m.0.id) {
+            if m.with_backend(ctx.call_position(), |b| Ok(b.holds_integers()))? {
+                return Ok(v);
+            }
+        }
         m.with_backend(ctx.call_position(), |b| b.get(&key))
     });
     engine.register_fn("to_string", |m: &mut MapHandle| format!("@{}", m.name()));
     engine.register_indexer_set(
         |ctx: NativeCallContext, m: &mut MapHandle, key: Dynamic, value: Dynamic| -> RhaiResult<()> {
+            crate::script::kernel_reads::note_map_write(m.0.id);
             m.with_backend(ctx.call_position(), |b| b.set(&key, &value))
         },
     );
@@ -331,6 +344,7 @@ pub fn install(engine: &mut Engine, registry: &SharedRegistry) {
         m.with_backend(ctx.call_position(), |b| b.contains(&key))
     });
     engine.register_fn("remove", |ctx: NativeCallContext, m: &mut MapHandle, key: Dynamic| -> RhaiResult<()> {
+        crate::script::kernel_reads::note_map_write(m.0.id);
         m.with_backend(ctx.call_position(), |b| b.remove(&key))
     });
     engine.register_fn("entries", |ctx: NativeCallContext, m: &mut MapHandle| -> RhaiResult<rhai::Array> {

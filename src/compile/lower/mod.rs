@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 
-use probes_ebpf::ir::{AggOp, BinOp, ContextKind, Expr, LocalId, MapId, Span, Stmt, StmtKind, Ty, UnOp};
+use probes_ebpf::ir::{AggOp, BinOp, Builtin, ContextKind, Expr, LocalId, MapId, Span, Stmt, StmtKind, Ty, UnOp};
 use rhai::{ASTNode, Expr as RExpr, Position, Stmt as RStmt};
 
 mod aggregate;
@@ -177,9 +177,58 @@ pub(crate) fn lower_pass(
         local_user: Default::default(),
         local_decl: HashMap::new(),
         wanted_widths: HashMap::new(),
+        next_decl: 0,
+        entry_nsecs: None,
+        entry_rand: None,
+        read_once: read_once(body, event, split),
     };
-    let stmts = l.block(&body.body)?;
+    let mut stmts = l.block(&body.body)?;
+    let entry = [(l.entry_nsecs, Builtin::Nsecs), (l.entry_rand, Builtin::Rand)];
+    for (local, value) in entry.into_iter().rev() {
+        if let Some(id) = local {
+            stmts.insert(0, Stmt { kind: StmtKind::SetLocal(id, Expr::Builtin(value)), span: Span::default() });
+        }
+    }
     Ok((Lowered { locals: l.locals, body: stmts, uses: l.uses, sites: l.sites, split: order }, l.wanted_widths))
+}
+
+/// Whether `e.nsecs` (with `e.elapsed`) and `e.rand` are each read at one
+/// place only, outside loops, and no record needs the event's time.
+fn read_once(body: &ClosureBody, event: Option<&str>, split: &Split) -> (bool, bool) {
+    let (mut time, mut rand, mut loops) = (0, 0, false);
+    for s in &body.body {
+        s.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
+            match path.last() {
+                Some(ASTNode::Stmt(RStmt::For(..) | RStmt::While(..) | RStmt::Do(..))) => loops = true,
+                Some(ASTNode::Expr(RExpr::Dot(x, _, _))) if name_is(&x.lhs, event) => {
+                    if let RExpr::Property(p, _) = &x.rhs {
+                        match p.2.as_str() {
+                            "nsecs" | "elapsed" => time += 1,
+                            "rand" => rand += 1,
+                            _ => {}
+                        }
+                    }
+                }
+                Some(ASTNode::Expr(me @ RExpr::Variable(v, _, _)))
+                    if Some(v.1.as_str()) == event
+                        && !matches!(path.len().checked_sub(2).map(|i| &path[i]),
+                            Some(ASTNode::Expr(RExpr::Dot(x, _, _))) if std::ptr::eq(&x.lhs, *me)) =>
+                {
+                    // A whole `e` holds both.
+                    time += 2;
+                    rand += 2;
+                }
+                _ => {}
+            }
+            true
+        });
+    }
+    let once = !loops && !split.carries();
+    (once && time <= 1, once && rand <= 1)
+}
+
+fn name_is(e: &RExpr, name: Option<&str>) -> bool {
+    matches!(e, RExpr::Variable(v, _, _) if Some(v.1.as_str()) == name)
 }
 
 pub(crate) struct Lowerer<'a> {
@@ -190,7 +239,16 @@ pub(crate) struct Lowerer<'a> {
     pub(crate) event: Option<String>,
     /// Declarations visible in each open block, in order, as Rhai's scope
     /// holds them: kernel locals (`Some(id)`) and userspace ones (`None`).
-    pub(crate) scopes: Vec<Vec<(String, Option<LocalId>)>>,
+    pub(crate) scopes: Vec<Vec<(String, Option<LocalId>, u32)>>,
+    /// The next declaration id (see `Site::decls`).
+    pub(crate) next_decl: u32,
+    /// The event's time and random number, read once at the start of the
+    /// program when the closure uses them: one event, one value.
+    pub(crate) entry_nsecs: Option<LocalId>,
+    pub(crate) entry_rand: Option<LocalId>,
+    /// The closure reads the time or random number at one place that runs
+    /// at most once per event: no local is needed.
+    pub(crate) read_once: (bool, bool),
     pub(crate) locals: Vec<Ty>,
     pub(crate) uses: Vec<MapUse>,
     pub(crate) sites: Vec<Site>,
@@ -244,14 +302,44 @@ pub(crate) const KSYM_TAG: i64 = 0;
 
 impl<'a> Lowerer<'a> {
     pub(crate) fn lookup_local(&self, name: &str) -> Option<LocalId> {
-        self.scopes.iter().rev().flat_map(|s| s.iter().rev()).find(|(n, _)| n == name).and_then(|(_, id)| *id)
+        self.scopes.iter().rev().flat_map(|s| s.iter().rev()).find(|(n, _, _)| n == name).and_then(|(_, id, _)| *id)
     }
 
     pub(crate) fn new_local(&mut self, name: &str, ty: Ty) -> LocalId {
         let id = self.locals.len() as LocalId;
         self.locals.push(ty);
-        self.scopes.last_mut().unwrap().push((name.to_string(), Some(id)));
+        let decl = self.new_decl();
+        self.scopes.last_mut().unwrap().push((name.to_string(), Some(id), decl));
         id
+    }
+
+    pub(crate) fn new_decl(&mut self) -> u32 {
+        self.next_decl += 1;
+        self.next_decl
+    }
+
+    /// A local outside every scope, set once at the start of the program.
+    fn entry_local(slot: &mut Option<LocalId>, locals: &mut Vec<Ty>) -> LocalId {
+        *slot.get_or_insert_with(|| {
+            locals.push(Ty::Int);
+            locals.len() as LocalId - 1
+        })
+    }
+
+    /// `e.nsecs`: the time the program started, read once per event.
+    pub(crate) fn event_nsecs(&mut self) -> Expr {
+        if self.read_once.0 {
+            return Expr::Builtin(Builtin::Nsecs);
+        }
+        Expr::Local(Self::entry_local(&mut self.entry_nsecs, &mut self.locals))
+    }
+
+    /// `e.rand`: one random number per event.
+    pub(crate) fn event_rand(&mut self) -> Expr {
+        if self.read_once.1 {
+            return Expr::Builtin(Builtin::Rand);
+        }
+        Expr::Local(Self::entry_local(&mut self.entry_rand, &mut self.locals))
     }
 
     pub(crate) fn ty(&self, e: &Expr) -> Ty {

@@ -5,6 +5,7 @@ use probes_ebpf::ir::{BinOp, Expr, LocalId, Memory, Span, Stmt, StmtKind, Ty};
 use rhai::{ASTNode, Expr as RExpr, Position, Stmt as RStmt};
 
 use super::{at, err, event_path, index, property_chain, span, strings, LowerError, Lowerer, Result, AGGREGATIONS};
+use crate::compile::maps::UseKind;
 use crate::compile::split::{Place, Why};
 use crate::kernel::tracepoint_format::FieldKind;
 use crate::plan::site::{RecordField, Site, ValueMeaning};
@@ -70,6 +71,9 @@ impl Lowerer<'_> {
     /// A statement classified userspace must not hold kernel-only work, and
     /// the variables it declares are userspace values from now on.
     pub(crate) fn check_userspace_stmt(&mut self, s: &RStmt, run_id: u32, why: &str) -> Result<()> {
+        if let Some(Why(msg, pos)) = self.split.order_errors.get(&span(s.position())) {
+            return err(*pos, msg.clone());
+        }
         if let Some(Why(part, pos)) = self.split.aggregate_errors.get(&span(s.position())) {
             return err(
                 *pos,
@@ -105,11 +109,39 @@ impl Lowerer<'_> {
                 ),
             );
         }
+        self.userspace_map_writes(s);
         if let RStmt::Var(x, _, pos) = s {
             self.userspace_vars.insert(x.0.name.to_string(), (*pos, Some(run_id)));
-            self.scopes.last_mut().unwrap().push((x.0.name.to_string(), None));
+            let decl = self.new_decl();
+            self.scopes.last_mut().unwrap().push((x.0.name.to_string(), None, decl));
         }
         Ok(())
+    }
+
+    /// Map writes in a userspace statement give the map's layout like kernel
+    /// ones: a key (and value) the kernel could compute has the type it
+    /// would have there (`names[e.comm] = n` has string keys).
+    fn userspace_map_writes(&mut self, s: &RStmt) {
+        let mut writes: Vec<(RExpr, RExpr, RExpr, bool, Position)> = Vec::new();
+        s.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
+            if let Some(ASTNode::Stmt(RStmt::Assignment(x))) = path.last() {
+                if let RExpr::Index(ix, _, pos) = &x.1.lhs {
+                    let compound = x.0.is_op_assignment();
+                    writes.push((ix.lhs.clone(), ix.rhs.clone(), x.1.rhs.clone(), compound, *pos));
+                }
+            }
+            true
+        });
+        for (map, key, value, compound, pos) in writes {
+            let Some(map) = self.map_of(&map) else { continue };
+            let Ok(key) = self.key(&key) else { continue };
+            let kind = match self.expr(&value) {
+                _ if compound => UseKind::Update,
+                Ok(v) => UseKind::Store(self.ty(&v)),
+                Err(_) => UseKind::Read,
+            };
+            self.record_use(&map, &key, kind, pos);
+        }
     }
 
     /// Emit the record for a run of userspace statements.
@@ -127,12 +159,19 @@ impl Lowerer<'_> {
         let mut read_args: Vec<(Span, Vec<RExpr>, Position)> = Vec::new();
         let mut whole = false;
         let mut kptr_uses: Vec<(RExpr, RExpr, Position)> = Vec::new();
+        let mut map_reads: Vec<(Span, RExpr)> = Vec::new();
+        let shipped = &self.split.map_reads;
         for s in &stmts {
             s.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
                 let is_read = |n: &ASTNode| {
                     matches!(n, ASTNode::Expr(RExpr::FnCall(c, p)) if c.name == "str" && reads.contains(&span(*p)))
                 };
                 match path.last() {
+                    Some(ASTNode::Expr(e @ RExpr::Index(_, _, p))) if shipped.contains(&span(*p)) => {
+                        let at = span(*p);
+                        wanted.push((RecordField::MapRead { line: at.line, col: at.col }, *p));
+                        map_reads.push((at, (*e).clone()));
+                    }
                     Some(ASTNode::Expr(RExpr::FnCall(c, p))) if is_read(&path[path.len() - 1]) => {
                         let at = span(*p);
                         wanted.push((RecordField::Read { line: at.line, col: at.col }, *p));
@@ -184,17 +223,6 @@ impl Lowerer<'_> {
                         let name = v.1.as_str();
                         if self.lookup_local(name).is_some() {
                             wanted.push((RecordField::Local { name: name.to_string(), slot: 0 }, *pos));
-                        } else if let Some((decl, Some(site))) = self.userspace_vars.get(name) {
-                            if *site != id && problem.is_none() {
-                                problem = Some(LowerError {
-                                    pos: *pos,
-                                    message: format!(
-                                        "`{name}` was computed by the userspace statements at {}; a kernel statement comes in between, so it isn't available here — keep the userspace statements together",
-                                        at(*decl)
-                                    ),
-                                    userspace: false,
-                                });
-                            }
                         }
                     }
                     _ => {}
@@ -248,16 +276,27 @@ impl Lowerer<'_> {
         }
         // Locals visible before the run: the run's own `let`s (the last entries
         // of the innermost scope) are created when it runs.
-        let mut visible: Vec<(String, Option<LocalId>)> = self.scopes.iter().flatten().cloned().collect();
+        let mut visible: Vec<(String, Option<LocalId>, u32)> = self.scopes.iter().flatten().cloned().collect();
         let own = stmts.iter().filter(|s| matches!(s, RStmt::Var(..))).count();
-        visible.truncate(visible.len().saturating_sub(own));
+        let own_decls: Vec<u32> =
+            visible.split_off(visible.len().saturating_sub(own)).into_iter().map(|d| d.2).collect();
         let mut fields: Vec<(RecordField, Ty)> = Vec::new();
         let mut sems = Vec::new();
         let mut exprs = Vec::new();
+        let carry = self.split.carries();
+        if carry {
+            // Which event: its CPU and its time (read once at the start).
+            let key = [Expr::Builtin(probes_ebpf::ir::Builtin::Cpu), self.event_nsecs()];
+            for (i, e) in key.into_iter().enumerate() {
+                fields.push((RecordField::EventKey(i as u8), Ty::Int));
+                sems.push(ValueMeaning::Plain);
+                exprs.push(e);
+            }
+        }
         for (mut cap, pos) in wanted {
             if let RecordField::Local { name, slot } = &mut cap {
                 // The innermost declaration of the name is the one in use.
-                *slot = visible.iter().rposition(|(n, _)| n == name).unwrap_or(0);
+                *slot = visible.iter().rposition(|(n, _, _)| n == name).unwrap_or(0);
             }
             if fields.iter().any(|f| f.0 == cap) {
                 continue;
@@ -300,11 +339,18 @@ impl Lowerer<'_> {
                     self.call_expr("str", args, *at)?
                 }
                 RecordField::Local { slot, .. } => Expr::Local(visible[*slot].1.unwrap_or(0)),
+                RecordField::MapRead { line, col } => {
+                    let Some((_, e)) = map_reads.iter().find(|r| r.0 == Span { line: *line, col: *col }) else {
+                        continue;
+                    };
+                    self.expr(e)?
+                }
                 RecordField::Event(path) => self.event_capture(path, pos)?,
                 RecordField::Emitted
                 | RecordField::EventItem { .. }
                 | RecordField::KptrBase { .. }
-                | RecordField::KptrMember { .. } => continue,
+                | RecordField::KptrMember { .. }
+                | RecordField::EventKey(_) => continue,
             };
             fields.push((cap, self.ty(&expr)));
             sems.push(self.sem(&expr));
@@ -318,8 +364,21 @@ impl Lowerer<'_> {
             }
         }
         out.push(Stmt { kind: self.emit_stmt(id, exprs), span: span(first_pos) });
-        let scope = visible.into_iter().map(|(n, _)| n).collect();
-        self.sites.push(Site { id, stmts, fields, sems, scope, at: at(first_pos), emit: false, emit_array: false });
+        let decls = visible.iter().map(|(_, local, decl)| (*decl, local.is_some())).collect();
+        let scope = visible.into_iter().map(|(n, _, _)| n).collect();
+        self.sites.push(Site {
+            id,
+            stmts,
+            fields,
+            sems,
+            scope,
+            decls,
+            own: own_decls,
+            carry,
+            at: at(first_pos),
+            emit: false,
+            emit_array: false,
+        });
         Ok(())
     }
 
