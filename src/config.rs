@@ -59,6 +59,8 @@ pub struct Config {
     pub dry_run: bool,
     /// `--keep-going`: count errors in userspace statements instead of stopping.
     pub keep_going: bool,
+    /// `--no-split`: every probe closure runs whole in userspace.
+    pub no_split: bool,
     /// `--serve ADDR:PORT`: serve maps as metrics there.
     pub serve: Option<String>,
     /// `--metrics-prefix`: the prefix of map metric names.
@@ -113,6 +115,7 @@ impl Config {
             quiet: false,
             dry_run: false,
             keep_going: false,
+            no_split: env.get("RTRACE_NO_SPLIT").is_some_and(|v| !v.is_empty() && v != "0"),
             serve: None,
             metrics_prefix: String::new(),
             verbose: false,

@@ -180,3 +180,25 @@ mod tests {
         }
     }
 }
+
+/// The bucket of a log2 histogram (`hist()`): 0 for negatives, 1 for 0,
+/// 2 + floor(log2 v) above, as the generated code computes it.
+pub fn log2_bucket(v: i64) -> u64 {
+    match v {
+        i64::MIN..=-1 => 0,
+        0 => 1,
+        _ => 2 + (63 - v.leading_zeros() as u64),
+    }
+}
+
+/// The bucket of a linear histogram (`lhist(v, min, max, step)`): 0 below
+/// min, 1 + (v - min) / step inside, n + 1 at or above max.
+pub fn linear_bucket(v: i64, min: i64, max: i64, step: i64) -> u64 {
+    if step <= 0 || max <= min || v < min {
+        return 0;
+    }
+    if v >= max {
+        return ((max - min) / step) as u64 + 1;
+    }
+    ((v - min) as u64) / (step as u64) + 1
+}

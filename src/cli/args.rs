@@ -52,6 +52,11 @@ pub struct Cli {
     /// Compile and load through the verifier; attach nothing.
     #[arg(long = "dry-run")]
     pub dry_run: bool,
+    /// Run every probe's closure whole in userspace, as ordinary Rhai (the
+    /// kernel only captures each event): the meaning the kernel/userspace
+    /// split must keep, to check a surprising result (env RTRACE_NO_SPLIT=1).
+    #[arg(long = "no-split")]
+    pub no_split: bool,
     /// Keep going after an error in a probe's userspace statements (count them).
     #[arg(long = "keep-going")]
     pub keep_going: bool,

@@ -16,6 +16,7 @@ mod filters;
 pub mod lower;
 mod map_names;
 pub mod maps;
+pub mod no_split;
 mod pointers;
 pub mod split;
 mod syntax;
@@ -53,6 +54,12 @@ struct Pending {
 }
 
 pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<Plan> {
+    // --no-split: the maps have the layouts the split program gives them
+    // (its kernel statements type their keys and values).
+    let split_shapes = match opts.no_split {
+        true => compile(session, &Config { no_split: false, ..opts.clone() }, kernel).ok().map(|p| p.shapes),
+        false => None,
+    };
     let reg = session.registry.lock().unwrap();
     let file = &session.file_name;
     let map_count = reg.maps.len() as MapId;
@@ -118,6 +125,7 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
                 let program = ptype.program(&group[0], per_point, kernel).map_err(|e| here(def, e.to_string()))?;
                 let probe_name = if per_point { group[0].name.clone() } else { unit_name.clone() };
                 let target = lower::ProgramCtx {
+                    no_split: opts.no_split,
                     event: program.event.as_ref(),
                     btf: kernel.btf(),
                     probe_name: &probe_name,
@@ -140,7 +148,11 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
                     (body.params.len() > def.closure.curry().len()).then(|| body.params.last().cloned()).flatten();
                 // The pipeline per group: split the closure, then lower its kernel statements.
                 let captures = values::captured(&body.params, def.closure.curry());
-                let split = split::analyze(&body, &captures, event.as_deref(), target.event, Some(&def.ast));
+                let split = if opts.no_split {
+                    split::whole_userspace(&body, &captures, event.as_deref(), target.event, Some(&def.ast))
+                } else {
+                    split::analyze(&body, &captures, event.as_deref(), target.event, Some(&def.ast))
+                };
                 let closure =
                     lower::Closure { body: &body, captures: &captures, event: event.as_deref(), split: &split };
                 let lowered = lower::lower(&closure, &target).map_err(|e| Diagnostic::at(file, e.pos, e.message))?;
@@ -157,8 +169,12 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
                 for site in sites {
                     // Records name their site by id: ids index `plan.sites`.
                     debug_assert_eq!(site.id as usize, plan.sites.len());
+                    let mut site = site.clone();
+                    if opts.no_split {
+                        no_split::rewrite_aggregations(&mut site.stmts, &captures);
+                    }
                     plan.sites.push(SitePlan {
-                        site: site.clone(),
+                        site,
                         probe: probe_index,
                         ast: def.ast.clone(),
                         captured: captured.clone(),
@@ -197,6 +213,11 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
                     shape.prealloc = true;
                 }
             }
+        }
+    }
+    for (id, shape) in split_shapes.into_iter().flatten().enumerate() {
+        if shape != MapShape::unused() {
+            unified.insert(id as MapId, shape);
         }
     }
     plan.shapes = (0..map_count).map(|id| unified.get(&id).cloned().unwrap_or_else(MapShape::unused)).collect();

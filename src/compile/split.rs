@@ -196,6 +196,45 @@ pub fn analyze(
     w.out
 }
 
+/// `--no-split`: every statement of the closure runs in userspace, whole,
+/// as one run; the kernel only captures what it reads of the event.
+pub fn whole_userspace(
+    body: &ClosureBody,
+    captures: &HashMap<String, CapturedValue>,
+    event: Option<&str>,
+    ctx: &dyn EventContext,
+    ast: Option<&AST>,
+) -> Split {
+    let mut w = Walk {
+        captures,
+        event,
+        ctx,
+        assigned: HashSet::new(),
+        scopes: vec![Vec::new()],
+        out: Split::default(),
+        depth: 0,
+        strict: false,
+        user_exit: None,
+        user_wrote: HashMap::new(),
+        user_read: HashMap::new(),
+        in_loop: 0,
+    };
+    for s in &body.body {
+        if matches!(s, RStmt::Noop(_) | RStmt::Share(_)) {
+            continue;
+        }
+        w.record(s, Place::User("--no-split".into()));
+        if let RStmt::Var(x, _, pos) = s {
+            w.declare(x.0.name.as_str(), Var::User(*pos));
+        }
+    }
+    w.out.user_runs = 1;
+    if let Some(ev) = event {
+        w.out.whole_event = event_reads(body, ev, ast);
+    }
+    w.out
+}
+
 fn name_of(v: &RExpr) -> Option<&str> {
     match v {
         RExpr::Variable(v, _, _) => Some(v.1.as_str()),

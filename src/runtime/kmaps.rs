@@ -407,8 +407,71 @@ impl MapBackend for KernelMap {
             Some(_) => Dynamic::UNIT,
         })
     }
+    fn aggregate(&self, key: &Dynamic, agg: &str, args: &[Dynamic]) -> Result<(), String> {
+        let ValueKind::Agg(kind) = self.shape.layout.value else {
+            return Err(format!("map '{}' holds plain values, not {agg}()", self.name));
+        };
+        let int = |i: usize| -> Result<i64, String> {
+            let a = args.get(i).ok_or_else(|| format!("{agg}() needs a value"))?;
+            a.as_int().or_else(|_| a.as_bool().map(i64::from)).map_err(|_| format!("{agg}() takes integers"))
+        };
+        let mut k = match (self.shape.layout.key.is_empty(), kind) {
+            (true, AggKind::Hist) => Vec::new(),
+            _ => self.encode_key(key)?,
+        };
+        if kind == AggKind::Hist {
+            let v = int(0)?;
+            let bucket = match agg {
+                "hist" => probes_ebpf::quantile::log2_bucket(v),
+                "lhist" => probes_ebpf::quantile::linear_bucket(v, int(1)?, int(2)?, int(3)?),
+                _ => probes_ebpf::quantile::bucket(v) as u64,
+            };
+            k.extend_from_slice(&bucket.to_le_bytes());
+        }
+        let size = self.shape.layout.value_size() as usize;
+        let cpus = libbpf_rs::num_possible_cpus().unwrap_or(1).max(1);
+        let mut slots = self.slots(&k)?;
+        if slots.len() != cpus {
+            slots = vec![vec![0u8; size]; cpus];
+        }
+        let slot = &mut slots[0];
+        let get = |s: &[u8], at: usize| i64::from_le_bytes(s[at..at + 8].try_into().unwrap_or([0; 8]));
+        let put = |s: &mut [u8], at: usize, v: i64| s[at..at + 8].copy_from_slice(&v.to_le_bytes());
+        match kind {
+            AggKind::Hist => {
+                let n = get(slot, 0).wrapping_add(1);
+                put(slot, 0, n);
+            }
+            AggKind::Sum => {
+                let add = if agg == "count" { 1 } else { int(0)? };
+                let n = get(slot, 0).wrapping_add(add);
+                put(slot, 0, n);
+            }
+            AggKind::Min | AggKind::Max => {
+                let v = int(0)?;
+                let better = if kind == AggKind::Min { v < get(slot, 0) } else { v > get(slot, 0) };
+                if get(slot, 8) == 0 || better {
+                    put(slot, 0, v);
+                    put(slot, 8, 1);
+                }
+            }
+            AggKind::Avg => {
+                let v = int(0)?;
+                let (n, total) = (get(slot, 0).wrapping_add(1), get(slot, 8).wrapping_add(v));
+                put(slot, 0, n);
+                put(slot, 8, total);
+            }
+        }
+        self.map.update_percpu(&k, &slots, MapFlags::ANY).map_err(|e| format!("map '{}': {e}", self.name))
+    }
     fn holds_integers(&self) -> bool {
-        self.shape.layout.value == ValueKind::Value(Ty::Int) && self.shape.value_meaning == ValueMeaning::Plain
+        // Aggregations other than histograms: the kernel combines the CPUs' slots as userspace does.
+        let kernel_reads_it = match self.shape.layout.value {
+            ValueKind::Value(Ty::Int) => true,
+            ValueKind::Agg(kind) => kind != AggKind::Hist,
+            _ => false,
+        };
+        kernel_reads_it && self.shape.value_meaning == ValueMeaning::Plain
     }
     fn set(&self, key: &Dynamic, value: &Dynamic) -> Result<(), String> {
         let ValueKind::Value(ty) = self.shape.layout.value else {

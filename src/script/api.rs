@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use rhai::{Dynamic, Engine, EvalAltResult, FnPtr, NativeCallContext, Position, AST};
+use rhai::{Dynamic, Engine, EvalAltResult, FnPtr, ImmutableString, NativeCallContext, Position, AST};
 
 use super::{parse_duration, ProbeDef, SharedRegistry, Timer};
 
@@ -44,6 +44,10 @@ pub trait MapBackend: Send + Sync {
     /// together, or one key's (`m[k]`).
     fn distribution(&self, key: Option<&Dynamic>) -> Result<crate::output::dist::Distribution, String>;
     fn get(&self, key: &Dynamic) -> Result<Dynamic, String>;
+    /// `m[key] = agg(args)` done by userspace (`--no-split`).
+    fn aggregate(&self, _key: &Dynamic, agg: &str, _args: &[Dynamic]) -> Result<(), String> {
+        Err(format!("{agg}() can't update this map from userspace"))
+    }
     /// Whether the map holds plain integers (the kernel can read a value
     /// for userspace at the event).
     fn holds_integers(&self) -> bool {
@@ -373,6 +377,44 @@ pub fn install(engine: &mut Engine, registry: &SharedRegistry) {
         Ok(())
     });
 
+    // `--no-split`: `m[k] = agg(args)` rewritten as a call (compile/no_split.rs).
+    fn aggregate(
+        ctx: &NativeCallContext,
+        m: &mut MapHandle,
+        key: Dynamic,
+        agg: &str,
+        args: &[Dynamic],
+    ) -> RhaiResult<()> {
+        crate::script::kernel_reads::note_map_write(m.0.id);
+        m.with_backend(ctx.call_position(), |b| b.aggregate(&key, agg, args))
+    }
+    const AGG: &str = "__rtrace_aggregate";
+    engine.register_fn(AGG, |ctx: NativeCallContext, m: &mut MapHandle, k: Dynamic, agg: ImmutableString| {
+        aggregate(&ctx, m, k, &agg, &[])
+    });
+    engine.register_fn(
+        AGG,
+        |ctx: NativeCallContext, m: &mut MapHandle, k: Dynamic, agg: ImmutableString, a: Dynamic| {
+            aggregate(&ctx, m, k, &agg, &[a])
+        },
+    );
+    engine.register_fn(
+        AGG,
+        |ctx: NativeCallContext, m: &mut MapHandle, k: Dynamic, agg: ImmutableString, a: Dynamic, b: Dynamic| {
+            aggregate(&ctx, m, k, &agg, &[a, b])
+        },
+    );
+    engine.register_fn(
+        AGG,
+        |ctx: NativeCallContext,
+         m: &mut MapHandle,
+         k: Dynamic,
+         agg: ImmutableString,
+         a: Dynamic,
+         b: Dynamic,
+         c: Dynamic,
+         d: Dynamic| { aggregate(&ctx, m, k, &agg, &[a, b, c, d]) },
+    );
     for &agg in AGGREGATIONS {
         let msg = format!(
             "{agg}() is an aggregation that runs in the kernel: use it inside a probe, e.g. `m[e.comm] = {agg}(...)`"

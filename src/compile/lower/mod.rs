@@ -36,6 +36,9 @@ use probes_ebpf::record::{CONTROL_CLEAR, CONTROL_EXIT, CONTROL_PRINT, CONTROL_ZE
 
 /// What a closure is being compiled for.
 pub struct ProgramCtx<'a> {
+    /// `--no-split`: the whole closure is userspace; aggregations there
+    /// are done by userspace (see `compile/no_split.rs`).
+    pub no_split: bool,
     /// Full probe name (`tracepoint:syscalls:sys_enter_read`), the value of `e.probe`.
     pub probe_name: &'a str,
     pub context: ContextKind,

@@ -81,9 +81,10 @@ impl Lowerer<'_> {
             );
         }
         let mut bad: Option<(String, Position)> = None;
+        let no_split = self.target.no_split;
         s.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
             if let Some(ASTNode::Expr(RExpr::FnCall(call, pos))) = path.last() {
-                let kernel_only = AGGREGATIONS.contains(&call.name.as_str())
+                let kernel_only = (AGGREGATIONS.contains(&call.name.as_str()) && !no_split)
                     || (strings::reads_kernel_memory(call) && !strings::member_read(path));
                 if kernel_only && bad.is_none() {
                     bad = Some((call.name.to_string(), *pos));
