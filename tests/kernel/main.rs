@@ -9,6 +9,7 @@ mod btf;
 mod calls;
 mod ci;
 mod compat;
+mod differential;
 mod dispatch;
 mod docs;
 mod emit;
