@@ -54,6 +54,27 @@ struct Pending {
 }
 
 pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<Plan> {
+    // Maps some probe's userspace statements write (or read by a userspace
+    // key): every probe's uses of them run in userspace, in event order.
+    // Putting statements in userspace can only add such maps: repeat until
+    // the set stays the same.
+    let mut owned = std::collections::HashSet::new();
+    loop {
+        let (plan, found) = compile_with(session, opts, kernel, &owned)?;
+        if found.is_subset(&owned) {
+            return Ok(plan);
+        }
+        owned.extend(found);
+    }
+}
+
+fn compile_with(
+    session: &Session,
+    opts: &Config,
+    kernel: &dyn Kernel,
+    owned: &std::collections::HashSet<u32>,
+) -> Result<(Plan, std::collections::HashSet<u32>)> {
+    let mut found = std::collections::HashSet::new();
     // --no-split: the maps have the layouts the split program gives them
     // (its kernel statements type their keys and values).
     let split_shapes = match opts.no_split {
@@ -151,8 +172,9 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
                 let split = if opts.no_split {
                     split::whole_userspace(&body, &captures, event.as_deref(), target.event, Some(&def.ast))
                 } else {
-                    split::analyze(&body, &captures, event.as_deref(), target.event, Some(&def.ast))
+                    split::analyze(&body, &captures, event.as_deref(), target.event, Some(&def.ast), owned)
                 };
+                found.extend(split.userspace_maps.iter().copied());
                 let closure =
                     lower::Closure { body: &body, captures: &captures, event: event.as_deref(), split: &split };
                 let lowered = lower::lower(&closure, &target).map_err(|e| Diagnostic::at(file, e.pos, e.message))?;
@@ -278,7 +300,7 @@ pub fn compile(session: &Session, opts: &Config, kernel: &dyn Kernel) -> Result<
                 .map_err(|e| Diagnostic::new(file, None, format!("-c: {e}")))?,
         );
     }
-    Ok(plan)
+    Ok((plan, found))
 }
 
 #[cfg(test)]

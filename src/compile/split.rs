@@ -71,6 +71,10 @@ pub struct Split {
     /// from one run to the next.
     pub user_runs: u32,
     pub user_in_loop: bool,
+    /// Maps (by id) the closure's userspace statements write, or read by a
+    /// key only userspace has: in every probe their uses run in userspace,
+    /// so that all of them happen in event order (`compile()` iterates).
+    pub userspace_maps: HashSet<u32>,
 }
 
 impl Split {
@@ -147,15 +151,20 @@ struct Walk<'a> {
     user_read: HashMap<String, Position>,
     /// Inside a kernel `for` (for `user_in_loop`).
     in_loop: u32,
+    /// Maps some probe's userspace statements write or read live (from the
+    /// previous round of `compile()`).
+    owned: &'a HashSet<u32>,
 }
 
-/// Split `body`; `ast` holds the script functions `e` may be passed to.
+/// Split `body`; `ast` holds the script functions `e` may be passed to;
+/// `owned` are the maps whose every use must run in userspace.
 pub fn analyze(
     body: &ClosureBody,
     captures: &HashMap<String, CapturedValue>,
     event: Option<&str>,
     ctx: &dyn EventContext,
     ast: Option<&AST>,
+    owned: &HashSet<u32>,
 ) -> Split {
     let mut assigned = HashSet::new();
     for s in &body.body {
@@ -188,6 +197,7 @@ pub fn analyze(
         user_wrote: HashMap::new(),
         user_read: HashMap::new(),
         in_loop: 0,
+        owned,
     };
     w.block(&body.body);
     if let Some(ev) = event {
@@ -195,6 +205,8 @@ pub fn analyze(
     }
     w.out
 }
+
+static NONE: std::sync::LazyLock<HashSet<u32>> = std::sync::LazyLock::new(HashSet::new);
 
 /// `--no-split`: every statement of the closure runs in userspace, whole,
 /// as one run; the kernel only captures what it reads of the event.
@@ -218,6 +230,7 @@ pub fn whole_userspace(
         user_wrote: HashMap::new(),
         user_read: HashMap::new(),
         in_loop: 0,
+        owned: &NONE,
     };
     for s in &body.body {
         if matches!(s, RStmt::Noop(_) | RStmt::Share(_)) {
@@ -320,6 +333,12 @@ impl Walk<'_> {
         let cond_only = matches!(s, RStmt::If(..));
         let (reads, writes) = self.map_uses(s, cond_only);
         for m in reads.iter().chain(&writes) {
+            if self.map_id(m).is_some_and(|id| self.owned.contains(&id)) {
+                return Some(Why(
+                    format!("map `{m}` is written (or read by a userspace key) by userspace statements, so every probe statement using it runs in userspace, in event order"),
+                    s.position(),
+                ));
+            }
             if let Some(at) = self.user_wrote.get(m) {
                 return Some(Why(
                     format!(
@@ -366,18 +385,31 @@ impl Walk<'_> {
         if self.user_exit.is_none() {
             self.user_exit = ends_closure(s);
         }
-        let (reads, writes) = self.map_uses(s, false);
+        let (_, writes) = self.map_uses(s, false);
         for m in writes {
+            self.out.userspace_maps.extend(self.map_id(&m));
             self.user_wrote.entry(m).or_insert(s.position());
         }
         for (m, key_in_kernel, at) in self.map_reads_in(s) {
-            if key_in_kernel {
+            let owned = self.map_id(&m).is_some_and(|id| self.owned.contains(&id));
+            if key_in_kernel && !owned {
                 self.out.map_reads.insert(at);
             } else {
+                if at != Span::default() {
+                    // Read by a key only userspace has (not in a loop, which polls).
+                    self.out.userspace_maps.extend(self.map_id(&m));
+                }
                 self.user_read.entry(m).or_insert(s.position());
             }
         }
-        let _ = reads;
+    }
+
+    /// The id of the captured map named `name`.
+    fn map_id(&self, name: &str) -> Option<u32> {
+        match self.captures.get(name) {
+            Some(CapturedValue::Map(m)) => Some(m.id()),
+            _ => None,
+        }
     }
 
     /// The captured maps `s` reads and writes (only in its condition, for an `if`).
@@ -442,9 +474,12 @@ impl Walk<'_> {
                 if self.map_of(&x.lhs) && !assigned_target(path) {
                     // In a userspace loop each pass reads the map as it is
                     // then (a loop may wait for another probe to write it).
-                    let looped = path
-                        .iter()
-                        .any(|n| matches!(n, ASTNode::Stmt(RStmt::For(..) | RStmt::While(..) | RStmt::Do(..))));
+                    let looped = path.windows(2).any(|w| match (&w[0], &w[1]) {
+                        // A `for`'s iterable is evaluated once, before the loop.
+                        (ASTNode::Stmt(RStmt::For(f, _)), ASTNode::Expr(e)) => !std::ptr::eq(*e, &f.2.expr),
+                        (ASTNode::Stmt(RStmt::For(..) | RStmt::While(..) | RStmt::Do(..)), _) => true,
+                        _ => false,
+                    });
                     let key = if looped { RExpr::Unit(Position::NONE) } else { x.rhs.clone() };
                     found.push((name_of(&x.lhs).unwrap_or_default().to_string(), key, span(*pos)));
                     if looped {

@@ -238,7 +238,11 @@ impl Lowerer<'_> {
             // `e` as a whole value: the fields the closure (and the functions
             // it passes `e` to) read, and the common ones.
             let common = ["pid", "tid", "uid", "gid", "comm", "cpu", "nsecs"].map(|f| vec![f.to_string()]);
-            for path in common.into_iter().chain(self.split.whole_event.iter().cloned()) {
+            // Every argument too: where `e` goes (an alias, a closure, a
+            // method call) its reads can't always be followed.
+            let has_args = self.target.event.format().is_some() || self.target.event.btf_args().is_some();
+            let args = has_args.then(|| vec!["args".to_string()]);
+            for path in common.into_iter().chain(self.split.whole_event.iter().cloned()).chain(args) {
                 // A whole `e.args` is expanded below, next to the fields read by name.
                 let clash = path != ["args"]
                     && wanted.iter().any(|(c, _)| match c {
