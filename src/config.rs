@@ -33,6 +33,8 @@ pub struct Config {
     /// Strings read from a `char **` tracepoint field for `join()` (env
     /// `RTRACE_JOIN_MAX`, 1 to 16, default 6).
     pub join_max: u32,
+    /// With `--keep-going`: how many runtime errors are shown (the rest are counted).
+    pub errors_shown: u64,
     /// The most probes one script may attach after wildcard expansion (env
     /// `RTRACE_MAX_PROBES`, 1 to 2^20, default 1024).
     pub max_probes: usize,
@@ -105,6 +107,7 @@ impl Config {
                 None => None,
             },
             join_max: number(env, "RTRACE_JOIN_MAX", 6, 1, 16)?,
+            errors_shown: number(env, "RTRACE_ERRORS_SHOWN", 1, 0, u32::MAX)? as u64,
             max_probes: number(env, "RTRACE_MAX_PROBES", 1024, 1, 1 << 20)? as usize,
             syscall_dispatch: number(env, "RTRACE_SYSCALL_DISPATCH", 8, 0, 1 << 20)? as usize,
             verifier_log: env.get("RTRACE_VERIFIER_LOG").is_some(),

@@ -156,6 +156,11 @@ impl Insn {
     pub fn atomic_add64(dst: Reg, off: i16, src: Reg) -> Insn {
         Insn::new(BPF_STX | BPF_ATOMIC | BPF_DW, dst, src, off, Alu::Add as i32)
     }
+    /// `src = atomic_fetch_add((u64 *)(dst + off), src)`: adds and gives back the old value.
+    pub fn atomic_fetch_add64(dst: Reg, off: i16, src: Reg) -> Insn {
+        const BPF_FETCH: i32 = 0x01;
+        Insn::new(BPF_STX | BPF_ATOMIC | BPF_DW, dst, src, off, Alu::Add as i32 | BPF_FETCH)
+    }
     /// `if dst COND imm goto +off`.
     pub fn jmp_imm(cond: Cond, dst: Reg, imm: i32, off: i16) -> Insn {
         Insn::new(BPF_JMP | cond as u8 | BPF_K, dst, 0, off, imm)

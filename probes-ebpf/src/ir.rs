@@ -434,6 +434,10 @@ pub struct Program {
     /// `-k`/`-kk`: count failed helper calls per call site. `None`: no
     /// check, and not one instruction more.
     pub helper_checks: Option<HelperChecks>,
+    /// Integer arithmetic as Rhai does it: an overflow or a division by zero
+    /// stops the program and sends a [`crate::record::CONTROL_ERROR`]
+    /// message `(ring, lost, probe)`. `None`: wrapping, as the hardware.
+    pub arith_errors: Option<(MapId, MapId, u32)>,
 }
 
 /// Which helper calls a program checks, and where it counts their failures:

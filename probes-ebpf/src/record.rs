@@ -82,6 +82,32 @@ pub const CONTROL_PRINT: u32 = 2;
 pub const CONTROL_CLEAR: u32 = 3;
 /// `m.zero()` from a probe.
 pub const CONTROL_ZERO: u32 = 4;
+/// A runtime error in a kernel statement: the argument is
+/// [`arith_error_code`]'s `(what, line, column)`.
+pub const CONTROL_ERROR: u32 = 5;
+
+/// What went wrong, as Rhai says it (the operands aren't known).
+pub const ARITH_ERRORS: &[&str] = &[
+    "",
+    "Addition overflow",
+    "Subtraction overflow",
+    "Multiplication overflow",
+    "Division by zero",
+    "Division overflow",
+    "Modulo division by zero or overflow",
+    "Negation overflow",
+];
+
+/// The argument of a [`CONTROL_ERROR`] message.
+pub fn arith_error_code(what: u8, line: u32, col: u32) -> i64 {
+    ((what as i64) << 56) | ((line as i64 & 0xff_ffff) << 24) | (col as i64 & 0xff_ffff)
+}
+
+/// `(what, line, column)` of a [`CONTROL_ERROR`] argument.
+pub fn decode_arith_error(code: i64) -> (&'static str, u32, u32) {
+    let what = ARITH_ERRORS.get((code >> 56) as usize & 0xff).copied().unwrap_or("Arithmetic error");
+    (what, ((code >> 24) & 0xff_ffff) as u32, (code & 0xff_ffff) as u32)
+}
 
 #[cfg(test)]
 mod tests {

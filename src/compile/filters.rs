@@ -108,6 +108,7 @@ pub(super) fn follow_programs(
             body,
             possible_cpus: kernel.possible_cpus(),
             helper_checks: None,
+            arith_errors: None,
         };
         let code = probes_ebpf::generate(&program).map_err(|e| anyhow!("{}", e.message))?;
         out.push(CompiledProgram {

@@ -267,6 +267,7 @@ fn compile_with(
             maps: layouts.clone(),
             body,
             possible_cpus: kernel.possible_cpus(),
+            arith_errors: Some((plan.maps.control_ring(), plan.maps.lost(), probe as u32)),
             helper_checks: helper_map.map(|map| ir::HelperChecks {
                 map,
                 first_slot: helper_slots,

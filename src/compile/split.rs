@@ -512,8 +512,15 @@ impl Walk<'_> {
         let mut effect = false;
         s.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
             if let Some(ASTNode::Expr(RExpr::FnCall(c, _))) = path.last() {
-                effect |= AGGREGATIONS.contains(&c.name.as_str())
+                // Integer arithmetic may stop the closure with an error, as in Rhai.
+                let arithmetic = matches!(c.name.as_str(), "+" | "-" | "*" | "/" | "%")
+                    && !c.args.iter().all(|a| matches!(a, RExpr::IntegerConstant(..)));
+                effect |= arithmetic
+                    || AGGREGATIONS.contains(&c.name.as_str())
                     || matches!(c.name.as_str(), "exit" | "emit" | "print" | "clear" | "zero" | "fail");
+            }
+            if let Some(ASTNode::Stmt(RStmt::Assignment(x))) = path.last() {
+                effect |= x.0.is_op_assignment();
             }
             !effect
         });

@@ -30,6 +30,8 @@ fn golden_dir() -> PathBuf {
 fn outcome(script: &str, kernel: &FakeKernel) -> String {
     let mut config = Config::from_env(&NoSettings, None).expect("default settings");
     config.start_ns = 0;
+    // `// options: --no-split` on the first line.
+    config.no_split = script.lines().next().is_some_and(|l| l.starts_with("// options:") && l.contains("--no-split"));
     let mut session = match Session::new("t.rhai", script, &[]) {
         Ok(s) => s,
         Err(e) => return format!("{e:#}\n"),

@@ -98,6 +98,8 @@ pub struct Continuations {
     /// Errors seen so far (with `--keep-going`).
     pub errors: u64,
     pub keep_going: bool,
+    /// With `keep_going`: errors shown before the rest are only counted.
+    pub errors_shown: u64,
     pub records: u64,
     /// `exit()` or `fail()` ran in a userspace statement: later records don't run.
     pub stopped: bool,
@@ -162,6 +164,7 @@ impl Continuations {
             sites,
             errors: 0,
             keep_going,
+            errors_shown: 1,
             records: 0,
             stopped: false,
             skipped: 0,
@@ -170,6 +173,20 @@ impl Continuations {
             stacks,
             carried: CarriedEvents::default(),
             from_record: Vec::new(),
+        }
+    }
+
+    /// A runtime error in a probe's statements (userspace or kernel): it
+    /// stops tracing, or with `--keep-going` is counted (the first shown).
+    pub fn error(&mut self, msg: String) -> anyhow::Result<()> {
+        self.errors += 1;
+        if self.keep_going {
+            if self.errors <= self.errors_shown {
+                eprintln!("{msg}");
+            }
+            Ok(())
+        } else {
+            Err(anyhow::anyhow!(msg))
         }
     }
 
@@ -385,21 +402,13 @@ impl Continuations {
                 Ok(())
             }
             Err(e) => {
-                self.errors += 1;
                 let msg = format!(
                     "{} (in probe {}, statements at {})",
                     session.runtime_error(&e),
                     plan.probes[site.probe],
                     site.at
                 );
-                if self.keep_going {
-                    if self.errors == 1 {
-                        eprintln!("{msg}");
-                    }
-                    Ok(())
-                } else {
-                    Err(anyhow::anyhow!(msg))
-                }
+                self.error(msg)
             }
         }
     }

@@ -12,7 +12,7 @@ use crate::output::sink;
 use crate::plan::Plan;
 use crate::script::api::MapBackend;
 use crate::script::Session;
-use probes_ebpf::record::{CONTROL_CLEAR, CONTROL_EXIT, CONTROL_PRINT, CONTROL_ZERO};
+use probes_ebpf::record::{CONTROL_CLEAR, CONTROL_ERROR, CONTROL_EXIT, CONTROL_PRINT, CONTROL_ZERO};
 
 use super::{continuation, dump, exporter, limits, reader, serve, signals, traced, Loaded};
 
@@ -104,13 +104,13 @@ pub fn event_loop(
             }
             recv(reader.control) -> msg => {
                 if let Ok(msg) = msg {
-                    control(session, loaded, msg);
+                    control(session, plan, loaded, conts, msg)?;
                 }
             }
             default(wait) => {}
         }
         for msg in reader.control.try_iter().take(limits::CONTROL_PER_TURN) {
-            control(session, loaded, msg);
+            control(session, plan, loaded, conts, msg)?;
         }
         sink::flush();
         let now = Instant::now();
@@ -147,7 +147,7 @@ pub fn drain(
     for batch in reader.data.iter() {
         limits::note_kernel_exit(session, reader, &loaded.stop);
         while let Ok(msg) = reader.control.try_recv() {
-            control(session, loaded, msg);
+            note(result, control(session, plan, loaded, conts, msg));
         }
         // Records queued when tracing stopped (Ctrl-C, -d, the -c command
         // ending, exit() from a probe) were made before the stop, so they
@@ -163,10 +163,17 @@ pub fn drain(
         }
     }
     while let Ok(msg) = reader.control.try_recv() {
-        control(session, loaded, msg);
+        note(result, control(session, plan, loaded, conts, msg));
     }
     limits::note_kernel_exit(session, reader, &loaded.stop);
     skipped
+}
+
+/// Keep the first error.
+fn note(result: &mut Result<()>, r: Result<()>) {
+    if result.is_ok() {
+        *result = r;
+    }
 }
 
 fn count_records(batch: &[u8]) -> u64 {
@@ -195,8 +202,19 @@ fn run_batch(session: &Session, plan: &Plan, conts: &mut continuation::Continuat
     result
 }
 
-fn control(session: &Session, loaded: &Loaded, (kind, _probe, arg): reader::Control) {
+fn control(
+    session: &Session,
+    plan: &Plan,
+    loaded: &Loaded,
+    conts: &mut continuation::Continuations,
+    (kind, probe, arg): reader::Control,
+) -> Result<()> {
     match kind {
+        CONTROL_ERROR => {
+            let (what, line, col) = probes_ebpf::record::decode_arith_error(arg);
+            let name = plan.probes.get(probe as usize).map(String::as_str).unwrap_or("?");
+            return conts.error(format!("{}:{line}:{col}: error: {what} (in probe {name})", session.file_name));
+        }
         CONTROL_EXIT => {
             let mut reg = session.registry.lock().unwrap();
             if reg.exit_code.is_none() {
@@ -205,7 +223,7 @@ fn control(session: &Session, loaded: &Loaded, (kind, _probe, arg): reader::Cont
             }
         }
         CONTROL_PRINT | CONTROL_CLEAR | CONTROL_ZERO => {
-            let Some(m) = loaded.maps.get(arg as usize) else { return };
+            let Some(m) = loaded.maps.get(arg as usize) else { return Ok(()) };
             let r = match kind {
                 CONTROL_PRINT => m.print(),
                 CONTROL_CLEAR => m.clear(),
@@ -220,4 +238,5 @@ fn control(session: &Session, loaded: &Loaded, (kind, _probe, arg): reader::Cont
         }
         _ => {}
     }
+    Ok(())
 }

@@ -68,6 +68,7 @@ pub fn run(session: &Session, plan: &Plan, opts: &Config, traced: Option<&mut tr
     sink::flush();
 
     let mut conts = continuation::Continuations::new(plan, opts.keep_going, loaded.stacks.clone());
+    conts.errors_shown = opts.errors_shown;
     if let Some(t) = traced.as_deref_mut() {
         t.release();
     }
@@ -108,7 +109,15 @@ pub fn run(session: &Session, plan: &Plan, opts: &Config, traced: Option<&mut tr
     }
     loaded.stacks.report();
     if conts.errors > 0 && conts.keep_going {
-        eprintln!("rtrace: {} userspace error(s) in probe statements (the first is shown above)", conts.errors);
+        eprintln!(
+            "rtrace: {} runtime error(s) in probe statements (the first {} shown above)",
+            conts.errors,
+            if opts.errors_shown == 1 {
+                "is".to_string()
+            } else {
+                format!("{} are", opts.errors_shown.min(conts.errors))
+            }
+        );
     }
     crate::script::system::finish();
     sink::flush();

@@ -3,7 +3,6 @@
 //! calls into userspace closures (`BEGIN`, `END`, `every`).
 
 pub mod api;
-pub mod arith;
 mod bufs;
 pub mod calls;
 pub mod checks;
@@ -98,7 +97,6 @@ impl Session {
         let mut engine = Engine::new();
         engine.set_optimization_level(OptimizationLevel::None);
         engine.set_max_expr_depths(256, 256);
-        arith::install(&mut engine);
         api::install(&mut engine, &registry);
         dist::install(&mut engine);
         userlib::install(&mut engine, &registry);

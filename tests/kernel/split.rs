@@ -541,7 +541,7 @@ fn userspace_runtime_errors_are_counted_with_keep_going() {
     let errs = out.stderr_lines().into_iter().filter(|s| s.starts_with(&at) && s.contains("Division by zero")).count();
     assert_eq!(errs, 1, "the first error is shown once\n{out}");
     assert!(
-        out.stderr_lines().iter().any(|s| s.contains(" 3 userspace error")),
+        out.stderr_lines().iter().any(|s| s.contains(" 3 runtime error")),
         "the number of errors (3) is reported\n{out}"
     );
     assert_eq!(out.map_lines("c"), vec!["@c: 3"], "{out}");

@@ -66,7 +66,10 @@ impl Gen<'_> {
                 // total / count; BPF division by zero gives 0, the empty average.
                 self.emit(Insn::load(8, r, FP, acc + 8));
                 self.emit(Insn::load(8, R3, FP, acc));
-                self.binary_regs(BinOp::Div, r, R3)?;
+                self.wrapping = true;
+                let divided = self.binary_regs(BinOp::Div, r, R3);
+                self.wrapping = false;
+                divided?;
             }
             _ => {
                 self.emit(Insn::load(8, r, FP, acc));

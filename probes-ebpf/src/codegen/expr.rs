@@ -223,8 +223,9 @@ impl Gen<'_> {
                     matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::And | BinOp::Or | BinOp::Xor)
                         || (matches!(op, BinOp::Shl | BinOp::Shr) && (0..64).contains(&small_const(b).unwrap_or(-1))),
                 ) {
-                    let alu = alu_of(*op);
-                    self.emit(Insn::alu_imm(alu, ra, k));
+                    if !self.checked_imm(*op, ra, k) {
+                        self.emit(Insn::alu_imm(alu_of(*op), ra, k));
+                    }
                     return Ok(ra);
                 }
                 let rb = self.int_keeping(ra, b)?;
@@ -236,6 +237,7 @@ impl Gen<'_> {
                 UnOp::Not => self.materialize(e),
                 UnOp::Neg => {
                     let r = self.int(a)?;
+                    self.check_negation(r);
                     self.emit(Insn::alu_imm(Alu::Neg, r, 0));
                     Ok(r)
                 }
@@ -317,7 +319,9 @@ impl Gen<'_> {
     /// `a = a OP b` for two temporaries with Rhai's (signed, i64) semantics.
     pub(super) fn binary_regs(&mut self, op: BinOp, a: Reg, b: Reg) -> Result<()> {
         match op {
+            BinOp::Add | BinOp::Sub | BinOp::Mul if self.checked_regs(op, a, b) => {}
             BinOp::Div | BinOp::Mod => {
+                self.check_division(op, a, b);
                 // Signed division on unsigned hardware ops: divide magnitudes,
                 // then fix the sign (quotient: sign of a^b; remainder: sign of a).
                 self.emit(Insn::mov_reg(R1, a));

@@ -105,7 +105,9 @@ impl Gen<'_> {
         let key_off = self.build_key(map, key, None)?;
         let failed = self.lookup_or_init(map, key_off)?;
         if op == BinOp::Add {
-            self.emit(Insn::atomic_add64(R0, 0, rv));
+            if !self.checked_atomic_add(rv) {
+                self.emit(Insn::atomic_add64(R0, 0, rv));
+            }
         } else {
             let cur = self.reg()?;
             self.emit(Insn::mov_reg(R1, R0));

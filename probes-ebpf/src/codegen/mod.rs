@@ -20,6 +20,7 @@ use crate::ir::*;
 
 mod aggread;
 mod alloc;
+mod arith;
 mod checks;
 mod control;
 mod emit;
@@ -95,6 +96,8 @@ pub fn generate(prog: &Program) -> Result<Generated> {
         stack_memo: Vec::new(),
         long_jump: None,
         helper_sites: Vec::new(),
+        arith_fails: Vec::new(),
+        wrapping: false,
     };
     g.emit(Insn::store(8, FP, CTX_SLOT, R1));
     for ty in &prog.locals {
@@ -112,6 +115,7 @@ pub fn generate(prog: &Program) -> Result<Generated> {
         g.emit(Insn::mov_imm(R0, 0));
         g.emit(Insn::exit());
     }
+    g.arith_fail_exits()?;
     if let Some(span) = g.long_jump {
         return Err(CodegenError {
             span,
@@ -149,6 +153,10 @@ struct Gen<'a> {
     stack_memo: Vec<(MapId, i16)>,
     /// Span of the first jump whose offset does not fit in 16 bits.
     long_jump: Option<Span>,
+    /// Jumps taken on an arithmetic error, with the error's code.
+    arith_fails: Vec<(usize, i64)>,
+    /// Arithmetic rtrace adds itself (an average's division): no checks.
+    wrapping: bool,
     /// Helper calls checked so far (`-k`).
     helper_sites: Vec<HelperSite>,
 }
@@ -221,7 +229,13 @@ impl Gen<'_> {
             }
             StmtKind::Control { ring, lost, kind, probe, arg } => self.control((*ring, *lost), *kind, *probe, arg)?,
             StmtKind::Emit { ring, lost, wake, site, probe, fields, wake_bytes } => {
-                self.emit_record((*ring, *lost, *wake), *site, *probe, fields, *wake_bytes)?;
+                // What a record carries for userspace is evaluated there
+                // again where it is used (a map read's key): an error is
+                // Rhai's to raise, at its place in the statements.
+                self.wrapping = true;
+                let sent = self.emit_record((*ring, *lost, *wake), *site, *probe, fields, *wake_bytes);
+                self.wrapping = false;
+                sent?;
             }
             StmtKind::Return => {
                 self.emit(Insn::mov_imm(R0, 0));

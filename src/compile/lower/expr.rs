@@ -137,7 +137,7 @@ impl Lowerer<'_> {
             if args.len() == 1 && name == "-" {
                 let a = self.int_expr(&args[0])?;
                 return Ok(match a {
-                    Expr::Int(v) => Expr::Int(v.wrapping_neg()),
+                    Expr::Int(v) if v != i64::MIN => Expr::Int(-v),
                     a => Expr::Unary(UnOp::Neg, Box::new(a)),
                 });
             }
@@ -224,16 +224,17 @@ pub(crate) fn bin_op(name: &str) -> Option<BinOp> {
     })
 }
 
-/// Build `a OP b`, folding constants (Rhai semantics: wrapping i64).
+/// Build `a OP b`, folding constants (Rhai semantics: an overflow is an error at run time).
 pub(crate) fn fold(op: BinOp, a: Expr, b: Expr) -> Expr {
     if let (Expr::Int(x), Expr::Int(y)) = (&a, &b) {
         let (x, y) = (*x, *y);
         let v = match op {
-            BinOp::Add => Some(x.wrapping_add(y)),
-            BinOp::Sub => Some(x.wrapping_sub(y)),
-            BinOp::Mul => Some(x.wrapping_mul(y)),
-            BinOp::Div if y != 0 => Some(x.wrapping_div(y)),
-            BinOp::Mod if y != 0 => Some(x.wrapping_rem(y)),
+            // An overflow isn't folded: the program reports it when it runs, as Rhai does.
+            BinOp::Add => x.checked_add(y),
+            BinOp::Sub => x.checked_sub(y),
+            BinOp::Mul => x.checked_mul(y),
+            BinOp::Div => x.checked_div(y),
+            BinOp::Mod => x.checked_rem(y),
             BinOp::And => Some(x & y),
             BinOp::Or => Some(x | y),
             BinOp::Xor => Some(x ^ y),
@@ -244,7 +245,6 @@ pub(crate) fn fold(op: BinOp, a: Expr, b: Expr) -> Expr {
             BinOp::Le => Some((x <= y) as i64),
             BinOp::Gt => Some((x > y) as i64),
             BinOp::Ge => Some((x >= y) as i64),
-            _ => None,
         };
         if let Some(v) = v {
             return Expr::Int(v);
