@@ -24,7 +24,9 @@ pub fn rewrite_aggregations(stmts: &mut [RStmt], captures: &HashMap<String, Capt
 
 fn rewrite(s: &mut RStmt, captures: &HashMap<String, CapturedValue>) {
     let replacement = match s {
-        RStmt::Assignment(x) if !x.0.is_op_assignment() => aggregate_call(&x.1.lhs, &x.1.rhs, captures),
+        RStmt::Assignment(x) if !x.0.is_op_assignment() => {
+            aggregate_call(&x.1.lhs, &x.1.rhs, captures, x.0.position())
+        }
         RStmt::If(fc, _) | RStmt::While(fc, _) | RStmt::Do(fc, _, _) => {
             rewrite_aggregations(fc.body.statements_mut(), captures);
             rewrite_aggregations(fc.branch.statements_mut(), captures);
@@ -51,7 +53,12 @@ fn rewrite(s: &mut RStmt, captures: &HashMap<String, CapturedValue>) {
 }
 
 /// `m[k] = agg(args)` or `m = agg(args)` of a captured map, as a call.
-fn aggregate_call(lhs: &RExpr, rhs: &RExpr, captures: &HashMap<String, CapturedValue>) -> Option<RStmt> {
+fn aggregate_call(
+    lhs: &RExpr,
+    rhs: &RExpr,
+    captures: &HashMap<String, CapturedValue>,
+    at: rhai::Position,
+) -> Option<RStmt> {
     let RExpr::FnCall(agg, _) = rhs else { return None };
     if !AGGREGATIONS.contains(&agg.name.as_str()) || agg.is_qualified() {
         return None;
@@ -69,7 +76,11 @@ fn aggregate_call(lhs: &RExpr, rhs: &RExpr, captures: &HashMap<String, CapturedV
     let ast = rhai::Engine::new_raw().compile(&src).ok()?;
     let mut stmt = ast.statements().first()?.clone();
     let call = match &mut stmt {
-        RStmt::FnCall(call, _) => call,
+        RStmt::FnCall(call, pos) => {
+            // Errors (a map of another shape) name the assignment.
+            *pos = at;
+            call
+        }
         _ => return None,
     };
     call.args[0] = map;
