@@ -24,9 +24,7 @@ pub fn rewrite_aggregations(stmts: &mut [RStmt], captures: &HashMap<String, Capt
 
 fn rewrite(s: &mut RStmt, captures: &HashMap<String, CapturedValue>) {
     let replacement = match s {
-        RStmt::Assignment(x) if !x.0.is_op_assignment() => {
-            aggregate_call(&x.1.lhs, &x.1.rhs, captures, x.0.position())
-        }
+        RStmt::Assignment(x) if !x.0.is_op_assignment() => aggregate_call(&x.1.lhs, &x.1.rhs, captures, x.0.position()),
         RStmt::If(fc, _) | RStmt::While(fc, _) | RStmt::Do(fc, _, _) => {
             rewrite_aggregations(fc.body.statements_mut(), captures);
             rewrite_aggregations(fc.branch.statements_mut(), captures);

@@ -16,6 +16,8 @@ const DIV_ZERO: u8 = 4;
 const DIV_OVERFLOW: u8 = 5;
 const MOD: u8 = 6;
 const NEG: u8 = 7;
+/// How far back (instructions) an error exit may be to be jumped to again.
+const REUSE_WITHIN: usize = 4096;
 
 impl Gen<'_> {
     fn checking(&self) -> bool {
@@ -168,14 +170,43 @@ impl Gen<'_> {
         self.fail_on(Insn::jmp_reg(Cond::Eq, a, R1, 0), NEG);
     }
 
-    /// The error exits, after the program: send the error, return 0.
-    pub(super) fn arith_fail_exits(&mut self) -> Result<()> {
+    /// The error exits of the checks so far (after a statement): send the
+    /// error, return 0. An exit for the same error made not long before is
+    /// reused (a jump back; the syscall dispatch repeats one closure per
+    /// syscall), else one is made here, which the code before jumps over
+    /// unless it `ended`.
+    pub(super) fn arith_fail_exits(&mut self, ended: bool) -> Result<()> {
         let Some((ring, lost, probe)) = self.prog.arith_errors else { return Ok(()) };
-        for (at, code) in std::mem::take(&mut self.arith_fails) {
-            self.patch_here(at);
+        let mut fails = std::mem::take(&mut self.arith_fails);
+        let here = self.here();
+        fails.retain(|&(at, code)| match self.arith_exits.iter().rev().find(|e| e.1 == code) {
+            Some(&(exit, _)) if here - exit < REUSE_WITHIN => {
+                self.insns[at].off = (exit as i64 - at as i64 - 1) as i16;
+                false
+            }
+            _ => true,
+        });
+        if fails.is_empty() {
+            return Ok(());
+        }
+        let over = (!ended).then(|| self.emit(Insn::ja(0)));
+        fails.sort_by_key(|f| f.1);
+        let mark = self.stack_used;
+        let mut i = 0;
+        while i < fails.len() {
+            let code = fails[i].1;
+            self.arith_exits.push((self.here(), code));
+            while i < fails.len() && fails[i].1 == code {
+                self.patch_here(fails[i].0);
+                i += 1;
+            }
             self.control((ring, lost), CONTROL_ERROR, probe, &Expr::Int(code))?;
             self.emit(Insn::mov_imm(R0, 0));
             self.emit(Insn::exit());
+            self.stack_used = mark;
+        }
+        if let Some(j) = over {
+            self.patch_here(j);
         }
         Ok(())
     }

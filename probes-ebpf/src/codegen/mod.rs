@@ -97,6 +97,7 @@ pub fn generate(prog: &Program) -> Result<Generated> {
         long_jump: None,
         helper_sites: Vec::new(),
         arith_fails: Vec::new(),
+        arith_exits: Vec::new(),
         wrapping: false,
     };
     g.emit(Insn::store(8, FP, CTX_SLOT, R1));
@@ -115,7 +116,7 @@ pub fn generate(prog: &Program) -> Result<Generated> {
         g.emit(Insn::mov_imm(R0, 0));
         g.emit(Insn::exit());
     }
-    g.arith_fail_exits()?;
+    g.arith_fail_exits(true)?;
     if let Some(span) = g.long_jump {
         return Err(CodegenError {
             span,
@@ -155,6 +156,8 @@ struct Gen<'a> {
     long_jump: Option<Span>,
     /// Jumps taken on an arithmetic error, with the error's code.
     arith_fails: Vec<(usize, i64)>,
+    /// Error exits made so far: where, and for which error.
+    arith_exits: Vec<(usize, i64)>,
     /// Arithmetic rtrace adds itself (an average's division): no checks.
     wrapping: bool,
     /// Helper calls checked so far (`-k`).
@@ -172,7 +175,11 @@ impl Gen<'_> {
     /// reached and get no code (the verifier refuses unreachable code).
     fn block(&mut self, stmts: &[Stmt]) -> Result<bool> {
         for s in stmts {
-            if self.stmt(s)? {
+            let ends = self.stmt(s)?;
+            // A statement's arithmetic error exits come right after it, so
+            // that its checks jump a short way.
+            self.arith_fail_exits(ends)?;
+            if ends {
                 return Ok(true);
             }
         }
