@@ -110,6 +110,15 @@ pub fn needs_per_point_program(body: &ClosureBody) -> bool {
     let mut found = false;
     for s in &body.body {
         s.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
+            // `e` as a whole value (an alias, a closure, `Fn(..).call(e)`):
+            // it carries every argument, which only a program per point knows.
+            if let Some(ASTNode::Expr(me @ RExpr::Variable(v, _, _))) = path.last() {
+                let dot_lhs = matches!(path.len().checked_sub(2).map(|i| &path[i]),
+                    Some(ASTNode::Expr(RExpr::Dot(x, _, _))) if std::ptr::eq(&x.lhs, *me));
+                if v.1.as_str() == event && !dot_lhs {
+                    found = true;
+                }
+            }
             if let Some(ASTNode::Expr(RExpr::Dot(x, _, _))) = path.last() {
                 if let (RExpr::Variable(v, _, _), rhs) = (&x.lhs, &x.rhs) {
                     if v.1.as_str() == event {

@@ -31,6 +31,7 @@ mod serve;
 mod specs;
 mod split;
 mod split_args;
+mod split_flow;
 mod split_userspace;
 mod stacks;
 mod statements;
