@@ -140,10 +140,13 @@ impl Session {
         let mut probes = std::mem::take(&mut self.registry.lock().unwrap().probes);
         for p in probes.iter_mut() {
             let Some(src) = p.source.clone() else { continue };
-            let ast = self
+            let own = self
                 .engine
                 .compile_with_scope(&self.scope, &src)
                 .map_err(|e| Diagnostic::at(&self.file_name, p.pos, format!("in the probe source string: {e}")))?;
+            // The script's functions are the closure's too (as for a closure
+            // written in the script), before Rhai's built-ins of the same name.
+            let ast = self.ast.clone_functions_only().merge(&own);
             let mut scope = self.scope.clone();
             let value = self
                 .engine
