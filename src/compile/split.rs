@@ -184,21 +184,7 @@ pub fn analyze(
             true
         });
     }
-    let mut w = Walk {
-        captures,
-        event,
-        ctx,
-        assigned,
-        scopes: vec![Vec::new()],
-        out: Split::default(),
-        depth: 0,
-        strict: false,
-        user_exit: None,
-        user_wrote: HashMap::new(),
-        user_read: HashMap::new(),
-        in_loop: 0,
-        owned,
-    };
+    let mut w = Walk::new(captures, event, ctx, assigned, owned);
     w.block(&body.body);
     if let Some(ev) = event {
         w.out.whole_event = event_reads(body, ev, ast);
@@ -217,21 +203,7 @@ pub fn whole_userspace(
     ctx: &dyn EventContext,
     ast: Option<&AST>,
 ) -> Split {
-    let mut w = Walk {
-        captures,
-        event,
-        ctx,
-        assigned: HashSet::new(),
-        scopes: vec![Vec::new()],
-        out: Split::default(),
-        depth: 0,
-        strict: false,
-        user_exit: None,
-        user_wrote: HashMap::new(),
-        user_read: HashMap::new(),
-        in_loop: 0,
-        owned: &NONE,
-    };
+    let mut w = Walk::new(captures, event, ctx, HashSet::new(), &NONE);
     for s in &body.body {
         if matches!(s, RStmt::Noop(_) | RStmt::Share(_)) {
             continue;
@@ -271,7 +243,31 @@ fn is_break(s: &RStmt) -> bool {
     found
 }
 
-impl Walk<'_> {
+impl<'a> Walk<'a> {
+    fn new(
+        captures: &'a HashMap<String, CapturedValue>,
+        event: Option<&'a str>,
+        ctx: &'a dyn EventContext,
+        assigned: HashSet<String>,
+        owned: &'a HashSet<u32>,
+    ) -> Walk<'a> {
+        Walk {
+            captures,
+            event,
+            ctx,
+            assigned,
+            scopes: vec![Vec::new()],
+            out: Split::default(),
+            depth: 0,
+            strict: false,
+            user_exit: None,
+            user_wrote: HashMap::new(),
+            user_read: HashMap::new(),
+            in_loop: 0,
+            owned,
+        }
+    }
+
     fn lookup(&self, name: &str) -> Option<&Var> {
         self.scopes.iter().rev().flat_map(|s| s.iter().rev()).find(|(n, _)| n == name).map(|(_, v)| v)
     }

@@ -333,14 +333,7 @@ fn run_workload(src: &str, no_split: bool) -> Outcome {
     for (i, off) in OFFSETS.iter().enumerate() {
         unsafe { libc::lseek(-1, *off, (i % 4) as i32) };
     }
-    for _ in 0..1000 {
-        if !t.is_running() {
-            break;
-        }
-        unsafe { libc::getpgid(0) };
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    t.finish_within(Duration::from_secs(60))
+    t.finish_by_getpgid(Duration::from_secs(60))
 }
 
 /// Per program: its printed lines in order, its runtime errors, and its

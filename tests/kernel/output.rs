@@ -155,14 +155,7 @@ fn flood(args: &[&str], env: &[(&str, &str)], attached: impl Fn(&str) -> bool) -
     let mut t = Tracer::start_env(&all, env);
     t.wait_line("the attach report", ATTACH_TIMEOUT, attached);
     getppid_n(FLOOD as usize);
-    for _ in 0..3000 {
-        if !t.is_running() {
-            break;
-        }
-        unsafe { libc::getpgid(0) };
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    t.finish_within(Duration::from_secs(30))
+    t.finish_by_getpgid(Duration::from_secs(30))
 }
 
 fn delivered(out: &Outcome, prefix: &str) -> u64 {

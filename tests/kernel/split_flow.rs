@@ -32,14 +32,7 @@ fn run_closure(maps: &[&str], body: &str, no_split: bool, extra: &[&str]) -> Out
     for (off, whence) in CALLS {
         unsafe { libc::lseek(-1, *off, *whence) };
     }
-    for _ in 0..500 {
-        if !t.is_running() {
-            break;
-        }
-        unsafe { libc::getpgid(0) };
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    t.finish_within(Duration::from_secs(30))
+    t.finish_by_getpgid(Duration::from_secs(30))
 }
 
 /// Both ways, the same stdout; that stdout.

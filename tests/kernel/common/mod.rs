@@ -440,6 +440,18 @@ impl Tracer {
         self.finish_within(EXIT_TIMEOUT)
     }
 
+    /// For scripts that `exit()` on this thread's getpgid call: make one
+    /// every 10 ms (one may find the ring full) until rtrace has ended;
+    /// collect its output.
+    pub fn finish_by_getpgid(mut self, timeout: Duration) -> Outcome {
+        let until = Instant::now() + timeout;
+        while self.is_running() && Instant::now() < until {
+            unsafe { libc::getpgid(0) };
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        self.finish_within(Duration::from_secs(5))
+    }
+
     /// SIGINT, then [`Tracer::finish`].
     pub fn interrupt_and_finish(self) -> Outcome {
         self.interrupt();
