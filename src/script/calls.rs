@@ -322,7 +322,7 @@ fn format_problem(known: &Known, call: &FnCallExpr) -> Option<String> {
     if matches!(name, "sprintf" | "eprintf") && values.len() == 1 {
         match values[0] {
             Expr::Array(items, _) => values = items.iter().collect(),
-            e if !literal(e) => return None,
+            e if !literal(e) && !string_valued(e) => return None,
             _ => {}
         }
     }
@@ -339,7 +339,14 @@ fn format_problem(known: &Known, call: &FnCallExpr) -> Option<String> {
     }
     // Which conversion each value feeds: `*` widths and precisions are numbers.
     let numeric = specs.iter().flat_map(|s| std::iter::repeat_n(true, s.values() - 1).chain([s.numeric()]));
-    for (value, numeric) in values.iter().zip(numeric) {
+    for (i, (value, numeric)) in values.iter().zip(numeric).enumerate() {
+        if numeric && string_valued(value) {
+            return Some(format!(
+                "{name}: the format {:?} prints value {} as a number, but it is a string (use %s)",
+                fmt.as_str(),
+                i + 1
+            ));
+        }
         if let Expr::Variable(v, _, _) = value {
             let m = v.1.as_str();
             if numeric && known.maps.contains(m) {
@@ -350,6 +357,18 @@ fn format_problem(known: &Known, call: &FnCallExpr) -> Option<String> {
         }
     }
     None
+}
+
+/// A value that is a string whatever runs it: a string literal or
+/// interpolation, `e.comm`, `e.probe`, `e.func`.
+fn string_valued(e: &Expr) -> bool {
+    match e {
+        Expr::StringConstant(..) | Expr::InterpolatedString(..) => true,
+        Expr::Dot(x, _, _) => {
+            matches!(&x.rhs, Expr::Property(p, _) if matches!(p.2.as_str(), "comm" | "probe" | "func"))
+        }
+        _ => false,
+    }
 }
 
 fn literal(e: &Expr) -> bool {

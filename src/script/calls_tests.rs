@@ -193,3 +193,15 @@ fn every_example_and_tool_passes_the_check() {
     }
     assert!(failures.is_empty(), "the check refuses shipped scripts:\n{}", failures.join("\n"));
 }
+
+#[test]
+fn a_string_given_to_a_number_conversion_is_refused() {
+    for src in [
+        r#"probe("BEGIN", || { print(sprintf("%d", "abc")); });"#,
+        r#"probe("tracepoint:syscalls:sys_enter_lseek", |e| { let s = sprintf("%d", e.comm); print(s); });"#,
+        r#"probe("BEGIN", || { printf("%s %x\n", "a", `b`); });"#,
+    ] {
+        refused(src, &["as a number, but it is a string"]);
+    }
+    assert_eq!(error(r#"probe("BEGIN", || { printf("%s %d\n", "a", 1); exit(); });"#), None);
+}
