@@ -1308,3 +1308,90 @@ fn unrolled_loops_are_bounded() {
     let err = generate(&program(vec![Ty::Int], vec![out_map()], body)).unwrap_err();
     assert_eq!(err.span, sp(5, 2));
 }
+
+// ---------------------------------------------------------------------------
+// Rhai's arithmetic errors (Program::arith_errors)
+
+/// Rhai's result of `a op b`, `None` where Rhai raises an error.
+fn rhai_checked(op: BinOp, a: i64, b: i64) -> Option<i64> {
+    match op {
+        BinOp::Add => a.checked_add(b),
+        BinOp::Sub => a.checked_sub(b),
+        BinOp::Mul => a.checked_mul(b),
+        BinOp::Div => a.checked_div(b),
+        BinOp::Mod => a.checked_rem(b),
+        _ => unreachable!(),
+    }
+}
+
+#[test]
+fn checked_arithmetic_stores_rhais_result_or_reports_its_error() {
+    use probes_ebpf::record::{decode_arith_error, CONTROL_ERROR};
+    let values = [
+        0,
+        1,
+        -1,
+        2,
+        -3,
+        7,
+        1 << 31,
+        -(1 << 31),
+        3_037_000_499,
+        3_037_000_500,
+        -3_037_000_500,
+        i64::MAX,
+        i64::MIN,
+        i64::MAX / 2,
+        i64::MIN / 2 - 1,
+    ];
+    let ops = [BinOp::Add, BinOp::Sub, BinOp::Mul, BinOp::Div, BinOp::Mod];
+    let (ring, lost) = (1, 2);
+    for &a in &values {
+        for &b in &values {
+            for &op in &ops {
+                // Each form in a program of its own: an error ends the program.
+                let forms = [bin(op, ctx_i64(0), ctx_i64(8)), bin(op, ctx_i64(0), int(b)), bin(op, int(a), ctx_i64(8))];
+                for (j, e) in forms.into_iter().enumerate() {
+                    if j == 1 && i32::try_from(b).is_err() {
+                        continue;
+                    }
+                    let body = vec![at(3, 5, store(OUT, vec![int(0)], e))];
+                    let mut prog = program(vec![], vec![out_map(), ringbuf_map(), value_map(vec![], Ty::Int)], body);
+                    prog.arith_errors = Some((ring, lost, 4));
+                    let h = Harness::new(&prog);
+                    h.run(&mut Ctx::new(16).i64(0, a).i64(8, b).0);
+                    let what = format!("{a} {op:?} {b} (form {j})");
+                    match rhai_checked(op, a, b) {
+                        Some(want) => {
+                            assert_eq!(h.at(OUT, 0), want, "{what}");
+                            assert!(h.records().is_empty(), "{what}: {:?}", h.records());
+                        }
+                        None => {
+                            assert!(h.entries(OUT).is_empty(), "{what}: stored {:?}", h.entries(OUT));
+                            let recs = h.records();
+                            assert_eq!(recs.len(), 1, "{what}");
+                            let b = &recs[0].bytes;
+                            assert_eq!(u32::from_le_bytes(b[0..4].try_into().unwrap()), CONTROL_ERROR, "{what}");
+                            assert_eq!(u32::from_le_bytes(b[4..8].try_into().unwrap()), 4, "{what}");
+                            let (text, line, col) = decode_arith_error(i64_at(b, 8));
+                            assert_eq!((line, col), (3, 5), "{what}");
+                            let expected = match op {
+                                BinOp::Add => "Addition overflow",
+                                BinOp::Sub => "Subtraction overflow",
+                                BinOp::Mul => "Multiplication overflow",
+                                BinOp::Div if b_is_zero(&what) => "Division by zero",
+                                BinOp::Div => "Division overflow",
+                                _ => "Modulo division by zero or overflow",
+                            };
+                            assert_eq!(text, expected, "{what}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn b_is_zero(what: &str) -> bool {
+    what.split(' ').nth(2) == Some("0")
+}

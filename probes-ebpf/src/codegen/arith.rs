@@ -39,25 +39,31 @@ impl Gen<'_> {
         let k64 = k as i64;
         match op {
             BinOp::Add | BinOp::Sub => {
-                // a + k overflows exactly when a is past MAX - k (k > 0) or MIN - k (k < 0).
-                let k = if op == BinOp::Sub { k64.wrapping_neg() } else { k64 };
-                if op == BinOp::Sub && k64 == i64::MIN {
-                    return false;
+                // a + k overflows exactly when a > MAX - k (k > 0) or a < MIN - k
+                // (k < 0); a - k when a < MIN + k (k > 0) or a > MAX + k (k < 0).
+                let what = if op == BinOp::Add { ADD } else { SUB };
+                let (above, below) = if op == BinOp::Add { (k64 > 0, k64 < 0) } else { (k64 < 0, k64 > 0) };
+                if above {
+                    let limit = if op == BinOp::Add { i64::MAX - k64 } else { i64::MAX + k64 };
+                    self.load_imm(R1, limit);
+                    self.fail_on(Insn::jmp_reg(Cond::Sgt, a, R1, 0), what);
                 }
-                if k > 0 {
-                    self.load_imm(R1, i64::MAX - k);
-                    self.fail_on(Insn::jmp_reg(Cond::Sgt, a, R1, 0), if op == BinOp::Add { ADD } else { SUB });
-                } else if k < 0 {
-                    self.load_imm(R1, i64::MIN - k);
-                    self.fail_on(Insn::jmp_reg(Cond::Slt, a, R1, 0), if op == BinOp::Add { ADD } else { SUB });
+                if below {
+                    let limit = if op == BinOp::Add { i64::MIN - k64 } else { i64::MIN + k64 };
+                    self.load_imm(R1, limit);
+                    self.fail_on(Insn::jmp_reg(Cond::Slt, a, R1, 0), what);
                 }
-                self.emit(Insn::alu_imm(Alu::Add, a, k as i32));
+                self.emit(Insn::alu_imm(if op == BinOp::Add { Alu::Add } else { Alu::Sub }, a, k));
             }
             _ => {
                 // a * k fits exactly when a is within [lo, hi].
                 if k64 != 0 && k64 != 1 {
-                    let (lo, hi) =
-                        if k64 > 0 { (i64::MIN / k64, i64::MAX / k64) } else { (i64::MAX / k64, i64::MIN / k64) };
+                    // (k = -1: every a but MIN; MIN / -1 itself overflows.)
+                    let (lo, hi) = if k64 > 0 {
+                        (i64::MIN / k64, i64::MAX / k64)
+                    } else {
+                        (i64::MAX / k64, i64::MIN.checked_div(k64).unwrap_or(i64::MAX))
+                    };
                     self.load_imm(R1, lo);
                     self.fail_on(Insn::jmp_reg(Cond::Slt, a, R1, 0), MUL);
                     self.load_imm(R1, hi);

@@ -127,6 +127,7 @@ pub fn program(locals: Vec<Ty>, maps: Vec<MapLayout>, body: Vec<Stmt>) -> Progra
         body,
         possible_cpus: 2,
         helper_checks: None,
+        arith_errors: None,
     }
 }
 
