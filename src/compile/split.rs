@@ -125,6 +125,17 @@ impl From<&str> for Why {
     }
 }
 
+/// A map read in a userspace statement.
+enum MapRead {
+    /// By a key the kernel can compute, at this position: the kernel reads
+    /// it at the event (unless userspace owns the map).
+    KernelKey(Span),
+    /// By a key only userspace has: read when the statement runs.
+    UserKey,
+    /// In a userspace loop: read at each pass.
+    Polled,
+}
+
 /// A kernel value's kind, or why it is only in userspace.
 type Flow = std::result::Result<Kind, Why>;
 
@@ -170,12 +181,8 @@ pub fn analyze(
     for s in &body.body {
         s.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
             if let Some(ASTNode::Stmt(RStmt::Assignment(x))) = path.last() {
-                let mut target = &x.1.lhs;
                 // `per[k] = v`, `obj.f = v`: the variable being written.
-                while let RExpr::Index(ix, _, _) | RExpr::Dot(ix, _, _) = target {
-                    target = &ix.lhs;
-                }
-                if let RExpr::Variable(v, _, _) = target {
+                if let RExpr::Variable(v, _, _) = target_root(&x.1.lhs) {
                     if matches!(captures.get(v.1.as_str()), Some(c) if !matches!(c, CapturedValue::Map(_))) {
                         assigned.insert(v.1.to_string());
                     }
@@ -295,14 +302,13 @@ impl<'a> Walk<'a> {
                     if let RStmt::Var(x, _, pos) = s {
                         self.declare(x.0.name.as_str(), Var::User(*pos));
                     }
-                    self.record(s, Place::User(why.0.clone()));
                     if self.has_kernel_only_work(s) {
                         let msg = format!(
-                            "this statement must run in the kernel (an aggregation or `emit()`), but {}; move it before that point",
-                            why.0
+                            "this statement must run in the kernel (an aggregation or `emit()`), but {why}; move it before that point"
                         );
                         self.out.order_errors.insert(span(s.position()), Why(msg, shown_at(s)));
                     }
+                    self.record(s, Place::User(why));
                 }
                 None => self.stmt(s),
             }
@@ -322,52 +328,32 @@ impl<'a> Walk<'a> {
 
     /// Why `s`, a statement that could run in the kernel, must run in
     /// userspace because of an earlier userspace statement.
-    fn must_follow_userspace(&mut self, s: &RStmt) -> Option<Why> {
+    fn must_follow_userspace(&mut self, s: &RStmt) -> Option<String> {
         if matches!(s, RStmt::Block(_) | RStmt::For(..)) {
             return None; // their statements are looked at one by one
         }
+        let at = |p: &Position| crate::script::position_text(*p);
         let cond_only = matches!(s, RStmt::If(..));
         let (reads, writes) = self.map_uses(s, cond_only);
         for m in reads.iter().chain(&writes) {
             if self.map_id(m).is_some_and(|id| self.owned.contains(&id)) {
-                return Some(Why(
-                    format!("map `{m}` is written (or read by a userspace key) by userspace statements, so every probe statement using it runs in userspace, in event order"),
-                    s.position(),
-                ));
+                return Some(format!("map `{m}` is written (or read by a userspace key) by userspace statements, so every probe statement using it runs in userspace, in event order"));
             }
-            if let Some(at) = self.user_wrote.get(m) {
-                return Some(Why(
-                    format!(
-                        "it uses map `{m}` after the userspace statement at {} writes it",
-                        crate::script::position_text(*at)
-                    ),
-                    s.position(),
-                ));
+            if let Some(p) = self.user_wrote.get(m) {
+                return Some(format!("it uses map `{m}` after the userspace statement at {} writes it", at(p)));
             }
         }
         for m in &writes {
-            if let Some(at) = self.user_read.get(m) {
-                return Some(Why(
-                    format!(
-                        "it writes map `{m}` after the userspace statement at {} reads it",
-                        crate::script::position_text(*at)
-                    ),
-                    s.position(),
-                ));
+            if let Some(p) = self.user_read.get(m) {
+                return Some(format!("it writes map `{m}` after the userspace statement at {} reads it", at(p)));
             }
         }
-        if let Some((at, what)) = &self.user_exit {
-            if !cond_only && self.has_effect(s) {
-                return Some(Why(
-                    format!(
-                        "the userspace {what} at {} before it decides whether it runs",
-                        crate::script::position_text(*at)
-                    ),
-                    s.position(),
-                ));
+        match &self.user_exit {
+            Some((p, what)) if !cond_only && self.has_effect(s) => {
+                Some(format!("the userspace {what} at {} before it decides whether it runs", at(p)))
             }
+            _ => None,
         }
-        None
     }
 
     /// What a userspace statement changes for the statements after it.
@@ -386,17 +372,17 @@ impl<'a> Walk<'a> {
             self.out.userspace_maps.extend(self.map_id(&m));
             self.user_wrote.entry(m).or_insert(s.position());
         }
-        for (m, key_in_kernel, at) in self.map_reads_in(s) {
+        for (m, read) in self.map_reads_in(s) {
             let owned = self.map_id(&m).is_some_and(|id| self.owned.contains(&id));
-            if key_in_kernel && !owned {
-                self.out.map_reads.insert(at);
-            } else {
-                if at != Span::default() {
-                    // Read by a key only userspace has (not in a loop, which polls).
-                    self.out.userspace_maps.extend(self.map_id(&m));
+            match read {
+                MapRead::KernelKey(at) if !owned => {
+                    self.out.map_reads.insert(at);
+                    continue;
                 }
-                self.user_read.entry(m).or_insert(s.position());
+                MapRead::Polled | MapRead::KernelKey(_) => {}
+                MapRead::UserKey => self.out.userspace_maps.extend(self.map_id(&m)),
             }
+            self.user_read.entry(m).or_insert(s.position());
         }
     }
 
@@ -414,10 +400,7 @@ impl<'a> Walk<'a> {
         let mut visit = |path: &[ASTNode]| {
             match path.last() {
                 Some(ASTNode::Stmt(RStmt::Assignment(x))) => {
-                    let mut target = &x.1.lhs;
-                    while let RExpr::Index(ix, _, _) | RExpr::Dot(ix, _, _) = target {
-                        target = &ix.lhs;
-                    }
+                    let target = target_root(&x.1.lhs);
                     if self.map_of(target) {
                         writes.push(name_of(target).unwrap_or_default().to_string());
                     }
@@ -463,24 +446,21 @@ impl<'a> Walk<'a> {
 
     /// `m[k]` reads in a userspace statement: the map, whether `k` is a
     /// kernel value (then the kernel ships the value), and where.
-    fn map_reads_in(&mut self, s: &RStmt) -> Vec<(String, bool, Span)> {
-        let mut found: Vec<(String, RExpr, Span)> = Vec::new();
+    fn map_reads_in(&mut self, s: &RStmt) -> Vec<(String, MapRead)> {
+        // The key, or `None` for a read in a userspace loop: each pass reads
+        // the map as it is then (a loop may wait for another probe to write it).
+        let mut found: Vec<(String, Option<RExpr>, Span)> = Vec::new();
         s.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
             if let Some(ASTNode::Expr(RExpr::Index(x, _, pos))) = path.last() {
                 if self.map_of(&x.lhs) && !assigned_target(path) {
-                    // In a userspace loop each pass reads the map as it is
-                    // then (a loop may wait for another probe to write it).
                     let looped = path.windows(2).any(|w| match (&w[0], &w[1]) {
                         // A `for`'s iterable is evaluated once, before the loop.
                         (ASTNode::Stmt(RStmt::For(f, _)), ASTNode::Expr(e)) => !std::ptr::eq(*e, &f.2.expr),
                         (ASTNode::Stmt(RStmt::For(..) | RStmt::While(..) | RStmt::Do(..)), _) => true,
                         _ => false,
                     });
-                    let key = if looped { RExpr::Unit(Position::NONE) } else { x.rhs.clone() };
+                    let key = (!looped).then(|| x.rhs.clone());
                     found.push((name_of(&x.lhs).unwrap_or_default().to_string(), key, span(*pos)));
-                    if looped {
-                        found.last_mut().unwrap().2 = Span::default();
-                    }
                 }
             }
             true
@@ -489,8 +469,12 @@ impl<'a> Walk<'a> {
         let out = found
             .into_iter()
             .map(|(m, key, at)| {
-                let shipped = at != Span::default() && self.key(&key).is_ok();
-                (m, shipped, at)
+                let read = match key {
+                    None => MapRead::Polled,
+                    Some(k) if self.key(&k).is_ok() => MapRead::KernelKey(at),
+                    Some(_) => MapRead::UserKey,
+                };
+                (m, read)
             })
             .collect();
         self.strict = false;
@@ -651,10 +635,7 @@ impl<'a> Walk<'a> {
             }
             return to_place(&flow);
         }
-        let mut target = lhs;
-        while let RExpr::Index(x, _, _) | RExpr::Dot(x, _, _) = target {
-            target = &x.lhs;
-        }
+        let target = target_root(lhs);
         let Some(name) = name_of(target) else { return Place::User("writes into a value".into()) };
         match self.lookup(name).cloned() {
             Some(Var::User(at)) => {
@@ -1070,14 +1051,9 @@ const PURE_METHODS: &[&str] = &[
 /// them.
 fn written_variables(s: &RStmt) -> Vec<(String, Position)> {
     let mut out = Vec::new();
-    let root = |mut e: &RExpr| {
-        while let RExpr::Index(x, _, _) | RExpr::Dot(x, _, _) = e {
-            e = &x.lhs;
-        }
-        match e {
-            RExpr::Variable(v, _, pos) => Some((v.1.to_string(), *pos)),
-            _ => None,
-        }
+    let root = |e: &RExpr| match target_root(e) {
+        RExpr::Variable(v, _, pos) => Some((v.1.to_string(), *pos)),
+        _ => None,
     };
     if let RStmt::Var(x, _, pos) = s {
         out.push((x.0.name.to_string(), *pos));
@@ -1118,17 +1094,20 @@ fn ends_closure(s: &RStmt) -> Option<(Position, String)> {
     found
 }
 
+/// The variable (or other root) an assignment target writes into:
+/// `m` of `m[k]`, `obj` of `obj.f.g`.
+fn target_root(mut e: &RExpr) -> &RExpr {
+    while let RExpr::Index(x, _, _) | RExpr::Dot(x, _, _) = e {
+        e = &x.lhs;
+    }
+    e
+}
+
 /// Where a statement is shown: an assignment's own position is its
 /// operator's, so it is shown from its target.
 fn shown_at(s: &RStmt) -> Position {
     match s {
-        RStmt::Assignment(x) => {
-            let mut target = &x.1.lhs;
-            while let RExpr::Index(ix, _, _) | RExpr::Dot(ix, _, _) = target {
-                target = &ix.lhs;
-            }
-            target.position()
-        }
+        RStmt::Assignment(x) => target_root(&x.1.lhs).position(),
         _ => s.position(),
     }
 }

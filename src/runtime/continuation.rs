@@ -352,7 +352,9 @@ impl Continuations {
             scope.push_dynamic(name.as_str(), kept.cloned().unwrap_or_else(|| value.clone()));
         }
         crate::script::kernel_reads::swap_written(&mut carried.written);
-        crate::script::kernel_reads::set_run_done(false);
+        if site.carry {
+            crate::script::kernel_reads::set_run_done(false);
+        }
         if site.has_map_reads {
             crate::script::kernel_reads::with_map_reads(|reads| {
                 for (cap, ty, off) in &site.fields {

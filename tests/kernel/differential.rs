@@ -399,6 +399,17 @@ fn per_program(out: &Outcome, lines: &[(usize, usize)]) -> BTreeMap<usize, Vec<S
     got
 }
 
+/// A program whose two runs differ, and both outputs.
+fn mismatch(p: &Program, seed: u64, what: &str, split: &[String], whole: &[String]) -> String {
+    format!(
+        "program {} (seed {seed}){what}\n    {}\n  split:\n    {}\n  whole in userspace:\n    {}",
+        p.index,
+        p.body,
+        split.join("\n    "),
+        whole.join("\n    ")
+    )
+}
+
 #[test]
 fn generated_programs_mean_the_same_split_and_whole_in_userspace() {
     let Some(_g) = setup() else { return };
@@ -456,25 +467,13 @@ fn generated_programs_mean_the_same_split_and_whole_in_userspace() {
                 // so what follows may differ; both must have stopped on one.
                 errored.push(p.index);
                 if errored_in(&x) != errored_in(&y) {
-                    mismatches.push(format!(
-                        "program {} (seed {seed}): a runtime error on one side only\n    {}\n  split:\n    {}\n  whole in userspace:\n    {}",
-                        p.index,
-                        p.body,
-                        x.join("\n    "),
-                        y.join("\n    ")
-                    ));
+                    mismatches.push(mismatch(p, seed, ": a runtime error on one side only", &x, &y));
                 }
                 continue;
             }
             compared += 1;
             if x != y {
-                mismatches.push(format!(
-                    "program {} (seed {seed}):\n    {}\n  split:\n    {}\n  whole in userspace:\n    {}",
-                    p.index,
-                    p.body,
-                    x.join("\n    "),
-                    y.join("\n    ")
-                ));
+                mismatches.push(mismatch(p, seed, "", &x, &y));
             }
         }
     }
