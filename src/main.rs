@@ -21,6 +21,7 @@
 //! the x86-64 register table), `util` (wildcards, suggestions), `diag`
 //! (located errors) and `config`.
 
+mod builtins;
 mod cli;
 mod compile;
 mod config;

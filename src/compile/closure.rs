@@ -100,8 +100,13 @@ impl ClosureIndex {
     }
 }
 
-/// Whether a closure body mentions `e.args` or `e.probe` (decides whether
-/// wildcard attach points can share one program).
+/// `e.NAME` differs between a probe's attach points (`builtins::FIELDS`).
+pub(crate) fn per_point(name: &str) -> bool {
+    crate::builtins::event_field(name).is_some_and(|(_, row)| row.per_point)
+}
+
+/// Whether a closure body mentions `e.args`, `e.probe` or `e.func` (decides
+/// whether wildcard attach points can share one program).
 pub fn needs_per_point_program(body: &ClosureBody) -> bool {
     let event = match body.params.last() {
         Some(e) => e.clone(),
@@ -130,7 +135,7 @@ pub fn needs_per_point_program(body: &ClosureBody) -> bool {
                             },
                             _ => None,
                         };
-                        if matches!(prop, Some("args") | Some("probe") | Some("func")) {
+                        if prop.is_some_and(per_point) {
                             found = true;
                         }
                     }
@@ -171,7 +176,7 @@ pub(crate) fn property_chain(rhs: &RExpr) -> (Vec<(String, Position)>, bool) {
 pub(crate) fn event_path(rhs: &RExpr, resolve: &dyn Fn(&RExpr) -> Option<String>) -> Option<Vec<String>> {
     match rhs {
         RExpr::Property(p, _) => Some(vec![p.2.to_string()]),
-        RExpr::MethodCall(call, _) if matches!(call.name.as_str(), "kstack" | "ustack") => {
+        RExpr::MethodCall(call, _) if crate::builtins::is_stack(call.name.as_str()) => {
             let mut path = vec![call.name.to_string()];
             for a in call.args.iter() {
                 path.push(resolve(a)?);

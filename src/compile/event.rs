@@ -6,6 +6,7 @@ use probes_ebpf::ir::{BinOp, Builtin, ContextKind, Expr, LocalId, Memory};
 use rhai::{Expr as RExpr, Position};
 
 use super::fields;
+use crate::builtins::Field;
 use super::lower::{err, property_chain, str_literal, userspace_only, LowerError, Lowerer, Result};
 use super::syntax::indexed_arg;
 use crate::kernel::btf::Shape;
@@ -150,7 +151,7 @@ impl Lowerer<'_> {
                     _ => err(pos, "unsupported field access"),
                 }
             }
-            RExpr::MethodCall(call, mpos) if matches!(call.name.as_str(), "kstack" | "ustack") => {
+            RExpr::MethodCall(call, mpos) if crate::builtins::is_stack(call.name.as_str()) => {
                 let mut words = Vec::new();
                 for a in call.args.iter() {
                     match self.const_arg(a) {
@@ -206,44 +207,43 @@ impl Lowerer<'_> {
     }
 
     pub(crate) fn event_field(&mut self, name: &str, pos: Position) -> Result<Expr> {
-        Ok(match name {
-            "pid" => Expr::Builtin(Builtin::Pid),
-            "tid" => Expr::Builtin(Builtin::Tid),
-            "uid" => Expr::Builtin(Builtin::Uid),
-            "gid" => Expr::Builtin(Builtin::Gid),
-            "cpu" => Expr::Builtin(Builtin::Cpu),
-            "nsecs" => self.event_nsecs(),
-            "cgroup" => Expr::Builtin(Builtin::Cgroup),
-            "rand" => self.event_rand(),
-            "comm" => Expr::Comm,
-            "elapsed" => Expr::Binary(BinOp::Sub, Box::new(self.event_nsecs()), Box::new(Expr::Int(self.target.start_ns))),
-            "probe" => {
-                str_literal(self.target.probe_name)
+        let Some((field, _)) = crate::builtins::event_field(name) else {
+            let known: Vec<&str> = crate::builtins::field_names().collect();
+            return err(pos, format!("unknown event field `{name}` (known: {} argN)", known.join(" ")));
+        };
+        let unavailable = || err(pos, format!("`e.{name}` isn't available for this probe type yet"));
+        Ok(match field {
+            Field::Pid => Expr::Builtin(Builtin::Pid),
+            Field::Tid => Expr::Builtin(Builtin::Tid),
+            Field::Uid => Expr::Builtin(Builtin::Uid),
+            Field::Gid => Expr::Builtin(Builtin::Gid),
+            Field::Cpu => Expr::Builtin(Builtin::Cpu),
+            Field::Nsecs => self.event_nsecs(),
+            Field::Cgroup => Expr::Builtin(Builtin::Cgroup),
+            Field::Rand => self.event_rand(),
+            Field::Comm => Expr::Comm,
+            Field::Elapsed => {
+                Expr::Binary(BinOp::Sub, Box::new(self.event_nsecs()), Box::new(Expr::Int(self.target.start_ns)))
             }
-            "args" => return err(pos, "`e.args` needs a field name, e.g. `e.args.filename`"),
-            n if n.starts_with("arg") && n[3..].parse::<u32>().is_ok() => {
-                let i: u32 = n[3..].parse().unwrap_or(0);
-                match self.target.event.arg(i, self.target.probe_name) {
-                    Some(Ok(x)) => x,
-                    Some(Err(m)) => return err(pos, m),
-                    None => {
-                        return err(pos, format!("`{n}` isn't available for this probe type (tracepoints use e.args.NAME)"))
-                    }
+            Field::Probe => str_literal(self.target.probe_name),
+            Field::Args => return err(pos, "`e.args` needs a field name, e.g. `e.args.filename`"),
+            Field::Arg(i) => match self.target.event.arg(i, self.target.probe_name) {
+                Some(Ok(x)) => x,
+                Some(Err(m)) => return err(pos, m),
+                None => {
+                    return err(pos, format!("`{name}` isn't available for this probe type (tracepoints use e.args.NAME)"))
                 }
-            }
-            "retval" if self.target.event.retval().is_some() => self.target.event.retval().unwrap_or(Expr::Int(0)),
-            "func" if self.target.event.func().is_some() => str_literal(self.target.event.func().unwrap_or("")),
-            "kstack" | "ustack" => return self.stack_expr(&[name.to_string()], pos),
-            "curtask" => Expr::Builtin(Builtin::CurTask),
-            "retval" | "func" => {
-                return err(pos, format!("`e.{name}` isn't available for this probe type yet"))
-            }
-            other => {
-                return err(
-                    pos,
-                    format!("unknown event field `{other}` (known: pid tid uid gid comm cpu nsecs elapsed cgroup rand probe args)"),
-                )
-            }
+            },
+            Field::Retval => match self.target.event.retval() {
+                Some(x) => x,
+                None => return unavailable(),
+            },
+            Field::Func => match self.target.event.func() {
+                Some(f) => str_literal(f),
+                None => return unavailable(),
+            },
+            Field::Kstack | Field::Ustack => return self.stack_expr(&[name.to_string()], pos),
+            Field::Curtask => Expr::Builtin(Builtin::CurTask),
         })
     }
 

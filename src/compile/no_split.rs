@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use rhai::{Expr as RExpr, Stmt as RStmt};
 
-use super::syntax::AGGREGATIONS;
+use super::syntax::is_aggregation;
 use super::values::CapturedValue;
 
 /// The function userspace aggregations call.
@@ -58,7 +58,7 @@ fn aggregate_call(
     at: rhai::Position,
 ) -> Option<RStmt> {
     let RExpr::FnCall(agg, _) = rhs else { return None };
-    if !AGGREGATIONS.contains(&agg.name.as_str()) || agg.is_qualified() {
+    if !is_aggregation(agg.name.as_str()) || agg.is_qualified() {
         return None;
     }
     let is_map = |e: &RExpr| matches!(e, RExpr::Variable(v, _, _) if matches!(captures.get(v.1.as_str()), Some(CapturedValue::Map(_))));

@@ -29,8 +29,9 @@ use probes_ebpf::ir::Span;
 use rhai::{ASTNode, Expr as RExpr, Position, Stmt as RStmt, AST};
 
 use super::closure::{property_chain, ClosureBody};
-use super::syntax::{indexed_arg, span, AGGREGATIONS};
+use super::syntax::{indexed_arg, span, is_aggregation};
 use super::values::CapturedValue;
+use crate::builtins::{builtin_call, event_field, is_stack, Call, Kind};
 use crate::kernel::tracepoint_format::FieldKind;
 use crate::plan::site::Placement;
 use crate::probes::event::EventContext;
@@ -91,16 +92,6 @@ impl Split {
     }
 }
 
-/// What the walk knows about a kernel value's type.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Kind {
-    Int,
-    Str,
-    /// A pointer into a BTF struct (`e.curtask`, `e.args.X` to a struct): members can be read.
-    Pointer,
-    /// Unknown (a map value, a field whose type lowering decides).
-    Any,
-}
 
 #[derive(Clone)]
 enum Var {
@@ -495,9 +486,9 @@ impl<'a> Walk<'a> {
                 // Integer arithmetic may stop the closure with an error, as in Rhai.
                 let arithmetic = matches!(c.name.as_str(), "+" | "-" | "*" | "/" | "%")
                     && !c.args.iter().all(|a| matches!(a, RExpr::IntegerConstant(..)));
-                effect |= arithmetic
-                    || AGGREGATIONS.contains(&c.name.as_str())
-                    || matches!(c.name.as_str(), "exit" | "emit" | "print" | "clear" | "zero" | "fail");
+                // Statements (exit, emit, print(m) ...) act, as do aggregations.
+                let statement = builtin_call(c.name.as_str()).is_some_and(|r| r.gives.is_none());
+                effect |= arithmetic || is_aggregation(c.name.as_str()) || statement || c.name == "fail";
             }
             if let Some(ASTNode::Stmt(RStmt::Assignment(x))) = path.last() {
                 effect |= x.0.is_op_assignment();
@@ -507,12 +498,13 @@ impl<'a> Walk<'a> {
         effect
     }
 
-    /// Aggregations and `emit()` exist only in the kernel.
+    /// Aggregations and kernel-only statements (`emit()`) exist only in the kernel.
     fn has_kernel_only_work(&self, s: &RStmt) -> bool {
         let mut found = false;
         s.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
             if let Some(ASTNode::Expr(RExpr::FnCall(c, _))) = path.last() {
-                found |= AGGREGATIONS.contains(&c.name.as_str()) || c.name == "emit";
+                found |= is_aggregation(c.name.as_str())
+                    || builtin_call(c.name.as_str()).is_some_and(|r| r.kernel_only_statement());
             }
             !found
         });
@@ -624,7 +616,7 @@ impl<'a> Walk<'a> {
         if map {
             let key = key.map(|k| self.key(k)).unwrap_or(Ok(Kind::Any));
             let (value, agg) = match rhs {
-                RExpr::FnCall(c, _) if AGGREGATIONS.contains(&c.name.as_str()) => {
+                RExpr::FnCall(c, _) if is_aggregation(c.name.as_str()) => {
                     (c.args.iter().map(|a| self.expr(a)).find(Result::is_err).unwrap_or(Ok(Kind::Any)), true)
                 }
                 other => (self.expr(other), false),
@@ -803,7 +795,7 @@ impl<'a> Walk<'a> {
         if is_event {
             if let RExpr::MethodCall(call, _) = rhs {
                 return match call.name.as_str() {
-                    "kstack" | "ustack" => Ok(Kind::Int),
+                    stack if is_stack(stack) => Ok(Kind::Int),
                     other => Err(format!("calls .{other}()").into()),
                 };
             }
@@ -845,15 +837,15 @@ impl<'a> Walk<'a> {
     /// The kind of `e.a.b...`.
     fn field_kind(&self, path: &[&str]) -> Kind {
         match path {
-            ["comm" | "probe" | "func"] => Kind::Str,
-            ["curtask"] => Kind::Pointer,
             ["args", field] => match self.ctx.format().and_then(|f| f.field(field)).map(|f| &f.kind) {
                 Some(FieldKind::CharArray | FieldKind::DataLocString) => Kind::Str,
                 Some(FieldKind::Pointer { to_char: false, .. }) => Kind::Pointer,
                 Some(_) => Kind::Int,
                 None => Kind::Pointer,
             },
-            ["args" | "curtask", ..] => Kind::Pointer,
+            // A member of a struct pointer may be one again.
+            ["args" | "curtask", _, ..] => Kind::Pointer,
+            [name] => event_field(name).map_or(Kind::Int, |(_, row)| row.kind),
             _ => Kind::Int,
         }
     }
@@ -886,23 +878,20 @@ impl<'a> Walk<'a> {
                 }
                 Err("`in` on a value that isn't a map()".into())
             }
-            "str" if !args.is_empty() && args.len() <= 2 => kinds[0].clone().map(|_| Kind::Str),
-            "ksym" if args.len() == 1 => kinds[0].clone().map(|_| Kind::Int),
-            // Kernel string searches, buffers and typed pointers
-            // (`lower/strings.rs`); userspace has its own strncmp/strcontains.
-            // uptr(p) / kptr(p): the pointer, marked as user / kernel memory.
-            "uptr" | "kptr" if args.len() == 1 => kinds[0].clone().map(|_| Kind::Int),
-            "strncmp" | "strcontains" | "buf" | "kptr" => {
-                let ks = kinds.into_iter().collect::<std::result::Result<Vec<Kind>, Why>>()?;
-                let _ = ks;
-                Ok(match name {
-                    "kptr" => Kind::Pointer,
-                    "buf" => Kind::Any,
-                    _ => Kind::Int,
-                })
-            }
-            n if AGGREGATIONS.contains(&n) || n == "exit" => Ok(Kind::Any),
-            _ => Err(format!("calls {name}()").into()),
+            _ if is_aggregation(name) => Ok(Kind::Any),
+            _ => match builtin_call(name).filter(|r| r.arities.contains(&args.len())) {
+                Some(r) if r.call == Call::Exit => Ok(Kind::Any),
+                // A built-in giving a value runs in the kernel when its arguments do.
+                Some(r) if r.gives.is_some() => {
+                    kinds.into_iter().collect::<std::result::Result<Vec<Kind>, Why>>()?;
+                    Ok(match (r.call, args.len()) {
+                        // kptr(p): the pointer, marked as kernel memory (no type to read members by).
+                        (Call::Kptr, 1) => Kind::Int,
+                        _ => r.gives.unwrap_or(Kind::Any),
+                    })
+                }
+                _ => Err(format!("calls {name}()").into()),
+            },
         }
     }
 
@@ -927,7 +916,8 @@ impl<'a> Walk<'a> {
         let mut calls: Vec<(Span, Vec<RExpr>)> = Vec::new();
         s.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
             if let Some(ASTNode::Expr(RExpr::FnCall(call, pos))) = path.last() {
-                if call.name == "str" && !call.args.is_empty() && call.args.len() <= 2 && !call.is_qualified() {
+                let is_str = builtin_call(call.name.as_str()).is_some_and(|r| r.call == Call::Str && r.arities.contains(&call.args.len()));
+                if is_str && !call.is_qualified() {
                     calls.push((span(*pos), call.args.to_vec()));
                 }
             }

@@ -1,6 +1,6 @@
 //! Small facts about the closure's syntax that the split (`split.rs`) and
 //! lowering (`lower/`) both need: a script position as an IR span, the
-//! names of the aggregations (the script layer's list), and the shape
+//! aggregation test (from `builtins`), and the shape
 //! `e.args.F[I]`.
 
 use probes_ebpf::ir::Span;
@@ -11,8 +11,8 @@ pub(crate) fn span(pos: Position) -> Span {
     Span { line: pos.line().unwrap_or(0) as u32, col: pos.position().unwrap_or(0) as u32 }
 }
 
-/// Aggregations exist only in the kernel (lowered in `lower/aggregate.rs`).
-pub(crate) use crate::script::api::AGGREGATIONS;
+/// Whether `name` is an aggregation (`builtins::AGGREGATIONS`).
+pub(crate) use crate::builtins::is_aggregation;
 
 /// `args.F[I]` at the end of an event's dot chain: F, its position, and I.
 pub(crate) fn indexed_arg(rhs: &RExpr) -> Option<(&str, Position, &RExpr)> {

@@ -218,7 +218,7 @@ impl Continuations {
                 })
                 .collect();
             let arg = if *array { Dynamic::from(values) } else { values.into_iter().next().unwrap_or(Dynamic::UNIT) };
-            return match f.call::<Dynamic>(&session.engine, ast, (arg,)) {
+            return match session.call_closure(ast, f, (arg,)) {
                 Ok(_) => Ok(()),
                 Err(e) if matches!(*e, rhai::EvalAltResult::ErrorTerminated(..)) => {
                     self.stopped = true;
@@ -300,7 +300,7 @@ impl Continuations {
                     // The array's own marker field: the items came just before.
                 }
                 RecordField::Event(path) => match path.as_slice() {
-                    [f, ..] if f == "kstack" || f == "ustack" => {
+                    [f, ..] if crate::builtins::is_stack(f) => {
                         event.insert(path.join("/").into(), value);
                     }
                     [f] => {
@@ -373,7 +373,7 @@ impl Continuations {
                 }
             });
         }
-        let result = session.engine.run_ast_with_scope(scope, &site.ast);
+        let result = session.run_statements(scope, &site.ast);
         crate::script::kernel_reads::swap_written(&mut carried.written);
         if site.carry {
             carried.ended = !crate::script::kernel_reads::run_done();

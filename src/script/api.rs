@@ -20,11 +20,6 @@ fn fail_at<T>(msg: impl Into<String>, pos: Position) -> RhaiResult<T> {
 /// Returned by `print(map)`, which writes the map itself; `on_print` skips it.
 const PRINTED: &str = "\u{0}rtrace:printed";
 
-/// The aggregations: kernel-only calls on the right of a map assignment
-/// (the compiler's split and lowering read this list too). Called anywhere
-/// else they fail with a hint.
-pub const AGGREGATIONS: &[&str] = &["count", "sum", "min", "max", "avg", "stats", "hist", "lhist", "quantiles"];
-
 /// What userspace can do with a map once it exists in the kernel.
 pub trait MapBackend: Send + Sync {
     fn print(&self) -> Result<(), String>;
@@ -415,7 +410,9 @@ pub fn install(engine: &mut Engine, registry: &SharedRegistry) {
          c: Dynamic,
          d: Dynamic| { aggregate(&ctx, m, k, &agg, &[a, b, c, d]) },
     );
-    for &agg in AGGREGATIONS {
+    // The aggregations (builtins::AGGREGATIONS) are kernel-only calls on the
+    // right of a map assignment; called anywhere else they fail with a hint.
+    for agg in crate::builtins::AGGREGATIONS.iter().map(|a| a.name) {
         let msg = format!(
             "{agg}() is an aggregation that runs in the kernel: use it inside a probe, e.g. `m[e.comm] = {agg}(...)`"
         );

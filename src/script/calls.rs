@@ -4,7 +4,8 @@
 //! strings — must name a function that exists, with a number of arguments
 //! it takes. Known are: the engine's functions (Rhai's packages and rtrace's
 //! API), the script's own functions, the functions of modules it imports,
-//! and the kernel built-ins a probe's kernel side knows ([`KERNEL_CALLS`]).
+//! and the kernel built-ins and aggregations a probe's kernel side knows
+//! (`builtins::CALLS`, `builtins::AGGREGATIONS`).
 //! A literal printf format is checked against its values, and a map given
 //! where printf wants a number is refused. Errors are one line at the call,
 //! with close names ("did you mean") and the rtrace form of bpftrace habits
@@ -23,33 +24,6 @@ use super::formatting::MAX_VALUES;
 use super::{habits, MapHandle, Session};
 use crate::diag::Diagnostic;
 use crate::output::printf::{self, Piece};
-
-/// Calls a probe's kernel side lowers itself (name, argument counts); the
-/// ones not also registered as userspace functions would otherwise look unknown.
-pub const KERNEL_CALLS: &[(&str, &[usize])] = &[
-    ("count", &[0]),
-    ("sum", &[1]),
-    ("avg", &[1]),
-    ("min", &[1]),
-    ("max", &[1]),
-    ("stats", &[1]),
-    ("hist", &[1]),
-    ("lhist", &[4]),
-    ("quantiles", &[1, 2]),
-    ("str", &[1, 2]),
-    ("ksym", &[1]),
-    ("emit", &[1]),
-    ("buf", &[2]),
-    ("kptr", &[1, 2]),
-    ("uptr", &[1]),
-    ("exit", &[0, 1]),
-    ("print", &[1]),
-    ("clear", &[1]),
-    ("zero", &[1]),
-];
-
-/// Aggregations: only the kernel forms count (not Rhai's `min(a, b)`).
-const AGGREGATIONS: &[&str] = &["count", "sum", "avg", "stats", "hist", "lhist", "quantiles"];
 
 /// Rhai's keyword functions (not in any package; any arity is left to Rhai).
 const KEYWORDS: &[&str] =
@@ -127,10 +101,16 @@ impl Known {
                 k.modules.entry(namespace).or_default().entry(name).or_default().insert(params);
             }
         }
-        for (name, arities) in KERNEL_CALLS {
-            k.native.entry(name.to_string()).or_default().extend(arities.iter());
-            if AGGREGATIONS.contains(name) {
-                k.aggregations.insert(name.to_string(), arities.iter().copied().collect());
+        // The kernel's calls: those not also userspace functions would otherwise look unknown.
+        for c in crate::builtins::CALLS {
+            k.native.entry(c.name.to_string()).or_default().extend(c.arities.iter());
+        }
+        for a in crate::builtins::AGGREGATIONS {
+            k.native.entry(a.name.to_string()).or_default().extend(a.arities.iter());
+            // Only the kernel forms count (not the userspace stand-ins), except
+            // where Rhai has the name too (`min(a, b)`).
+            if !a.shares_rhai_name {
+                k.aggregations.insert(a.name.to_string(), a.arities.iter().copied().collect());
             }
         }
         for name in FORMATTING {
@@ -250,7 +230,7 @@ fn check_call(known: &Known, call: &FnCallExpr, pos: Position, method: bool) -> 
         return None;
     }
     let native = match method {
-        false if AGGREGATIONS.contains(&name) => known.aggregations.get(name),
+        false if known.aggregations.contains_key(name) => known.aggregations.get(name),
         _ => known.native.get(name),
     };
     let script = known.script.get(name);
@@ -360,12 +340,13 @@ fn format_problem(known: &Known, call: &FnCallExpr) -> Option<String> {
 }
 
 /// A value that is a string whatever runs it: a string literal or
-/// interpolation, `e.comm`, `e.probe`, `e.func`.
+/// interpolation, a string event field (`e.comm`, `e.probe`, `e.func`).
 fn string_valued(e: &Expr) -> bool {
     match e {
         Expr::StringConstant(..) | Expr::InterpolatedString(..) => true,
         Expr::Dot(x, _, _) => {
-            matches!(&x.rhs, Expr::Property(p, _) if matches!(p.2.as_str(), "comm" | "probe" | "func"))
+            let field = |p: &str| crate::builtins::event_field(p).map(|(_, row)| row.kind);
+            matches!(&x.rhs, Expr::Property(p, _) if field(p.2.as_str()) == Some(crate::builtins::Kind::Str))
         }
         _ => false,
     }

@@ -3,17 +3,12 @@
 
 use rhai::{Expr, Position};
 
-/// bpftrace's builtin variables, written as calls (`pid()`, `kstack()`).
-const EVENT_FIELDS: &[&str] = &[
-    "pid", "tid", "uid", "gid", "comm", "cpu", "nsecs", "elapsed", "cgroup", "curtask", "rand", "retval", "func",
-    "probe", "kstack", "ustack", "args", "username",
-];
-
 /// bpftrace functions rtrace has no function for (yet), with what to use.
 const NO_FORM: &[(&str, &str)] = &[
     ("strftime", "time(fmt) formats the local time"),
     ("cat", "use system(\"cat FILE\") with --unsafe, or read the file in Rhai"),
     ("signal", "rtrace has no signal() yet"),
+    ("username", "e.uid is the user id; userspace can look its name up"),
     ("override", "rtrace does not change return values"),
     ("reg", "read arguments as e.arg0.. (see docs/probes-user.md)"),
     ("kaddr", "kernel addresses of symbols are not available to scripts yet"),
@@ -49,15 +44,11 @@ pub fn call_hint(name: &str, args: &[Expr]) -> Option<String> {
         "exit" if args.len() > 1 => return Some("exit() takes at most one value, the exit status".into()),
         _ => {}
     }
-    if EVENT_FIELDS.contains(&name) || arg_field(name) {
+    // bpftrace's builtin variables, written as calls (`pid()`, `kstack()`).
+    if crate::builtins::event_field(name).is_some() {
         return Some(format!("bpftrace's `{name}` is the event field `e.{name}` in rtrace: write `e.{name}`"));
     }
     NO_FORM.iter().find(|(n, _)| *n == name).map(|(n, what)| format!("bpftrace's {n}(): {what}"))
-}
-
-/// `arg0`, `arg11`: bpftrace's argument variables.
-fn arg_field(name: &str) -> bool {
-    name.strip_prefix("arg").is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 fn variable(e: &Expr) -> Option<&str> {

@@ -81,6 +81,9 @@ pub struct Registry {
 
 pub type SharedRegistry = Arc<Mutex<Registry>>;
 
+/// Rhai's `global::` constants (the type its global state holds).
+type Constants = Arc<rhai::Locked<std::collections::BTreeMap<rhai::ImmutableString, Dynamic>>>;
+
 /// A loaded script: engine, AST and the top level's scope.
 pub struct Session {
     pub engine: Engine,
@@ -88,6 +91,8 @@ pub struct Session {
     pub scope: Scope<'static>,
     pub registry: SharedRegistry,
     pub file_name: String,
+    /// The top level's constants, as `global::NAME` in every callback.
+    constants: Option<Constants>,
 }
 
 impl Session {
@@ -114,7 +119,7 @@ impl Session {
         let mut scope = Scope::new();
         let argv: rhai::Array = args.iter().map(|a| Dynamic::from(a.clone())).collect();
         scope.push_constant("ARGS", argv);
-        Ok(Session { engine, ast: Arc::new(ast), scope, registry, file_name: file_name.to_string() })
+        Ok(Session { engine, ast: Arc::new(ast), scope, registry, file_name: file_name.to_string(), constants: None })
     }
 
     /// Run the top level once: declares maps, registers probes.
@@ -128,6 +133,7 @@ impl Session {
             Err(e) => return Err(self.runtime_error(&e)),
         }
         self.name_maps();
+        self.keep_constants();
         modules::share_imports(&mut self.engine, &ast);
         self.compile_probe_sources()?;
         // Every call is checked before anything is attached.
@@ -163,6 +169,40 @@ impl Session {
         Ok(())
     }
 
+    /// The top level's `const`s, for `global::NAME` in functions called
+    /// from callbacks (Rhai keeps them only for the top level's own run).
+    fn keep_constants(&mut self) {
+        let constants: std::collections::BTreeMap<_, _> =
+            self.scope.iter_raw().filter(|(_, constant, _)| *constant).map(|(n, _, v)| (n.into(), v.clone())).collect();
+        self.constants = Some(Arc::new(rhai::Locked::new(constants)));
+    }
+
+    /// The state a callback runs in: the script's functions (those of `ast`)
+    /// and the top level's constants.
+    fn callback_state(&self, ast: &AST) -> rhai::GlobalRuntimeState {
+        let mut global = self.engine.new_global_runtime_state();
+        global.lib.push(ast.shared_lib().clone());
+        global.constants = self.constants.clone();
+        global
+    }
+
+    /// Call the closure `f` (defined in `ast`) with `args`, as the top level would.
+    pub fn call_closure(&self, ast: &AST, f: &FnPtr, args: impl rhai::FuncArgs) -> Result<Dynamic, Box<rhai::EvalAltResult>> {
+        let global = self.callback_state(ast);
+        let ctx = rhai::NativeCallContext::new_with_all_fields(&self.engine, f.fn_name(), None, &global, Position::NONE);
+        let mut values = Vec::new();
+        args.parse(&mut values);
+        f.call_raw(&ctx, None, values)
+    }
+
+    /// Run `ast`'s statements in `scope`, as the top level would.
+    pub fn run_statements(&self, scope: &mut Scope, ast: &AST) -> Result<(), Box<rhai::EvalAltResult>> {
+        let mut global = self.callback_state(ast);
+        global.source = ast.source().map(Into::into);
+        #[allow(deprecated)] // the one entry that takes a prepared state
+        self.engine.eval_statements_raw(&mut global, &mut rhai::Caches::new(), scope, ast.statements()).map(|_| ())
+    }
+
     /// Give every map without an explicit name the name of the variable holding it.
     fn name_maps(&self) {
         for (name, _, value) in self.scope.iter() {
@@ -177,7 +217,7 @@ impl Session {
 
     /// Call a userspace closure (BEGIN, END, timers).
     pub fn call(&self, probe_ast: &AST, f: &FnPtr) -> Result<()> {
-        let result = f.call::<Dynamic>(&self.engine, probe_ast, ()).map(|_| ()).or_else(|e| match *e {
+        let result = self.call_closure(probe_ast, f, ()).map(|_| ()).or_else(|e| match *e {
             rhai::EvalAltResult::ErrorTerminated(..) => Ok(()),
             _ => Err(self.runtime_error_near(&e, self.registered_at(f))),
         });

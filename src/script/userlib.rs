@@ -109,7 +109,7 @@ pub fn install(engine: &mut Engine, registry: &SharedRegistry) {
     });
     // `e.kstack(...)` / `e.ustack(...)` in userspace statements: the kernel
     // captured the stack; these return its text.
-    for name in ["kstack", "ustack"] {
+    for name in crate::builtins::field_names().filter(|n| crate::builtins::is_stack(n)) {
         engine.register_fn(name, move |e: &mut rhai::Map| stack_text(e, name.to_string()));
         engine.register_fn(name, move |e: &mut rhai::Map, limit: i64| stack_text(e, format!("{name}/{limit}")));
         engine.register_fn(name, move |e: &mut rhai::Map, mode: &str| stack_text(e, format!("{name}/{mode}")));

@@ -152,3 +152,37 @@ probe("tracepoint:syscalls:sys_enter_lseek", |e| {
     let err = assert_clean_error(&out);
     assert!(err.starts_with("-e:5:7: error:") && err.contains("`name` is computed in userspace at 4:5"), "{err}");
 }
+
+#[test]
+fn top_level_constants_are_global_in_functions_every_callback_calls() {
+    let Some(_g) = setup() else { return };
+    // docs/language.md: a top-level `const` is `global::NAME` in script
+    // functions, whichever callback calls them.
+    let src = format!(
+        r#"const LIMIT = 3;
+const TAG = "lseek";
+fn limit() {{ global::LIMIT + 1 }}
+fn tag() {{ global::TAG + "!" }}
+probe("BEGIN", || {{ print(`begin ${{limit()}} ${{tag()}}`); }});
+probe("tracepoint:syscalls:sys_enter_lseek", |e| {{
+    if e.tid == {tid} {{ let s = tag(); s += "?"; print(`event ${{e.args.offset + limit()}} ${{s}}`); }}
+}});
+probe("tracepoint:syscalls:sys_enter_getpgid", |e| {{ if e.tid == {tid} {{ exit(); }} }});
+probe("END", || {{ print(`end ${{limit()}} ${{global::TAG}}`); }});
+"#,
+        tid = tid()
+    );
+    for no_split in [false, true] {
+        let mut args = vec!["-e", &src];
+        if no_split {
+            args.insert(0, "--no-split");
+        }
+        let mut t = Tracer::start(&args);
+        t.wait_attached();
+        unsafe { libc::lseek(-1, 7, 0) };
+        let out = t.finish_by_getpgid(Duration::from_secs(30));
+        assert_eq!(out.code, Some(0), "{out}");
+        let lines: Vec<&str> = out.lines().into_iter().filter(|l| !l.starts_with("Attaching")).collect();
+        assert_eq!(lines, ["begin 4 lseek!", "event 11 lseek!?", "end 4 lseek"], "--no-split {no_split}\n{out}");
+    }
+}

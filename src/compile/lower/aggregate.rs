@@ -1,10 +1,12 @@
 //! The aggregations (`count() sum(x) ... quantiles(x)`) as the right side of a map assignment.
 use super::*;
+use crate::builtins::Aggregation;
 
 impl Lowerer<'_> {
     /// `count()`, `hist(x)`, ... as the right side of a map assignment.
     pub(crate) fn aggregation(&mut self, rhs: &RExpr) -> Result<Option<(AggOp, Option<Expr>)>> {
         let RExpr::FnCall(call, pos) = rhs else { return Ok(None) };
+        let Some(row) = crate::builtins::aggregation(call.name.as_str()) else { return Ok(None) };
         let args = &call.args;
         let want = |n: usize| -> Result<()> {
             if args.len() != n {
@@ -12,18 +14,18 @@ impl Lowerer<'_> {
             }
             Ok(())
         };
-        let op = match call.name.as_str() {
-            "count" => {
+        let op = match row.aggregation {
+            Aggregation::Count => {
                 want(0)?;
                 return Ok(Some((AggOp::Count, None)));
             }
-            "sum" => AggOp::Sum,
-            "min" => AggOp::Min,
-            "max" => AggOp::Max,
-            "avg" => AggOp::Avg,
-            "stats" => AggOp::Stats,
-            "hist" => AggOp::Hist,
-            "lhist" => {
+            Aggregation::Sum => AggOp::Sum,
+            Aggregation::Min => AggOp::Min,
+            Aggregation::Max => AggOp::Max,
+            Aggregation::Avg => AggOp::Avg,
+            Aggregation::Stats => AggOp::Stats,
+            Aggregation::Hist => AggOp::Hist,
+            Aggregation::Lhist => {
                 want(4)?;
                 let c: Vec<Option<i64>> = args[1..].iter().map(|a| self.const_int(a)).collect();
                 let (Some(min), Some(max), Some(step)) = (c[0], c[1], c[2]) else {
@@ -38,7 +40,7 @@ impl Lowerer<'_> {
                 let v = self.int_expr(&args[0])?;
                 return Ok(Some((AggOp::Lhist { min, max, step }, Some(v))));
             }
-            "quantiles" => {
+            Aggregation::Quantiles => {
                 let unit_ns = match args.len() {
                     1 => 0,
                     2 => crate::compile::maps::quantiles_unit(&args[1]).or_else(|e| err(*pos, e))?,
@@ -47,7 +49,6 @@ impl Lowerer<'_> {
                 let v = self.int_expr(&args[0])?;
                 return Ok(Some((AggOp::Quantiles { unit_ns }, Some(v))));
             }
-            _ => return Ok(None),
         };
         want(1)?;
         let v = self.int_expr(&args[0])?;

@@ -145,7 +145,7 @@ impl Lowerer<'_> {
         match (name, args.len()) {
             ("!", 1) => {
                 let a = self.cond(&args[0])?;
-                Ok(Expr::Unary(UnOp::Not, Box::new(a)))
+                return Ok(Expr::Unary(UnOp::Not, Box::new(a)));
             }
             ("contains", 2) => {
                 // `k in m` parses as contains(m, k).
@@ -154,9 +154,18 @@ impl Lowerer<'_> {
                 };
                 let key = self.key(&args[1])?;
                 self.record_use(&map, &key, UseKind::Read, pos);
-                Ok(Expr::MapContains { map: map.id(), key })
+                return Ok(Expr::MapContains { map: map.id(), key });
             }
-            ("str", 1) | ("str", 2) => {
+            _ => {}
+        }
+        if is_aggregation(name) {
+            return err(pos, format!("{name}() is an aggregation: assign it to a map, e.g. `m[e.comm] = {name}(...)`"));
+        }
+        let Some(row) = builtin_call(name).filter(|r| r.arities.contains(&args.len())) else {
+            return Err(userspace_only(&format!("`{name}(...)`"), pos));
+        };
+        match row.call {
+            Call::Str => {
                 let v = self.expr(&args[0])?;
                 let max = match args.get(1) {
                     None => self.target.str_max,
@@ -173,18 +182,16 @@ impl Lowerer<'_> {
                     }
                 }
             }
-            ("ksym", 1) => {
+            Call::Ksym => {
                 let v = self.int_expr(&args[0])?;
                 Ok(Expr::Binary(BinOp::Or, Box::new(v), Box::new(Expr::Int(KSYM_TAG))))
             }
-            ("count" | "sum" | "min" | "max" | "avg" | "stats" | "hist" | "lhist" | "quantiles", _) => {
-                err(pos, format!("{name}() is an aggregation: assign it to a map, e.g. `m[e.comm] = {name}(...)`"))
+            Call::Strncmp | Call::Strcontains | Call::Buf | Call::Kptr | Call::Uptr => {
+                self.string_call(row.call, args, pos)
             }
-            ("exit", _) => err(pos, "exit() is a statement, not a value"),
-            _ => match self.string_call(name, args, pos) {
-                Some(r) => r,
-                None => Err(userspace_only(&format!("`{name}(...)`"), pos)),
-            },
+            Call::Exit => err(pos, "exit() is a statement, not a value"),
+            // Statements (lowered in stmt.rs), not values.
+            Call::Emit | Call::Print | Call::Clear | Call::Zero => Err(userspace_only(&format!("`{name}(...)`"), pos)),
         }
     }
 }

@@ -19,7 +19,8 @@ pub(crate) mod strings;
 mod whole_args;
 
 pub(crate) use super::closure::{event_path, property_chain, ClosureBody};
-pub(crate) use super::syntax::{span, AGGREGATIONS};
+pub(crate) use super::syntax::{is_aggregation, span};
+pub(crate) use crate::builtins::{builtin_call, Call};
 pub(crate) use super::values::CapturedValue;
 pub(crate) use expr::{bin_op, fold, str_literal, ty_name};
 
@@ -205,9 +206,9 @@ fn read_once(body: &ClosureBody, event: Option<&str>, split: &Split) -> (bool, b
                 Some(ASTNode::Stmt(RStmt::For(..) | RStmt::While(..) | RStmt::Do(..))) => loops = true,
                 Some(ASTNode::Expr(RExpr::Dot(x, _, _))) if name_is(&x.lhs, event) => {
                     if let RExpr::Property(p, _) = &x.rhs {
-                        match p.2.as_str() {
-                            "nsecs" | "elapsed" => time += 1,
-                            "rand" => rand += 1,
+                        match crate::builtins::event_field(p.2.as_str()).map(|f| f.0) {
+                            Some(crate::builtins::Field::Nsecs | crate::builtins::Field::Elapsed) => time += 1,
+                            Some(crate::builtins::Field::Rand) => rand += 1,
                             _ => {}
                         }
                     }

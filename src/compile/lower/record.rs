@@ -4,7 +4,7 @@
 use probes_ebpf::ir::{BinOp, Expr, LocalId, Memory, Span, Stmt, StmtKind, Ty};
 use rhai::{ASTNode, Expr as RExpr, Position, Stmt as RStmt};
 
-use super::{at, err, event_path, index, property_chain, span, strings, LowerError, Lowerer, Result, AGGREGATIONS};
+use super::{at, err, event_path, index, property_chain, span, strings, LowerError, Lowerer, Result, is_aggregation};
 use crate::compile::maps::UseKind;
 use crate::compile::split::{Place, Why};
 use crate::kernel::tracepoint_format::FieldKind;
@@ -84,7 +84,7 @@ impl Lowerer<'_> {
         let no_split = self.target.no_split;
         s.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
             if let Some(ASTNode::Expr(RExpr::FnCall(call, pos))) = path.last() {
-                let kernel_only = (AGGREGATIONS.contains(&call.name.as_str()) && !no_split)
+                let kernel_only = (is_aggregation(call.name.as_str()) && !no_split)
                     || (strings::reads_kernel_memory(call) && !strings::member_read(path));
                 if kernel_only && bad.is_none() {
                     bad = Some((call.name.to_string(), *pos));
@@ -92,7 +92,7 @@ impl Lowerer<'_> {
             }
             true
         });
-        if let Some((name, pos)) = bad.clone().filter(|(n, _)| strings::KERNEL_ONLY.contains(&n.as_str())) {
+        if let Some((name, pos)) = bad.clone().filter(|(n, _)| !is_aggregation(n)) {
             return err(
                 pos,
                 format!(
@@ -207,7 +207,7 @@ impl Lowerer<'_> {
                                 match (event_path(&x.rhs, &|a| self.const_arg(a)), &x.rhs) {
                                     (Some(p), _) => wanted.push((RecordField::Event(p), *pos)),
                                     (None, RExpr::MethodCall(call, cpos))
-                                        if matches!(call.name.as_str(), "kstack" | "ustack") && problem.is_none() =>
+                                        if crate::builtins::is_stack(call.name.as_str()) && problem.is_none() =>
                                     {
                                         problem = Some(LowerError {
                                             pos: *cpos,
@@ -237,7 +237,7 @@ impl Lowerer<'_> {
         if whole {
             // `e` as a whole value: the fields the closure (and the functions
             // it passes `e` to) read, and the common ones.
-            let common = ["pid", "tid", "uid", "gid", "comm", "cpu", "nsecs"].map(|f| vec![f.to_string()]);
+            let common = crate::builtins::FIELDS.iter().filter(|f| f.common).map(|f| vec![f.name.to_string()]);
             // Every argument too: where `e` goes (an alias, a closure, a
             // method call) its reads can't always be followed.
             let has_args = self.target.event.format().is_some() || self.target.event.btf_args().is_some();
@@ -263,7 +263,7 @@ impl Lowerer<'_> {
                 if let (RecordField::Event(short), RecordField::Event(long)) = (a, b) {
                     if long.len() > short.len()
                         && long.starts_with(short)
-                        && !matches!(short[0].as_str(), "kstack" | "ustack")
+                        && !crate::builtins::is_stack(short[0].as_str())
                     {
                         let ev = event.as_deref().unwrap_or("e");
                         return err(
@@ -433,7 +433,7 @@ impl Lowerer<'_> {
     /// The kernel value shipped for `e.PATH` in a record. Character pointers
     /// are shipped as the strings they point to.
     pub(crate) fn event_capture(&mut self, path: &[String], pos: Position) -> Result<Expr> {
-        if matches!(path[0].as_str(), "kstack" | "ustack") {
+        if crate::builtins::is_stack(path[0].as_str()) {
             return self.stack_expr(path, pos);
         }
         match path {

@@ -151,7 +151,7 @@ impl Lowerer<'_> {
             other => (self.map_of(other), None),
         };
         if let Some(map) = map {
-            let is_agg = matches!(rhs, RExpr::FnCall(c, _) if AGGREGATIONS.contains(&c.name.as_str()));
+            let is_agg = matches!(rhs, RExpr::FnCall(c, _) if is_aggregation(c.name.as_str()));
             let key = match key {
                 Some(k) => self.key(k).map_err(|e| if is_agg { kernel_needs(e) } else { e })?,
                 None => Vec::new(),

@@ -32,38 +32,29 @@ pub(crate) fn member_read(path: &[ASTNode]) -> bool {
     is_kptr(call) && x.lhs.position() == call.position()
 }
 
-/// The functions lowered here (userspace has its own `strncmp`/`strcontains`).
-pub(crate) const KERNEL_ONLY: &[&str] = &["buf", "kptr"];
-
-/// A call of a kernel-only function that reads kernel memory: `buf(p, n)`,
-/// `kptr(v, T)`; one-argument `kptr(p)` only marks a pointer.
+/// A call of a kernel function that reads kernel memory: `buf(p, n)`,
+/// `kptr(v, T)`; one-argument `kptr(p)` only marks a pointer (userspace has
+/// its own `strncmp`/`strcontains`).
 pub(crate) fn reads_kernel_memory(call: &rhai::FnCallExpr) -> bool {
-    KERNEL_ONLY.contains(&call.name.as_str()) && !(call.name == "kptr" && call.args.len() == 1)
+    matches!((builtin_call(call.name.as_str()).map(|r| r.call), call.args.len()), (Some(Call::Buf), 2) | (Some(Call::Kptr), 2))
 }
 
 impl Lowerer<'_> {
-    /// The kernel value of a call of `name`; None when `name` is not one of these.
-    pub(crate) fn string_call(&mut self, name: &str, args: &[RExpr], pos: Position) -> Option<Result<Expr>> {
-        Some(match (name, args.len()) {
-            ("strncmp", 3) => self.strncmp(args),
-            ("strcontains", 2) => {
-                let (a, b) = match (self.string_arg(&args[0], name), self.string_arg(&args[1], name)) {
-                    (Ok(a), Ok(b)) => (a, b),
-                    (Err(e), _) | (_, Err(e)) => return Some(Err(e)),
-                };
+    /// The kernel value of one of the calls lowered here (arities as in `builtins::CALLS`).
+    pub(crate) fn string_call(&mut self, call: Call, args: &[RExpr], pos: Position) -> Result<Expr> {
+        match (call, args.len()) {
+            (Call::Strncmp, 3) => self.strncmp(args),
+            (Call::Strcontains, 2) => {
+                let a = self.string_arg(&args[0], "strcontains")?;
+                let b = self.string_arg(&args[1], "strcontains")?;
                 Ok(Expr::StrSearch(StrOp::Contains, Box::new(a), Box::new(b)))
             }
-            ("buf", 2) => self.buf(args),
-            ("kptr", 2) => self.kptr(args).map(|a| self.typed_value(a)),
+            (Call::Buf, 2) => self.buf(args),
+            (Call::Kptr, 2) => self.kptr(args).map(|a| self.typed_value(a)),
             // The pointer itself; str()/buf() read it from user / kernel memory.
-            ("uptr" | "kptr", 1) => self.int_expr(&args[0]),
-            ("strncmp", _) => err(pos, "strncmp(a, b, n) takes two strings and a constant length"),
-            ("strcontains", _) => err(pos, "strcontains(haystack, needle) takes two strings"),
-            ("buf", _) => err(pos, "buf(ptr, len) takes a pointer and a length"),
-            ("kptr", _) => err(pos, "kptr(value, \"struct NAME\") takes an integer and a struct type"),
-            ("uptr", _) => err(pos, "uptr(pointer) takes one pointer"),
-            _ => return None,
-        })
+            (Call::Uptr | Call::Kptr, 1) => self.int_expr(&args[0]),
+            (_, n) => err(pos, format!("this call can't take {n} argument(s) in a probe")),
+        }
     }
 
     /// A string operand: strings only (read a pointer with `str(p)` first).

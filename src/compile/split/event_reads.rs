@@ -5,14 +5,14 @@ use std::collections::HashSet;
 
 use rhai::{ASTNode, Expr as RExpr, Stmt as RStmt, AST};
 
-use crate::compile::closure::{event_path, ClosureBody, ClosureIndex};
+use crate::compile::closure::{event_path, per_point, ClosureBody, ClosureIndex};
 
 /// Whether the script functions a closure passes `e` to read `e.args`,
 /// `e.probe` or `e.func` (then each attach point needs its own program,
 /// as when the closure reads them itself).
 pub fn functions_need_per_point(body: &ClosureBody, ast: &AST, captured: usize) -> bool {
     let Some(ev) = body.params.last().filter(|_| body.params.len() > captured) else { return false };
-    event_reads(body, ev, Some(ast)).iter().any(|p| matches!(p[0].as_str(), "args" | "probe" | "func"))
+    event_reads(body, ev, Some(ast)).iter().any(|p| per_point(&p[0]))
 }
 
 /// Every `ev.PATH` the closure reads, also through the script functions
@@ -58,7 +58,7 @@ pub(super) fn event_reads(body: &ClosureBody, ev: &str, ast: Option<&AST>) -> Ve
     // A stack needs its arguments resolved by the closure itself; a bare
     // `e.curtask` prefix of a longer path can't be both. A bare `e.args`
     // stays: it holds every argument, beside those read by name.
-    out.retain(|p| !matches!(p[0].as_str(), "kstack" | "ustack"));
+    out.retain(|p| !crate::builtins::is_stack(p[0].as_str()));
     let all = out.clone();
     out.retain(|p| p == &["args"] || !all.iter().any(|q| q.len() > p.len() && q.starts_with(p)));
     out
