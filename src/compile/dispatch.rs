@@ -170,6 +170,7 @@ pub fn merge(pending: &mut Vec<Pending>, first: usize, raw: AttachPoint, name: S
         program,
         points: vec![raw],
         probe: head.probe,
+        pos: head.pos,
         dispatch: syscalls,
         unfiltered: head.unfiltered,
     });

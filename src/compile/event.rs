@@ -6,9 +6,9 @@ use probes_ebpf::ir::{BinOp, Builtin, ContextKind, Expr, LocalId, Memory};
 use rhai::{Expr as RExpr, Position};
 
 use super::fields;
-use crate::builtins::Field;
 use super::lower::{err, property_chain, str_literal, userspace_only, LowerError, Lowerer, Result};
 use super::syntax::indexed_arg;
+use crate::builtins::Field;
 use crate::kernel::btf::Shape;
 use crate::kernel::tracepoint_format::{c_int_width, FieldKind};
 use crate::probes::event::btf_slot;
@@ -231,7 +231,10 @@ impl Lowerer<'_> {
                 Some(Ok(x)) => x,
                 Some(Err(m)) => return err(pos, m),
                 None => {
-                    return err(pos, format!("`{name}` isn't available for this probe type (tracepoints use e.args.NAME)"))
+                    return err(
+                        pos,
+                        format!("`{name}` isn't available for this probe type (tracepoints use e.args.NAME)"),
+                    )
                 }
             },
             Field::Retval => match self.target.event.retval() {

@@ -29,7 +29,7 @@ use probes_ebpf::ir::Span;
 use rhai::{ASTNode, Expr as RExpr, Position, Stmt as RStmt, AST};
 
 use super::closure::{property_chain, ClosureBody};
-use super::syntax::{indexed_arg, span, is_aggregation};
+use super::syntax::{indexed_arg, is_aggregation, span};
 use super::values::CapturedValue;
 use crate::builtins::{builtin_call, event_field, is_stack, Call, Kind};
 use crate::kernel::tracepoint_format::FieldKind;
@@ -91,7 +91,6 @@ impl Split {
         self.user_runs > 1 || self.user_in_loop
     }
 }
-
 
 #[derive(Clone)]
 enum Var {
@@ -916,7 +915,8 @@ impl<'a> Walk<'a> {
         let mut calls: Vec<(Span, Vec<RExpr>)> = Vec::new();
         s.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
             if let Some(ASTNode::Expr(RExpr::FnCall(call, pos))) = path.last() {
-                let is_str = builtin_call(call.name.as_str()).is_some_and(|r| r.call == Call::Str && r.arities.contains(&call.args.len()));
+                let is_str = builtin_call(call.name.as_str())
+                    .is_some_and(|r| r.call == Call::Str && r.arities.contains(&call.args.len()));
                 if is_str && !call.is_qualified() {
                     calls.push((span(*pos), call.args.to_vec()));
                 }

@@ -187,9 +187,15 @@ impl Session {
     }
 
     /// Call the closure `f` (defined in `ast`) with `args`, as the top level would.
-    pub fn call_closure(&self, ast: &AST, f: &FnPtr, args: impl rhai::FuncArgs) -> Result<Dynamic, Box<rhai::EvalAltResult>> {
+    pub fn call_closure(
+        &self,
+        ast: &AST,
+        f: &FnPtr,
+        args: impl rhai::FuncArgs,
+    ) -> Result<Dynamic, Box<rhai::EvalAltResult>> {
         let global = self.callback_state(ast);
-        let ctx = rhai::NativeCallContext::new_with_all_fields(&self.engine, f.fn_name(), None, &global, Position::NONE);
+        let ctx =
+            rhai::NativeCallContext::new_with_all_fields(&self.engine, f.fn_name(), None, &global, Position::NONE);
         let mut values = Vec::new();
         args.parse(&mut values);
         f.call_raw(&ctx, None, values)

@@ -4,7 +4,7 @@
 use probes_ebpf::ir::{BinOp, Expr, LocalId, Memory, Span, Stmt, StmtKind, Ty};
 use rhai::{ASTNode, Expr as RExpr, Position, Stmt as RStmt};
 
-use super::{at, err, event_path, index, property_chain, span, strings, LowerError, Lowerer, Result, is_aggregation};
+use super::{at, err, event_path, index, is_aggregation, property_chain, span, strings, LowerError, Lowerer, Result};
 use crate::compile::maps::UseKind;
 use crate::compile::split::{Place, Why};
 use crate::kernel::tracepoint_format::FieldKind;

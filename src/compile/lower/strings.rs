@@ -36,7 +36,10 @@ pub(crate) fn member_read(path: &[ASTNode]) -> bool {
 /// `kptr(v, T)`; one-argument `kptr(p)` only marks a pointer (userspace has
 /// its own `strncmp`/`strcontains`).
 pub(crate) fn reads_kernel_memory(call: &rhai::FnCallExpr) -> bool {
-    matches!((builtin_call(call.name.as_str()).map(|r| r.call), call.args.len()), (Some(Call::Buf), 2) | (Some(Call::Kptr), 2))
+    matches!(
+        (builtin_call(call.name.as_str()).map(|r| r.call), call.args.len()),
+        (Some(Call::Buf), 2) | (Some(Call::Kptr), 2)
+    )
 }
 
 impl Lowerer<'_> {

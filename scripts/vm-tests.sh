@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Runs inside the stock-kernel VM (scripts/test-vm.sh starts it): the
+# real-kernel test binary, one name filter at a time, within a time budget,
+# so that a slow machine (qemu TCG runs several times slower than the host)
+# can't push the whole suite past CI's limit.
+#
+#   scripts/vm-tests.sh BIN SKIPLOG BUDGET_S FILTER... [--skip NAME]...
+#
+# A filter that runs longer than RTRACE_VM_FILTER_LIMIT seconds (1200) has
+# hung: it fails. Once BUDGET_S is spent, the filters not started, and the
+# tests a running filter had not finished, are written to SKIPLOG as not run
+# (listed as skipped at the end, never counted as passed). Exits 1 when a
+# test failed or a filter hung.
+set -uo pipefail
+bin=$1 skiplog=$2 budget=$3
+shift 3
+filters=() skips=()
+while [ $# -gt 0 ]; do
+    case $1 in
+    --skip) skips+=(--skip "$2"); shift 2 ;;
+    *) filters+=("$1"); shift ;;
+    esac
+done
+limit=${RTRACE_VM_FILTER_LIMIT:-1200}
+deadline=$((SECONDS + budget))
+status=0
+out=$(mktemp)
+for f in "${filters[@]}"; do
+    left=$((deadline - SECONDS))
+    if [ "$left" -le 0 ]; then
+        "$bin" --list "$f" "${skips[@]}" 2>/dev/null | sed -n 's/: test$//p' | while read -r t; do
+            echo "$t: not run, the VM's time budget (${budget} s) was spent" >>"$skiplog"
+        done
+        continue
+    fi
+    cap=$((left < limit ? left : limit))
+    start=$SECONDS
+    timeout -k 10 "$cap" "$bin" --test-threads=1 "$f" "${skips[@]}" | tee "$out"
+    rc=${PIPESTATUS[0]}
+    if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+        if [ "$cap" -lt "$limit" ]; then
+            # Cut by the budget, not hung: the unfinished tests are not run.
+            echo
+            echo "vm-tests: the time budget (${budget} s) ran out during $f"
+            "$bin" --list "$f" "${skips[@]}" 2>/dev/null | sed -n 's/: test$//p' | while read -r t; do
+                grep -qE "^test $t \.\.\. (ok|FAILED|ignored)" "$out" ||
+                    echo "$t: not run, the VM's time budget (${budget} s) was spent" >>"$skiplog"
+            done
+        else
+            echo
+            echo "vm-tests: $f ran past ${limit} s and was stopped (a test hung); after: $(tail -1 "$out")"
+            status=1
+        fi
+    elif [ "$rc" != 0 ]; then
+        status=1
+    fi
+    echo "vm-tests: $f: $((SECONDS - start)) s"
+done
+rm -f "$out"
+exit "$status"
