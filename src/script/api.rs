@@ -216,6 +216,7 @@ pub fn install(engine: &mut Engine, registry: &SharedRegistry) {
             ast,
             pos: ctx.call_position(),
             source: None,
+            source_placed: false,
             on_event: None,
             unfiltered: false,
         });
@@ -232,6 +233,7 @@ pub fn install(engine: &mut Engine, registry: &SharedRegistry) {
             ast,
             pos: ctx.call_position(),
             source: Some(source.to_string()),
+            source_placed: false,
             on_event: None,
             unfiltered: false,
         });

@@ -40,6 +40,9 @@ pub struct ProbeDef {
     pub pos: Position,
     /// For `probe(spec, "source")`: the closure's source, compiled after the top level ran.
     pub source: Option<String>,
+    /// The source is a literal of the script, compiled in its place there:
+    /// positions in it are the script's.
+    pub source_placed: bool,
     /// `.on_event(|rec| ...)`: called with each value the probe `emit()`s.
     pub on_event: Option<FnPtr>,
     /// `.unfiltered()`: not filtered to `-p`/`-c`'s processes (the probe
@@ -93,6 +96,8 @@ pub struct Session {
     pub file_name: String,
     /// The top level's constants, as `global::NAME` in every callback.
     constants: Option<Constants>,
+    /// The script's text (probe source strings are found in it).
+    text: String,
 }
 
 impl Session {
@@ -119,7 +124,7 @@ impl Session {
         let mut scope = Scope::new();
         let argv: rhai::Array = args.iter().map(|a| Dynamic::from(a.clone())).collect();
         scope.push_constant("ARGS", argv);
-        Ok(Session { engine, ast: Arc::new(ast), scope, registry, file_name: file_name.to_string(), constants: None })
+        Ok(Session { engine, ast: Arc::new(ast), scope, registry, file_name: file_name.to_string(), constants: None, text: source.to_string() })
     }
 
     /// Run the top level once: declares maps, registers probes.
@@ -142,14 +147,24 @@ impl Session {
     }
 
     /// Turn `probe(spec, "|e| ...")` strings into closures, seeing the top level's variables.
+    /// A string written as a literal in the script keeps its place there:
+    /// errors inside it name the script's line:column.
     fn compile_probe_sources(&mut self) -> Result<()> {
         let mut probes = std::mem::take(&mut self.registry.lock().unwrap().probes);
         for p in probes.iter_mut() {
             let Some(src) = p.source.clone() else { continue };
+            let placed = self.placed_in_script(p.pos, &src);
+            let error = |e: String, at: Position| match placed {
+                Some(_) => Diagnostic::at(&self.file_name, at, format!("in the probe source string: {e}")),
+                None => Diagnostic::at(&self.file_name, p.pos, format!("in the probe source string: {e}")),
+            };
             let own = self
                 .engine
-                .compile_with_scope(&self.scope, &src)
-                .map_err(|e| Diagnostic::at(&self.file_name, p.pos, format!("in the probe source string: {e}")))?;
+                .compile_with_scope(&self.scope, placed.as_deref().unwrap_or(&src))
+                .map_err(|e| match placed {
+                    Some(_) => error(e.0.to_string(), e.1),
+                    None => error(e.to_string(), e.1),
+                })?;
             // The script's functions are the closure's too (as for a closure
             // written in the script), before Rhai's built-ins of the same name.
             let ast = self.ast.clone_functions_only().merge(&own);
@@ -157,16 +172,45 @@ impl Session {
             let value = self
                 .engine
                 .eval_ast_with_scope::<Dynamic>(&mut scope, &ast)
-                .map_err(|e| Diagnostic::at(&self.file_name, p.pos, format!("in the probe source string: {e}")))?;
+                .map_err(|e| error(e.to_string(), e.position()))?;
             let Some(f) = value.try_cast::<FnPtr>() else {
                 let msg = "the probe source string must be a closure like \"|e| { ... }\"";
                 return Err(Diagnostic::at(&self.file_name, p.pos, msg).into());
             };
             p.closure = f;
             p.ast = Arc::new(ast);
+            p.source_placed = placed.is_some();
         }
         self.registry.lock().unwrap().probes = probes;
         Ok(())
+    }
+
+    /// `src`, the source string of the probe() call at `call`, placed where
+    /// the script has it as a literal: blank lines and spaces before it, so
+    /// Rhai's positions in it are the script's. None when it isn't written
+    /// there as it reads (built at run time, or with escapes).
+    fn placed_in_script(&self, call: Position, src: &str) -> Option<String> {
+        let mut literal = None;
+        self.ast.walk(&mut |path: &[rhai::ASTNode]| {
+            if let Some(rhai::ASTNode::Expr(rhai::Expr::FnCall(c, at))) = path.last() {
+                if c.name == "probe" && *at == call && c.args.len() == 2 {
+                    if let rhai::Expr::StringConstant(_, lit) = &c.args[1] {
+                        literal = Some(*lit);
+                    }
+                }
+            }
+            literal.is_none()
+        });
+        let lit = literal?;
+        let (line, col) = (lit.line()?, lit.position()?);
+        let line_start: usize = self.text.split_inclusive('\n').take(line - 1).map(str::len).sum();
+        let from_line = self.text.get(line_start..)?;
+        let quote_at = from_line.char_indices().nth(col - 1)?.0;
+        let rest = &from_line[quote_at..];
+        let quote = rest.chars().next().filter(|q| matches!(q, '"' | '`'))?;
+        let inside = &rest[quote.len_utf8()..];
+        let written_as_is = inside.strip_prefix(src).is_some_and(|after| after.starts_with(quote));
+        written_as_is.then(|| format!("{}{}{src}", "\n".repeat(line - 1), " ".repeat(col)))
     }
 
     /// The top level's `const`s, for `global::NAME` in functions called
