@@ -146,10 +146,24 @@ fn bpftrace_habits_get_the_rtrace_form() {
 }
 
 #[test]
-fn probe_source_strings_are_checked_at_the_probe() {
+fn probe_source_strings_are_checked_where_they_are_written() {
+    // A literal: at its place in the script.
     refused(
         "let x = 1;\nprobe(\"t:syscalls:sys_enter_read\", \"|e| { prnt(e.pid); }\");",
+        &["t.rhai:2:43:", "unknown function `prnt`"],
+    );
+    refused(
+        "probe(\"t:syscalls:sys_enter_read\",\n  `|e| {\n    let n = e.pid;\n    prnt(n);\n  }`);",
+        &["t.rhai:4:5:", "unknown function `prnt`"],
+    );
+    // Built at run time, or with escapes: at the probe() call, with the place inside.
+    refused(
+        "let x = 1;\nprobe(\"t:syscalls:sys_enter_read\", \"|e| { \" + \"prnt(e.pid); }\");",
         &["t.rhai:2:1:", "unknown function `prnt`", "in the probe source string, at 1:7"],
+    );
+    refused(
+        "probe(\"t:syscalls:sys_enter_read\", \"|e| {\\n prnt(e.pid); }\");",
+        &["t.rhai:1:1:", "unknown function `prnt`", "in the probe source string, at 2:2"],
     );
 }
 

@@ -124,7 +124,15 @@ impl Session {
         let mut scope = Scope::new();
         let argv: rhai::Array = args.iter().map(|a| Dynamic::from(a.clone())).collect();
         scope.push_constant("ARGS", argv);
-        Ok(Session { engine, ast: Arc::new(ast), scope, registry, file_name: file_name.to_string(), constants: None, text: source.to_string() })
+        Ok(Session {
+            engine,
+            ast: Arc::new(ast),
+            scope,
+            registry,
+            file_name: file_name.to_string(),
+            constants: None,
+            text: source.to_string(),
+        })
     }
 
     /// Run the top level once: declares maps, registers probes.
@@ -158,13 +166,13 @@ impl Session {
                 Some(_) => Diagnostic::at(&self.file_name, at, format!("in the probe source string: {e}")),
                 None => Diagnostic::at(&self.file_name, p.pos, format!("in the probe source string: {e}")),
             };
-            let own = self
-                .engine
-                .compile_with_scope(&self.scope, placed.as_deref().unwrap_or(&src))
-                .map_err(|e| match placed {
-                    Some(_) => error(e.0.to_string(), e.1),
-                    None => error(e.to_string(), e.1),
-                })?;
+            let own =
+                self.engine.compile_with_scope(&self.scope, placed.as_deref().unwrap_or(&src)).map_err(
+                    |e| match placed {
+                        Some(_) => error(e.0.to_string(), e.1),
+                        None => error(e.to_string(), e.1),
+                    },
+                )?;
             // The script's functions are the closure's too (as for a closure
             // written in the script), before Rhai's built-ins of the same name.
             let ast = self.ast.clone_functions_only().merge(&own);
