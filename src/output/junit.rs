@@ -14,6 +14,57 @@ pub struct CheckResult {
     pub detail: String,
     /// An error of the run rather than a check (`<error>` in JUnit).
     pub error: bool,
+    /// The script line of the check() call, when there is one.
+    pub line: Option<usize>,
+}
+
+/// How the `-c` command ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CommandEnd {
+    Exited(i32),
+    /// Killed by this signal.
+    Killed(i32),
+    /// rtrace ended it (`-d`, Ctrl-C, `exit()`), so it has no verdict of its own.
+    EndedByRtrace,
+}
+
+/// The `-c` command's fate as a result of its own (named `command`): it
+/// fails when the command exited non-zero or was killed by a signal.
+pub fn command_result(command: &str, end: CommandEnd) -> CheckResult {
+    let (ok, detail) = match end {
+        CommandEnd::Exited(0) => (true, format!("`{command}` exited with status 0")),
+        CommandEnd::Exited(n) => (false, format!("`{command}` exited with status {n}")),
+        CommandEnd::Killed(sig) => {
+            let name = signal_name(sig).map(|n| format!(" ({n})")).unwrap_or_default();
+            (false, format!("`{command}` was killed by signal {sig}{name}"))
+        }
+        CommandEnd::EndedByRtrace => (true, format!("`{command}` was ended by rtrace when tracing ended")),
+    };
+    CheckResult { name: "command".into(), ok, detail, error: false, line: None }
+}
+
+/// SIGSEGV, SIGKILL ...: a signal's name.
+fn signal_name(sig: i32) -> Option<String> {
+    let p = unsafe { libc::strsignal(sig) };
+    let abbrev = match sig {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGALRM => "SIGALRM",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGUSR1 => "SIGUSR1",
+        libc::SIGUSR2 => "SIGUSR2",
+        _ if p.is_null() => return None,
+        _ => return Some(unsafe { std::ffi::CStr::from_ptr(p) }.to_string_lossy().into_owned()),
+    };
+    Some(abbrev.to_string())
 }
 
 /// `PASS name` or `FAIL name: detail`, one line each.
@@ -45,8 +96,9 @@ pub fn checks_json(checks: &[CheckResult]) -> String {
     out
 }
 
-/// A JUnit XML document: one testsuite named `suite`, one testcase per result.
-pub fn junit_xml(suite: &str, checks: &[CheckResult], seconds: f64) -> String {
+/// A JUnit XML document: one testsuite named `suite`, one testcase per
+/// result (with the script `file` and the check's line, where known).
+pub fn junit_xml(suite: &str, file: &str, checks: &[CheckResult], seconds: f64) -> String {
     let failures = checks.iter().filter(|c| !c.ok && !c.error).count();
     let errors = checks.iter().filter(|c| c.error).count();
     let suite = xml_escape(suite);
@@ -56,7 +108,8 @@ pub fn junit_xml(suite: &str, checks: &[CheckResult], seconds: f64) -> String {
     let _ = writeln!(out, "  <testsuite name=\"{suite}\" {counts} time=\"{seconds:.3}\">");
     for c in checks {
         let name = xml_escape(&c.name);
-        let open = format!("    <testcase classname=\"{suite}\" name=\"{name}\"");
+        let line = c.line.map(|l| format!(" line=\"{l}\"")).unwrap_or_default();
+        let open = format!("    <testcase classname=\"{suite}\" name=\"{name}\" file=\"{}\"{line}", xml_escape(file));
         if c.ok {
             let _ = writeln!(out, "{open}/>");
             continue;
@@ -95,7 +148,7 @@ mod tests {
     use super::*;
 
     fn check(name: &str, ok: bool, detail: &str) -> CheckResult {
-        CheckResult { name: name.into(), ok, detail: detail.into(), error: false }
+        CheckResult { name: name.into(), ok, detail: detail.into(), error: false, line: None }
     }
 
     #[test]
@@ -117,23 +170,40 @@ mod tests {
     fn junit_document() {
         let mut err = check("END", false, "map 'lat' has no samples");
         err.error = true;
-        let c = [check("p99 < 2ms", true, ""), check("opens", false, "a<b & \"c\""), err];
-        let xml = junit_xml("budget.rhai", &c, 1.5);
+        let mut p99 = check("p99 < 2ms", true, "");
+        p99.line = Some(7);
+        let c = [p99, check("opens", false, "a<b & \"c\""), err];
+        let xml = junit_xml("budget.rhai", "ci/budget.rhai", &c, 1.5);
         assert_eq!(
             xml,
             r#"<?xml version="1.0" encoding="UTF-8"?>
 <testsuites name="rtrace" tests="3" failures="1" errors="1" time="1.500">
   <testsuite name="budget.rhai" tests="3" failures="1" errors="1" time="1.500">
-    <testcase classname="budget.rhai" name="p99 &lt; 2ms"/>
-    <testcase classname="budget.rhai" name="opens">
+    <testcase classname="budget.rhai" name="p99 &lt; 2ms" file="ci/budget.rhai" line="7"/>
+    <testcase classname="budget.rhai" name="opens" file="ci/budget.rhai">
       <failure message="a&lt;b &amp; &quot;c&quot;">a&lt;b &amp; &quot;c&quot;</failure>
     </testcase>
-    <testcase classname="budget.rhai" name="END">
+    <testcase classname="budget.rhai" name="END" file="ci/budget.rhai">
       <error message="map &apos;lat&apos; has no samples">map &apos;lat&apos; has no samples</error>
     </testcase>
   </testsuite>
 </testsuites>
 "#
         );
+    }
+
+    #[test]
+    fn the_commands_fate_is_a_result() {
+        let exited = command_result("bench", CommandEnd::Exited(3));
+        assert!(!exited.ok);
+        assert_eq!(exited.detail, "`bench` exited with status 3");
+        let killed = command_result("bench", CommandEnd::Killed(libc::SIGSEGV));
+        assert!(!killed.ok);
+        assert_eq!(killed.detail, "`bench` was killed by signal 11 (SIGSEGV)");
+        assert!(command_result("bench", CommandEnd::Exited(0)).ok);
+        assert!(command_result("bench", CommandEnd::EndedByRtrace).ok);
+        let xml = junit_xml("b.rhai", "b.rhai", &[killed], 0.5);
+        assert!(xml.contains(r#"tests="1" failures="1" errors="0""#), "{xml}");
+        assert!(xml.contains(r#"<testcase classname="b.rhai" name="command" file="b.rhai">"#), "{xml}");
     }
 }

@@ -160,6 +160,10 @@ fn finish(
     result: Result<()>,
 ) -> Result<i32> {
     link::detach_all(attachments);
+    // The command's fate is in the JUnit report whatever the run's.
+    if let Some((command, end)) = traced.as_ref().and_then(|t| t.command_end()) {
+        crate::script::checks::record_command(command, end);
+    }
     result?;
     limits::check_output()?;
     let reg = session.registry.lock().unwrap();

@@ -14,6 +14,8 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 use anyhow::{anyhow, bail, Result};
 
+use crate::output::junit::CommandEnd;
+
 pub struct TracedProcess {
     pub pid: i32,
     /// Pid of a `-c` child to reap.
@@ -25,6 +27,10 @@ pub struct TracedProcess {
     /// rtrace ended the command itself (end of tracing), so its status is
     /// not the command's own.
     stopped: bool,
+    /// The signal that killed the command, if one did.
+    killed_by: Option<i32>,
+    /// `-c`'s text.
+    command: String,
 }
 
 impl TracedProcess {
@@ -35,7 +41,15 @@ impl TracedProcess {
         {
             bail!("-p {pid}: no such process");
         }
-        Ok(TracedProcess { pid, child: None, release: None, status: None, stopped: false })
+        Ok(TracedProcess {
+            pid,
+            child: None,
+            release: None,
+            status: None,
+            stopped: false,
+            killed_by: None,
+            command: String::new(),
+        })
     }
 
     /// `-c CMD`: start CMD, held before exec until [`release`](Self::release).
@@ -91,7 +105,15 @@ impl TracedProcess {
         }
         unsafe { libc::close(fds[0]) };
         let release = unsafe { OwnedFd::from_raw_fd(fds[1]) };
-        Ok(TracedProcess { pid, child: Some(pid), release: Some(release), status: None, stopped: false })
+        Ok(TracedProcess {
+            pid,
+            child: Some(pid),
+            release: Some(release),
+            status: None,
+            stopped: false,
+            killed_by: None,
+            command: cmd.to_string(),
+        })
     }
 
     /// Let a held `-c` command run.
@@ -112,7 +134,7 @@ impl TracedProcess {
                 match unsafe { libc::waitpid(pid, &mut st, libc::WNOHANG) } {
                     0 => false,
                     r if r == pid => {
-                        self.status = Some(exit_code(st));
+                        self.reaped(st);
                         true
                     }
                     _ => true,
@@ -144,9 +166,26 @@ impl TracedProcess {
         unsafe {
             libc::kill(pid, sig);
             if libc::waitpid(pid, &mut st, 0) == pid {
-                self.status = Some(exit_code(st));
+                self.reaped(st);
             }
         }
+    }
+
+    /// A wait status of the `-c` child.
+    fn reaped(&mut self, st: i32) {
+        self.status = Some(exit_code(st));
+        self.killed_by = libc::WIFSIGNALED(st).then(|| libc::WTERMSIG(st));
+    }
+
+    /// How the `-c` command ended (`None` for `-p`, or while it runs), and its text.
+    pub fn command_end(&self) -> Option<(&str, CommandEnd)> {
+        self.child?;
+        let end = match (self.stopped, self.killed_by, self.status?) {
+            (true, _, _) => CommandEnd::EndedByRtrace,
+            (false, Some(sig), _) => CommandEnd::Killed(sig),
+            (false, None, code) => CommandEnd::Exited(code),
+        };
+        Some((&self.command, end))
     }
 
     /// The command's own exit status: `None` while running, for `-p`, and

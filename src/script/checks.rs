@@ -17,8 +17,12 @@ use crate::output::sink;
 struct Report {
     path: String,
     suite: String,
+    /// The script as named on the command line (`-e` for one given there).
+    file: String,
     started: Instant,
     results: Vec<CheckResult>,
+    /// The `-c` command's fate, a testcase of its own.
+    command: Option<CheckResult>,
 }
 
 static REPORT: Mutex<Option<Report>> = Mutex::new(None);
@@ -44,7 +48,7 @@ fn check(
 ) -> Result<bool, Box<rhai::EvalAltResult>> {
     match (name.clone().into_immutable_string(), ok.as_bool()) {
         (Ok(name), Ok(ok)) => {
-            record(registry, &name, ok, detail);
+            record(registry, &name, ok, detail, ctx.call_position().line());
             Ok(ok)
         }
         _ => {
@@ -58,9 +62,16 @@ fn check(
     }
 }
 
-fn record(registry: &SharedRegistry, name: &str, ok: bool, detail: String) {
+fn record(registry: &SharedRegistry, name: &str, ok: bool, detail: String, line: Option<usize>) {
     let mut reg = registry.lock().unwrap();
-    reg.checks.push(CheckResult { name: name.to_string(), ok, detail, error: false });
+    reg.checks.push(CheckResult { name: name.to_string(), ok, detail, error: false, line });
+}
+
+/// How the `-c` command ended, for the JUnit report.
+pub fn record_command(command: &str, end: junit::CommandEnd) {
+    if let Some(report) = REPORT.lock().unwrap().as_mut() {
+        report.command = Some(junit::command_result(command, end));
+    }
 }
 
 /// The script's own decision on the exit status: a non-zero `exit(code)`,
@@ -76,7 +87,15 @@ pub fn script_decision(reg: &Registry) -> Option<i32> {
 /// `--junit FILE`: write the report there at the end of the run.
 pub fn set_junit(path: &str, script: &str) {
     let suite = std::path::Path::new(script).file_name().map_or(script.to_string(), |n| n.to_string_lossy().into());
-    *REPORT.lock().unwrap() = Some(Report { path: path.to_string(), suite, started: Instant::now(), results: vec![] });
+    let report = Report {
+        path: path.to_string(),
+        suite,
+        file: script.to_string(),
+        started: Instant::now(),
+        results: vec![],
+        command: None,
+    };
+    *REPORT.lock().unwrap() = Some(report);
 }
 
 /// The end of a run: list the checks (text or JSON) and keep them, with a
@@ -93,7 +112,7 @@ pub fn finish(registry: &SharedRegistry) {
     let mut results = reg.checks.clone();
     if let Some(msg) = &reg.failure {
         let name = if msg.starts_with("assertion failed") { "assert" } else { "fail" };
-        results.push(CheckResult { name: name.into(), ok: false, detail: msg.clone(), error: false });
+        results.push(CheckResult { name: name.into(), ok: false, detail: msg.clone(), error: false, line: None });
     }
     if let Some(report) = REPORT.lock().unwrap().as_mut() {
         report.results = results;
@@ -105,8 +124,15 @@ pub fn finish(registry: &SharedRegistry) {
 pub fn write_junit(error: Option<&str>) -> Result<(), String> {
     let Some(mut report) = REPORT.lock().unwrap().take() else { return Ok(()) };
     if let Some(e) = error {
-        report.results.push(CheckResult { name: "rtrace".into(), ok: false, detail: e.to_string(), error: true });
+        report.results.push(CheckResult {
+            name: "rtrace".into(),
+            ok: false,
+            detail: e.to_string(),
+            error: true,
+            line: None,
+        });
     }
-    let xml = junit::junit_xml(&report.suite, &report.results, report.started.elapsed().as_secs_f64());
+    report.results.extend(report.command.take());
+    let xml = junit::junit_xml(&report.suite, &report.file, &report.results, report.started.elapsed().as_secs_f64());
     std::fs::write(&report.path, xml).map_err(|e| format!("rtrace: error: --junit {}: {e}", report.path))
 }

@@ -134,8 +134,12 @@ probe("END", || {
         "{out}"
     );
     let xml = std::fs::read_to_string(&junit).expect("the JUnit report");
-    assert!(xml.contains(r#"tests="3" failures="2" errors="0""#), "{xml}");
-    assert!(xml.contains(r#"<testcase classname="-e" name="quantiles p50 under 395"/>"#), "{xml}");
+    // The three checks, at their lines, and the command's fate.
+    assert!(xml.contains(r#"tests="4" failures="2" errors="0""#), "{xml}");
+    let (line, _) = position_of(&src, "check(\"quantiles p50 under 395\"");
+    let case = format!(r#"<testcase classname="-e" name="quantiles p50 under 395" file="-e" line="{line}"/>"#);
+    assert!(xml.contains(&case), "{xml}");
+    assert!(xml.contains(r#"<testcase classname="-e" name="command" file="-e"/>"#), "{xml}");
     assert!(xml.contains(r#"<failure message="p50 511">"#), "{xml}");
 }
 
@@ -374,15 +378,42 @@ fn junit_has_fail_and_assert() {
     assert!(out.stdout.contains("PASS first"), "{out}");
     let xml = std::fs::read_to_string(&junit).expect("the JUnit report");
     assert!(xml.contains(r#"tests="2" failures="1" errors="0""#), "{xml}");
-    assert!(xml.contains(r#"<testcase classname="-e" name="fail">"#), "{xml}");
+    assert!(xml.contains(r#"<testcase classname="-e" name="fail" file="-e">"#), "{xml}");
     assert!(xml.contains(r#"<failure message="over the budget">"#), "{xml}");
     let src = r#"probe("BEGIN", || { assert(1 > 2, "one is not over two"); });"#;
     let out = run(&["-q", "--junit", path, "-e", src]);
     assert_eq!(out.code, Some(1), "{out}");
     let xml = std::fs::read_to_string(&junit).expect("the JUnit report");
-    assert!(xml.contains(r#"name="assert">"#) && xml.contains("assertion failed: one is not over two"), "{xml}");
+    assert!(
+        xml.contains(r#"name="assert" file="-e">"#) && xml.contains("assertion failed: one is not over two"),
+        "{xml}"
+    );
     // An unwritable report is a one-line error and a failed run.
     let out = run(&["-q", "--junit", "/nonexistent/dir/r.xml", "-e", r#"probe("BEGIN", || { exit(); });"#]);
     assert_eq!(out.code, Some(1), "{out}");
     assert!(out.stderr.starts_with("rtrace: error: --junit /nonexistent/dir/r.xml: "), "{out}");
+}
+
+/// The `-c` command's fate is a testcase: one that exits non-zero or is
+/// killed by a signal fails the report, whatever the checks say.
+#[test]
+fn junit_fails_when_the_command_fails_or_crashes() {
+    let Some(_g) = setup() else { return };
+    let dir = TempDir::new();
+    let junit = dir.join("report.xml");
+    let path = junit.to_str().unwrap();
+    let src = r#"probe("END", || { check("budget", true, ""); });"#;
+    let cases = [
+        ("sh -c 'exit 3'", 3, "exited with status 3"),
+        ("sh -c 'kill -SEGV $$'", 128 + libc::SIGSEGV, "was killed by signal 11 (SIGSEGV)"),
+        ("true", 0, "exited with status 0"),
+    ];
+    for (cmd, status, fate) in cases {
+        let out = run(&["-q", "--junit", path, "-c", cmd, "-e", src]);
+        assert_eq!(out.code, Some(status), "{out}");
+        let xml = std::fs::read_to_string(&junit).expect("the JUnit report");
+        let failures = if status == 0 { 0 } else { 1 };
+        assert!(xml.contains(&format!(r#"tests="2" failures="{failures}" errors="0""#)), "{cmd}\n{xml}");
+        assert!(xml.contains(&format!("`{}` {fate}", cmd.replace('\'', "&apos;"))) || status == 0, "{cmd}\n{xml}");
+    }
 }
