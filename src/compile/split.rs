@@ -411,11 +411,6 @@ impl<'a> Walk<'a> {
                         _ => reads.push(name),
                     }
                 }
-                Some(ASTNode::Expr(RExpr::FnCall(c, _))) if c.name == "contains" && c.args.len() == 2 => {
-                    if self.map_of(&c.args[0]) {
-                        reads.push(name_of(&c.args[0]).unwrap_or_default().to_string());
-                    }
-                }
                 Some(ASTNode::Expr(RExpr::Index(x, _, _))) if self.map_of(&x.lhs) => {
                     reads.push(name_of(&x.lhs).unwrap_or_default().to_string());
                 }

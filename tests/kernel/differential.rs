@@ -233,7 +233,7 @@ impl Gen<'_> {
                     2 => format!("h{p} = hist({});", self.int(1)),
                     _ => format!("x{p}[{} % 2] = max({});", self.int(1), self.int(1)),
                 },
-                23 | 24 | 25 => {
+                23..=25 => {
                     let a = self.int(1);
                     let s = self.string();
                     format!("print(`P{p}: ${{{a}}} ${{{s}}} ${{m{p}[{} % 4]}}`);", self.int(1))
