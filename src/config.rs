@@ -74,6 +74,8 @@ pub struct Config {
     /// `-k` (1): count failed map updates and deletes per statement; `-kk`
     /// (2): failed memory reads too; 0: no checks.
     pub check_helpers: u8,
+    /// `--unsafe`: scripts may act (run commands, send signals).
+    pub allow_unsafe: bool,
 }
 
 /// Where settings come from: the environment in a run, a map in tests.
@@ -124,6 +126,7 @@ impl Config {
             verbose: false,
             exporter: false,
             check_helpers: 0,
+            allow_unsafe: false,
         })
     }
 

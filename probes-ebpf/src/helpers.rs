@@ -16,6 +16,7 @@ pub const GET_STACKID: u32 = 27;
 pub const GET_CURRENT_TASK: u32 = 35;
 pub const PROBE_READ_STR: u32 = 45;
 pub const GET_CURRENT_CGROUP_ID: u32 = 80;
+pub const SEND_SIGNAL: u32 = 109;
 pub const PROBE_READ_USER: u32 = 112;
 pub const PROBE_READ_KERNEL: u32 = 113;
 pub const PROBE_READ_USER_STR: u32 = 114;
@@ -43,6 +44,7 @@ pub fn name(id: u32) -> &'static str {
         GET_CURRENT_COMM => "get_current_comm",
         GET_STACKID => "get_stackid",
         GET_CURRENT_TASK => "get_current_task",
+        SEND_SIGNAL => "send_signal",
         PROBE_READ_STR => "probe_read_str",
         GET_CURRENT_CGROUP_ID => "get_current_cgroup_id",
         PROBE_READ_USER => "probe_read_user",

@@ -349,6 +349,9 @@ pub enum StmtKind {
         fields: Vec<Expr>,
         wake_bytes: u32,
     },
+    /// Send this signal to the current process (`bpf_send_signal`: it is
+    /// delivered on the way back to user space).
+    Signal(u32),
     /// Leave the program.
     Return,
 }

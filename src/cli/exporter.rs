@@ -33,8 +33,8 @@ fn build(script: &Script, source: &str, opts: &Config) -> Result<(Session, Plan)
     // The same checks as the first run, before the new top level runs: the
     // static system() check, and loops that end on Ctrl-C/SIGTERM.
     if !script.allow_unsafe {
-        if let Some(pos) = crate::script::system::find_system_call(&session.ast) {
-            return Err(Diagnostic::at(&script.file_name, pos, "system() runs commands and needs --unsafe").into());
+        if let Some((pos, why)) = crate::script::system::find_action_call(&session.ast) {
+            return Err(Diagnostic::at(&script.file_name, pos, why).into());
         }
     }
     session.engine.on_progress(crate::runtime::signals::progress_hook);

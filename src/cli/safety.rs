@@ -69,8 +69,8 @@ pub fn check_text(file: &str, source: &str) -> Result<()> {
 /// mode, and the interrupt hook on the engine.
 pub fn prepare(session: &mut Session, cli: &Cli) -> Result<()> {
     if !cli.allow_unsafe {
-        if let Some(pos) = system::find_system_call(&session.ast) {
-            bail!("{}:{}: error: system() runs commands and needs --unsafe", session.file_name, position_text(pos));
+        if let Some((pos, why)) = system::find_action_call(&session.ast) {
+            bail!("{}:{}: error: {why}", session.file_name, position_text(pos));
         }
     }
     system::set_mode(match (cli.allow_unsafe, cli.explain || cli.dry_run) {

@@ -171,6 +171,7 @@ pub fn merge(pending: &mut Vec<Pending>, first: usize, raw: AttachPoint, name: S
         points: vec![raw],
         probe: head.probe,
         pos: head.pos,
+        unplaced_source: head.unplaced_source,
         dispatch: syscalls,
         unfiltered: head.unfiltered,
     });

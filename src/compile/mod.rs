@@ -52,6 +52,8 @@ struct Pending {
     probe: usize,
     /// Where its probe() was called (errors without a statement of their own).
     pos: rhai::Position,
+    /// Its closure's positions are inside a source string not placed in the script.
+    unplaced_source: bool,
     dispatch: usize,
     /// `.unfiltered()`: no -p/-c filter.
     unfiltered: bool,
@@ -152,6 +154,17 @@ fn compile_with(
     Ok((plan, found))
 }
 
+/// An error at `pos` in `def`'s closure: where the script has it, or, for a
+/// source string not placed in the script (built at run time, or with
+/// escapes), at the probe() call with its place inside the string.
+fn in_closure(file: &str, def: &ProbeDef, pos: rhai::Position, msg: String) -> anyhow::Error {
+    if def.source.is_some() && !def.source_placed && !pos.is_none() {
+        let inside = crate::script::position_text(pos);
+        return at(file, def, format!("{msg} (in the probe source string, at {inside})"));
+    }
+    Diagnostic::at(file, pos, msg).into()
+}
+
 /// An error at a probe() call.
 fn at(file: &str, def: &ProbeDef, msg: String) -> anyhow::Error {
     Diagnostic::at(file, def.pos, msg).into()
@@ -220,6 +233,7 @@ fn split_and_lower(
     let probe_name = if unit.per_point { group[0].name.clone() } else { unit.name.clone() };
     let target = lower::ProgramCtx {
         no_split: opts.no_split,
+        allow_unsafe: opts.allow_unsafe,
         event: program.event.as_ref(),
         btf: kernel.btf(),
         probe_name: &probe_name,
@@ -246,7 +260,7 @@ fn split_and_lower(
         split::analyze(body, &captures, event.as_deref(), target.event, Some(&def.ast), owned)
     };
     let closure = lower::Closure { body, captures: &captures, event: event.as_deref(), split: &split };
-    let lowered = lower::lower(&closure, &target).map_err(|e| Diagnostic::at(file, e.pos, e.message))?;
+    let lowered = lower::lower(&closure, &target).map_err(|e| in_closure(file, def, e.pos, e.message))?;
     let captured: Vec<(String, rhai::Dynamic)> =
         body.params.iter().cloned().zip(def.closure.curry().iter().cloned()).collect();
     let mut own: Vec<&Site> = lowered.sites.iter().collect();
@@ -279,6 +293,7 @@ fn split_and_lower(
         points: group.to_vec(),
         probe: probe.index,
         pos: def.pos,
+        unplaced_source: def.source.is_some() && !def.source_placed,
         dispatch: 0,
         unfiltered: def.unfiltered,
     };
@@ -336,7 +351,9 @@ fn generate(
     let mut helper_slots = 0u32;
     let layouts: Vec<MapLayout> = table.layouts(shapes);
     let mut programs = Vec::new();
-    for Pending { lowered, name, ptype, program: spec, points, probe, pos, dispatch, unfiltered } in pending {
+    for Pending { lowered, name, ptype, program: spec, points, probe, pos, unplaced_source, dispatch, unfiltered } in
+        pending
+    {
         let site_ids = lowered.sites.iter().map(|s| s.id).collect();
         let split = lowered.split.clone();
         let mut body = lowered.body;
@@ -359,7 +376,13 @@ fn generate(
         };
         let code = probes_ebpf::generate(&program).map_err(|e| {
             // Code with no statement of its own (e.g. the whole probe over a limit): the probe() call.
-            Diagnostic::new(file, Pos::of_span(e.span).or_else(|| Pos::of(pos)), e.message)
+            match (Pos::of_span(e.span), unplaced_source) {
+                (Some(inside), true) => {
+                    let msg = format!("{} (in the probe source string, at {}:{})", e.message, inside.line, inside.col);
+                    Diagnostic::new(file, Pos::of(pos), msg)
+                }
+                (at, _) => Diagnostic::new(file, at.or_else(|| Pos::of(pos)), e.message),
+            }
         })?;
         helper_slots += code.helper_sites.len() as u32;
         programs.push(CompiledProgram {

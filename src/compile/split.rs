@@ -656,11 +656,12 @@ impl<'a> Walk<'a> {
 
     fn call_stmt(&mut self, call: &rhai::FnCallExpr) -> Place {
         let args = &call.args;
-        match (call.name.as_str(), args.len()) {
+        let builtin = builtin_call(call.name.as_str()).filter(|r| r.arities.contains(&args.len())).map(|r| r.call);
+        match (builtin, args.len()) {
             _ if call.is_qualified() => Place::User(format!("calls {}()", call.name)),
-            ("exit", 0) | ("emit", 1) => Place::Kernel,
-            ("exit", 1) => to_place(&self.expr(&args[0])),
-            ("print" | "clear" | "zero", 1) if self.map_of(&args[0]) => Place::Kernel,
+            (Some(Call::Exit), 0) | (Some(Call::Emit | Call::Signal), 1) => Place::Kernel,
+            (Some(Call::Exit), 1) => to_place(&self.expr(&args[0])),
+            (Some(Call::Print | Call::Clear | Call::Zero), 1) if self.map_of(&args[0]) => Place::Kernel,
             _ => to_place(&self.call(call)),
         }
     }

@@ -31,7 +31,9 @@ fn outcome(script: &str, kernel: &FakeKernel) -> String {
     let mut config = Config::from_env(&NoSettings, None).expect("default settings");
     config.start_ns = 0;
     // `// options: --no-split` on the first line.
-    config.no_split = script.lines().next().is_some_and(|l| l.starts_with("// options:") && l.contains("--no-split"));
+    let options = script.lines().next().filter(|l| l.starts_with("// options:")).unwrap_or_default();
+    config.no_split = options.contains("--no-split");
+    config.allow_unsafe = options.contains("--unsafe");
     let mut session = match Session::new("t.rhai", script, &[]) {
         Ok(s) => s,
         Err(e) => return format!("{e:#}\n"),

@@ -7,7 +7,6 @@ use rhai::{Expr, Position};
 const NO_FORM: &[(&str, &str)] = &[
     ("strftime", "time(fmt) formats the local time"),
     ("cat", "use system(\"cat FILE\") with --unsafe, or read the file in Rhai"),
-    ("signal", "rtrace has no signal() yet"),
     ("username", "e.uid is the user id; userspace can look its name up"),
     ("override", "rtrace does not change return values"),
     ("reg", "read arguments as e.arg0.. (see docs/probes-user.md)"),

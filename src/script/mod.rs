@@ -114,6 +114,7 @@ impl Session {
         positional::install(&mut engine);
         tools::install(&mut engine, &registry);
         formatting::install(&mut engine);
+        system::install(&mut engine);
         bufs::install(&mut engine);
         modules::install(&mut engine, source);
         let ast = engine.compile(source).map_err(|e| {

@@ -200,26 +200,77 @@ pub fn finish() {
     }
 }
 
-/// Where the script calls `system()` by name, if anywhere (the early,
-/// static refusal without `--unsafe`; the run-time refusal covers the rest).
-pub fn find_system_call(ast: &rhai::AST) -> Option<Position> {
+/// The functions that act on the system, and why each needs `--unsafe`.
+const ACTIONS: &[(&str, &str)] = &[
+    ("system", "system() runs commands and needs --unsafe"),
+    ("signal", "signal() sends a signal to the traced process and needs --unsafe"),
+    ("kill", "kill() sends signals and needs --unsafe"),
+];
+
+/// Where the script first calls an action (`system()`, `signal()`,
+/// `kill()`) by name, and the error for it: the early, static refusal
+/// without `--unsafe`. The run-time refusal covers the other routes (and
+/// lowering refuses `signal()` from probe source strings).
+pub fn find_action_call(ast: &rhai::AST) -> Option<(Position, &'static str)> {
     let mut found = None;
+    let action = |name: &str| ACTIONS.iter().find(|(n, _)| *n == name).map(|(_, why)| *why);
     ast.walk(&mut |path: &[rhai::ASTNode]| {
-        match path.last() {
-            Some(rhai::ASTNode::Expr(rhai::Expr::FnCall(call, pos))) if call.name == "system" => {
-                found.get_or_insert(*pos);
-            }
-            Some(rhai::ASTNode::Expr(rhai::Expr::MethodCall(call, pos))) if call.name == "system" => {
-                found.get_or_insert(*pos);
-            }
-            Some(rhai::ASTNode::Stmt(rhai::Stmt::FnCall(call, pos))) if call.name == "system" => {
-                found.get_or_insert(*pos);
-            }
-            _ => {}
+        let (name, pos) = match path.last() {
+            Some(rhai::ASTNode::Expr(rhai::Expr::FnCall(call, pos))) => (call.name.as_str(), *pos),
+            Some(rhai::ASTNode::Expr(rhai::Expr::MethodCall(call, pos))) => (call.name.as_str(), *pos),
+            Some(rhai::ASTNode::Stmt(rhai::Stmt::FnCall(call, pos))) => (call.name.as_str(), *pos),
+            _ => return true,
+        };
+        if let Some(why) = action(name) {
+            found.get_or_insert((pos, why));
         }
-        true
+        found.is_none()
     });
     found
+}
+
+/// `kill(pid, SIG)` from userspace code, and `signal()`'s userspace stand-in.
+pub fn install(engine: &mut rhai::Engine) {
+    engine.register_fn("kill", |ctx: rhai::NativeCallContext, pid: i64, sig: Dynamic| {
+        kill(ctx.call_position(), pid, &sig)
+    });
+    engine.register_fn("signal", |ctx: rhai::NativeCallContext, _sig: Dynamic| -> RhaiResult<()> {
+        let msg =
+            "signal() runs in a probe, on the process the event is in; userspace code sends one with kill(pid, SIG)";
+        fail_at(msg, ctx.call_position())
+    });
+}
+
+/// `kill(pid, SIG)`: true when the signal was sent. Refused without
+/// `--unsafe`; every signal sent (or not) is reported on stderr.
+fn kill(pos: Position, pid: i64, sig: &Dynamic) -> RhaiResult<bool> {
+    let number = match sig.as_int() {
+        Ok(n) => crate::builtins::signal_number(&n.to_string()),
+        Err(_) => sig.clone().into_string().ok().and_then(|s| crate::builtins::signal_number(&s)),
+    };
+    let Some(number) = number else {
+        return fail_at(
+            format!("kill(): `{sig}` is no signal; give a name (\"KILL\", \"SIGTERM\") or a number from 1 to 64"),
+            pos,
+        );
+    };
+    // 0, -1 and process groups would reach many processes: one process only.
+    let Some(target) = i32::try_from(pid).ok().filter(|p| *p > 0) else {
+        return fail_at(format!("kill(): {pid} is not one process id (give a pid > 0)"), pos);
+    };
+    match mode() {
+        Mode::Refuse => fail_at("kill() sends signals and needs --unsafe", pos),
+        Mode::Skip => {
+            eprintln!("rtrace: action: kill({target}, {number}) not sent under --explain or --dry-run");
+            Ok(false)
+        }
+        Mode::Run => {
+            let sent = unsafe { libc::kill(target, number) } == 0;
+            let result = if sent { "sent".to_string() } else { std::io::Error::last_os_error().to_string() };
+            eprintln!("rtrace: action: kill({target}, {number}) at {}: {result}", super::position_text(pos));
+            Ok(sent)
+        }
+    }
 }
 
 #[cfg(test)]
@@ -266,9 +317,34 @@ mod tests {
         let e = Engine::new();
         for src in [r#"system("x");"#, r#"let a = "x".system();"#, r#"fn f() { system("y") }"#] {
             let ast = e.compile(src).unwrap();
-            assert!(find_system_call(&ast).is_some(), "{src}");
+            assert_eq!(find_action_call(&ast).map(|f| f.1), Some("system() runs commands and needs --unsafe"), "{src}");
         }
-        let ast = e.compile(r#"let s = "system";"#).unwrap();
-        assert!(find_system_call(&ast).is_none());
+        for (src, name) in [(r#"signal("KILL");"#, "signal()"), (r#"fn f(p) { kill(p, 9) }"#, "kill()")] {
+            let ast = e.compile(src).unwrap();
+            assert!(find_action_call(&ast).is_some_and(|f| f.1.starts_with(name)), "{src}");
+        }
+        let ast = e.compile(r#"let s = "system"; let k = "kill";"#).unwrap();
+        assert!(find_action_call(&ast).is_none());
+    }
+
+    #[test]
+    fn kill_refuses_without_unsafe_and_takes_one_process() {
+        set_mode(Mode::Refuse);
+        let mut e = engine();
+        install(&mut e);
+        for src in [r#"kill(1, "KILL")"#, r#"Fn("ki" + "ll").call(1, 9)"#, r#"eval("kill(1, 9)")"#] {
+            let err = e.run(src).expect_err(src).to_string();
+            assert!(err.contains("kill() sends signals and needs --unsafe"), "{src}: {err}");
+        }
+        for (src, why) in [
+            (r#"kill(-1, 9)"#, "not one process id"),
+            (r#"kill(0, 9)"#, "not one process id"),
+            (r#"kill(5, "NOPE")"#, "is no signal"),
+        ] {
+            let err = e.run(src).expect_err(src).to_string();
+            assert!(err.contains(why), "{src}: {err}");
+        }
+        let err = e.run(r#"signal("KILL")"#).expect_err("signal").to_string();
+        assert!(err.contains("signal() runs in a probe"), "{err}");
     }
 }

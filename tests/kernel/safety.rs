@@ -423,3 +423,58 @@ fn usage_errors_and_deep_recursion_are_one_line() {
     assert_eq!(out.code, Some(1), "{out}");
     assert!(out.stderr_lines().len() == 1 && out.stderr.contains("Stack overflow"), "{out}");
 }
+
+/// A program that opens a forbidden file 10,000 times, writing a
+/// marker after each open that worked. `signal("KILL")` on the open kills it
+/// at the first attempt (the signal lands before the syscall returns to it),
+/// so no marker is written; an allowed file is opened every time; without
+/// `--unsafe` the script is refused before attaching and the command never runs.
+#[test]
+fn signal_kills_the_process_at_its_first_forbidden_open() {
+    let Some(_g) = setup() else { return };
+    let dir = TempDir::new();
+    let forbidden = dir.join("forbidden");
+    let allowed = dir.join("allowed");
+    std::fs::write(&forbidden, "x").unwrap();
+    std::fs::write(&allowed, "x").unwrap();
+    let marker = dir.join("marker");
+    let src = format!(
+        r#"probe("tracepoint:syscalls:sys_enter_openat", |e| {{
+    if str(e.args.filename) == "{}" {{ signal("KILL"); }}
+}});"#,
+        forbidden.display()
+    );
+    // The shell opens the file itself (`exec 3<`): the process the probe fires in.
+    let loop_on = |file: &Path| {
+        format!(
+            "sh -c 'i=0; while [ $i -lt 10000 ]; do exec 3<{} && echo x >>{}; i=$((i+1)); done'",
+            file.display(),
+            marker.display()
+        )
+    };
+    let markers = || std::fs::read_to_string(&marker).map(|t| t.lines().count()).unwrap_or(0);
+
+    let out = run(&["-q", "--unsafe", "-c", &loop_on(&forbidden), "-e", &src]);
+    assert_eq!(out.code, Some(128 + libc::SIGKILL), "the command dies by SIGKILL\n{out}");
+    assert_eq!(markers(), 0, "no open of the forbidden file returned to the program\n{out}");
+
+    let out = run(&["-q", "--unsafe", "-c", &loop_on(&allowed), "-e", &src]);
+    assert_eq!(out.code, Some(0), "{out}");
+    assert_eq!(markers(), 10000, "every allowed open worked\n{out}");
+
+    std::fs::remove_file(&marker).unwrap();
+    let out = run(&["-c", &loop_on(&forbidden), "-e", &src]);
+    assert_eq!(out.code, Some(1), "{out}");
+    assert!(out.stderr.contains("signal() sends a signal to the traced process and needs --unsafe"), "{out}");
+    assert!(!out.stdout.contains("Attaching"), "{out}");
+    assert_eq!(markers(), 0, "the command never ran\n{out}");
+    // A probe source string hides the call from the check of the script's
+    // text: lowering refuses it, still before anything attaches.
+    let closure = format!(r#"|e| {{ if str(e.args.filename) == "{}" {{ signal("KILL"); }} }}"#, forbidden.display());
+    let hidden = format!("let body = {closure:?}; probe(\"tracepoint:syscalls:sys_enter_openat\", body);");
+    let out = run(&["-c", &loop_on(&forbidden), "-e", &hidden]);
+    assert_eq!(out.code, Some(1), "{out}");
+    assert!(out.stderr.contains("needs --unsafe"), "{out}");
+    assert!(!out.stdout.contains("Attaching"), "{out}");
+    assert_eq!(markers(), 0, "the command never ran\n{out}");
+}

@@ -244,6 +244,10 @@ impl Gen<'_> {
                 self.wrapping = false;
                 sent?;
             }
+            StmtKind::Signal(sig) => {
+                self.emit(Insn::mov_imm(R1, *sig as i32));
+                self.emit(Insn::call(h::SEND_SIGNAL));
+            }
             StmtKind::Return => {
                 self.emit(Insn::mov_imm(R0, 0));
                 self.emit(Insn::exit());
@@ -323,7 +327,7 @@ fn stack_ids_in(stmts: &[Stmt], out: &mut Vec<MapId>) {
             }
             StmtKind::MapDelete { key, .. } => key.iter().for_each(|k| expr(k, out)),
             StmtKind::Emit { fields, .. } => fields.iter().for_each(|f| expr(f, out)),
-            StmtKind::Return => {}
+            StmtKind::Return | StmtKind::Signal(_) => {}
         }
     }
 }

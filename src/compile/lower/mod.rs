@@ -40,6 +40,8 @@ pub struct ProgramCtx<'a> {
     /// `--no-split`: the whole closure is userspace; aggregations there
     /// are done by userspace (see `compile/no_split.rs`).
     pub no_split: bool,
+    /// `--unsafe`: `signal()` may be lowered.
+    pub allow_unsafe: bool,
     /// Full probe name (`tracepoint:syscalls:sys_enter_read`), the value of `e.probe`.
     pub probe_name: &'a str,
     pub context: ContextKind,

@@ -247,13 +247,30 @@ impl Lowerer<'_> {
             probe: s.target.probe_index,
             arg,
         };
-        match (name, args.len()) {
-            ("exit", 0) => Ok(control(self, CONTROL_EXIT, Expr::Int(0))),
-            ("exit", 1) => {
+        let call = builtin_call(name).filter(|r| r.arities.contains(&args.len())).map(|r| r.call);
+        match (call, args.len()) {
+            (Some(Call::Exit), 0) => Ok(control(self, CONTROL_EXIT, Expr::Int(0))),
+            (Some(Call::Exit), _) => {
                 let code = self.int_expr(&args[0])?;
                 Ok(control(self, CONTROL_EXIT, code))
             }
-            ("emit", 1) => {
+            (Some(Call::Signal), _) => {
+                if !self.target.allow_unsafe {
+                    return err(pos, "signal() sends a signal to the traced process and needs --unsafe");
+                }
+                let sig = match &args[0] {
+                    RExpr::StringConstant(s, _) => crate::builtins::signal_number(s),
+                    other => self.const_int(other).and_then(|n| crate::builtins::signal_number(&n.to_string())),
+                };
+                let Some(sig) = sig else {
+                    return err(
+                        args[0].position(),
+                        "signal() takes a constant signal: a name (\"KILL\", \"SIGTERM\") or a number from 1 to 64",
+                    );
+                };
+                Ok(StmtKind::Signal(sig as u32))
+            }
+            (Some(Call::Emit), _) => {
                 let parts: Vec<&RExpr> = match &args[0] {
                     RExpr::Array(items, _) => items.iter().collect(),
                     one => vec![one],
@@ -290,11 +307,11 @@ impl Lowerer<'_> {
                 });
                 Ok(self.emit_stmt(id, exprs))
             }
-            ("print", 1) | ("clear", 1) | ("zero", 1) if self.map_of(&args[0]).is_some() => {
+            (Some(c @ (Call::Print | Call::Clear | Call::Zero)), _) if self.map_of(&args[0]).is_some() => {
                 let m = self.map_of(&args[0]).unwrap();
-                let kind = match name {
-                    "print" => CONTROL_PRINT,
-                    "clear" => CONTROL_CLEAR,
+                let kind = match c {
+                    Call::Print => CONTROL_PRINT,
+                    Call::Clear => CONTROL_CLEAR,
                     _ => CONTROL_ZERO,
                 };
                 Ok(control(self, kind, Expr::Int(m.id() as i64)))
