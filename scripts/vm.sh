@@ -11,9 +11,10 @@
 #
 # Environment: RTRACE_VM_DIR (where the kernel is unpacked; /var/lib/rtrace-vm),
 # RTRACE_VM_KERNEL (a linux-image package name; default the newest 6.1 one),
-# RTRACE_VM_CPUS (2), RTRACE_VM_MEMORY (2G), RTRACE_VM_KVM=1 (try KVM; hangs at boot on
-# some hosts, so TCG is the default), RTRACE_VM_TIMEOUT (seconds after which the VM is
-# stopped; none by default).
+# RTRACE_VM_CPUS (1: under TCG, kernel text patching with two vCPUs, as attaching
+# fentry or enabling a tracepoint does, at times spins for good), RTRACE_VM_MEMORY (2G),
+# RTRACE_VM_KVM=1 (try KVM; hangs at boot on some hosts, so TCG is the default),
+# RTRACE_VM_TIMEOUT (seconds after which the VM is stopped; none by default).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -132,7 +133,7 @@ EOF
     local vng_status=0
     local limit=()
     [ -n "${RTRACE_VM_TIMEOUT:-}" ] && limit=(timeout -k 30 "$RTRACE_VM_TIMEOUT")
-    "${limit[@]}" vng -r "$image" --memory "${RTRACE_VM_MEMORY:-2G}" --cpus "${RTRACE_VM_CPUS:-2}" "${kvm[@]}" \
+    "${limit[@]}" vng -r "$image" --memory "${RTRACE_VM_MEMORY:-2G}" --cpus "${RTRACE_VM_CPUS:-1}" "${kvm[@]}" \
         --rwdir "$ROOT" --disk "$share/tmp.img" --exec "$share/guest.sh" >"$share/console" 2>&1 || vng_status=$?
     sleep 0.5
     kill "$tailer" 2>/dev/null || true
@@ -157,7 +158,7 @@ run)
     run_in_vm "$2"
     ;;
 *)
-    sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
     ;;
 esac
