@@ -4,7 +4,10 @@
 use probes_ebpf::ir::{BinOp, Expr, LocalId, Memory, Span, Stmt, StmtKind, Ty};
 use rhai::{ASTNode, Expr as RExpr, Position, Stmt as RStmt};
 
-use super::{at, err, event_path, index, is_aggregation, property_chain, span, strings, LowerError, Lowerer, Result};
+use super::{
+    at, builtin_call, err, event_path, index, is_aggregation, property_chain, span, strings, LowerError, Lowerer,
+    Result,
+};
 use crate::compile::maps::UseKind;
 use crate::compile::split::{Place, Why};
 use crate::kernel::tracepoint_format::FieldKind;
@@ -81,6 +84,7 @@ impl Lowerer<'_> {
             );
         }
         let mut bad: Option<(String, Position)> = None;
+        let mut acts: Option<(String, Position)> = None;
         let no_split = self.target.no_split;
         s.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
             if let Some(ASTNode::Expr(RExpr::FnCall(call, pos))) = path.last() {
@@ -89,9 +93,18 @@ impl Lowerer<'_> {
                 if kernel_only && bad.is_none() {
                     bad = Some((call.name.to_string(), *pos));
                 }
+                // emit(), signal(): only the kernel does them (the split keeps
+                // them there; --no-split has no userspace form of them).
+                let kernel_act = builtin_call(call.name.as_str()).is_some_and(|r| r.kernel_only_statement());
+                if no_split && kernel_act && acts.is_none() {
+                    acts = Some((call.name.to_string(), *pos));
+                }
             }
             true
         });
+        if let Some((name, pos)) = acts {
+            return err(pos, format!("{name}() happens in the kernel at the event and has no userspace form, so --no-split can't run this probe"));
+        }
         if let Some((name, pos)) = bad.clone().filter(|(n, _)| !is_aggregation(n)) {
             return err(
                 pos,
