@@ -25,12 +25,17 @@ limit=${RTRACE_VM_FILTER_LIMIT:-1200}
 deadline=$((SECONDS + budget))
 status=0
 out=$(mktemp)
+# Lists FILTER's tests as not run, but those OUT shows finished.
+not_run() {
+    "$bin" --list "$1" "${skips[@]}" 2>/dev/null | sed -n 's/: test$//p' | while read -r t; do
+        [ -n "${2:-}" ] && grep -qE "^test $t \.\.\. (ok|FAILED|ignored)" "$2" && continue
+        echo "$t: not run, the VM's time budget (${budget} s) was spent" >>"$skiplog"
+    done
+}
 for f in "${filters[@]}"; do
     left=$((deadline - SECONDS))
     if [ "$left" -le 0 ]; then
-        "$bin" --list "$f" "${skips[@]}" 2>/dev/null | sed -n 's/: test$//p' | while read -r t; do
-            echo "$t: not run, the VM's time budget (${budget} s) was spent" >>"$skiplog"
-        done
+        not_run "$f"
         continue
     fi
     cap=$((left < limit ? left : limit))
@@ -42,10 +47,7 @@ for f in "${filters[@]}"; do
             # Cut by the budget, not hung: the unfinished tests are not run.
             echo
             echo "vm-tests: the time budget (${budget} s) ran out during $f"
-            "$bin" --list "$f" "${skips[@]}" 2>/dev/null | sed -n 's/: test$//p' | while read -r t; do
-                grep -qE "^test $t \.\.\. (ok|FAILED|ignored)" "$out" ||
-                    echo "$t: not run, the VM's time budget (${budget} s) was spent" >>"$skiplog"
-            done
+            not_run "$f" "$out"
         else
             echo
             echo "vm-tests: $f ran past ${limit} s and was stopped (a test hung); after: $(tail -1 "$out")"

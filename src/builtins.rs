@@ -261,44 +261,9 @@ pub fn builtin_call(name: &str) -> Option<&'static CallRow> {
     CALLS.iter().find(|r| r.name == name)
 }
 
-/// A signal given as `"KILL"`, `"SIGKILL"`, `"kill"` or a number (1 to 64).
-pub fn signal_number(text: &str) -> Option<i32> {
-    if let Ok(n) = text.trim().parse::<i32>() {
-        return (1..=64).contains(&n).then_some(n);
-    }
-    let upper = text.trim().to_ascii_uppercase();
-    let name = upper.strip_prefix("SIG").unwrap_or(&upper);
-    Some(match name {
-        "HUP" => libc::SIGHUP,
-        "INT" => libc::SIGINT,
-        "QUIT" => libc::SIGQUIT,
-        "ILL" => libc::SIGILL,
-        "TRAP" => libc::SIGTRAP,
-        "ABRT" => libc::SIGABRT,
-        "BUS" => libc::SIGBUS,
-        "FPE" => libc::SIGFPE,
-        "KILL" => libc::SIGKILL,
-        "USR1" => libc::SIGUSR1,
-        "SEGV" => libc::SIGSEGV,
-        "USR2" => libc::SIGUSR2,
-        "PIPE" => libc::SIGPIPE,
-        "ALRM" => libc::SIGALRM,
-        "TERM" => libc::SIGTERM,
-        "CHLD" => libc::SIGCHLD,
-        "CONT" => libc::SIGCONT,
-        "STOP" => libc::SIGSTOP,
-        "TSTP" => libc::SIGTSTP,
-        "TTIN" => libc::SIGTTIN,
-        "TTOU" => libc::SIGTTOU,
-        "URG" => libc::SIGURG,
-        "XCPU" => libc::SIGXCPU,
-        "XFSZ" => libc::SIGXFSZ,
-        "VTALRM" => libc::SIGVTALRM,
-        "PROF" => libc::SIGPROF,
-        "WINCH" => libc::SIGWINCH,
-        "SYS" => libc::SIGSYS,
-        _ => return None,
-    })
+/// The built-in `name` called with `args` arguments, when it takes that many.
+pub fn builtin_call_with(name: &str, args: usize) -> Option<Call> {
+    builtin_call(name).filter(|r| r.arities.contains(&args)).map(|r| r.call)
 }
 
 #[cfg(test)]
@@ -318,17 +283,6 @@ mod tests {
         for c in CALLS {
             assert_eq!(CALLS.iter().filter(|d| d.name == c.name).count(), 1);
         }
-    }
-
-    #[test]
-    fn signals_by_name_and_number() {
-        assert_eq!(signal_number("KILL"), Some(9));
-        assert_eq!(signal_number("sigterm"), Some(15));
-        assert_eq!(signal_number("SIGUSR1"), Some(libc::SIGUSR1));
-        assert_eq!(signal_number("9"), Some(9));
-        assert_eq!(signal_number("0"), None);
-        assert_eq!(signal_number("65"), None);
-        assert_eq!(signal_number("NOPE"), None);
     }
 
     #[test]

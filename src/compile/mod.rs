@@ -154,17 +154,6 @@ fn compile_with(
     Ok((plan, found))
 }
 
-/// An error at `pos` in `def`'s closure: where the script has it, or, for a
-/// source string not placed in the script (built at run time, or with
-/// escapes), at the probe() call with its place inside the string.
-fn in_closure(file: &str, def: &ProbeDef, pos: rhai::Position, msg: String) -> anyhow::Error {
-    if def.source.is_some() && !def.source_placed && !pos.is_none() {
-        let inside = crate::script::position_text(pos);
-        return at(file, def, format!("{msg} (in the probe source string, at {inside})"));
-    }
-    Diagnostic::at(file, pos, msg).into()
-}
-
 /// An error at a probe() call.
 fn at(file: &str, def: &ProbeDef, msg: String) -> anyhow::Error {
     Diagnostic::at(file, def.pos, msg).into()
@@ -260,7 +249,7 @@ fn split_and_lower(
         split::analyze(body, &captures, event.as_deref(), target.event, Some(&def.ast), owned)
     };
     let closure = lower::Closure { body, captures: &captures, event: event.as_deref(), split: &split };
-    let lowered = lower::lower(&closure, &target).map_err(|e| in_closure(file, def, e.pos, e.message))?;
+    let lowered = lower::lower(&closure, &target).map_err(|e| def.error_in_closure(file, e.pos, e.message))?;
     let captured: Vec<(String, rhai::Dynamic)> =
         body.params.iter().cloned().zip(def.closure.curry().iter().cloned()).collect();
     let mut own: Vec<&Site> = lowered.sites.iter().collect();
@@ -293,7 +282,7 @@ fn split_and_lower(
         points: group.to_vec(),
         probe: probe.index,
         pos: def.pos,
-        unplaced_source: def.source.is_some() && !def.source_placed,
+        unplaced_source: def.source_unplaced(),
         dispatch: 0,
         unfiltered: def.unfiltered,
     };
@@ -376,13 +365,9 @@ fn generate(
         };
         let code = probes_ebpf::generate(&program).map_err(|e| {
             // Code with no statement of its own (e.g. the whole probe over a limit): the probe() call.
-            match (Pos::of_span(e.span), unplaced_source) {
-                (Some(inside), true) => {
-                    let msg = format!("{} (in the probe source string, at {}:{})", e.message, inside.line, inside.col);
-                    Diagnostic::new(file, Pos::of(pos), msg)
-                }
-                (at, _) => Diagnostic::new(file, at.or_else(|| Pos::of(pos)), e.message),
-            }
+            let at =
+                Pos::of_span(e.span).map_or(rhai::Position::NONE, |p| rhai::Position::new(p.line as u16, p.col as u16));
+            crate::script::closure_error(file, pos, unplaced_source, at, e.message)
         })?;
         helper_slots += code.helper_sites.len() as u32;
         programs.push(CompiledProgram {

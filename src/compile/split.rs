@@ -31,7 +31,7 @@ use rhai::{ASTNode, Expr as RExpr, Position, Stmt as RStmt, AST};
 use super::closure::{property_chain, ClosureBody};
 use super::syntax::{indexed_arg, is_aggregation, span};
 use super::values::CapturedValue;
-use crate::builtins::{builtin_call, event_field, is_stack, Call, Kind};
+use crate::builtins::{builtin_call, builtin_call_with, event_field, is_stack, Call, Kind};
 use crate::kernel::tracepoint_format::FieldKind;
 use crate::plan::site::Placement;
 use crate::probes::event::EventContext;
@@ -656,8 +656,7 @@ impl<'a> Walk<'a> {
 
     fn call_stmt(&mut self, call: &rhai::FnCallExpr) -> Place {
         let args = &call.args;
-        let builtin = builtin_call(call.name.as_str()).filter(|r| r.arities.contains(&args.len())).map(|r| r.call);
-        match (builtin, args.len()) {
+        match (builtin_call_with(call.name.as_str(), args.len()), args.len()) {
             _ if call.is_qualified() => Place::User(format!("calls {}()", call.name)),
             (Some(Call::Exit), 0) | (Some(Call::Emit | Call::Signal), 1) => Place::Kernel,
             (Some(Call::Exit), 1) => to_place(&self.expr(&args[0])),
@@ -911,8 +910,7 @@ impl<'a> Walk<'a> {
         let mut calls: Vec<(Span, Vec<RExpr>)> = Vec::new();
         s.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
             if let Some(ASTNode::Expr(RExpr::FnCall(call, pos))) = path.last() {
-                let is_str = builtin_call(call.name.as_str())
-                    .is_some_and(|r| r.call == Call::Str && r.arities.contains(&call.args.len()));
+                let is_str = builtin_call_with(call.name.as_str(), call.args.len()) == Some(Call::Str);
                 if is_str && !call.is_qualified() {
                     calls.push((span(*pos), call.args.to_vec()));
                 }

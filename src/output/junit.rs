@@ -35,36 +35,12 @@ pub fn command_result(command: &str, end: CommandEnd) -> CheckResult {
         CommandEnd::Exited(0) => (true, format!("`{command}` exited with status 0")),
         CommandEnd::Exited(n) => (false, format!("`{command}` exited with status {n}")),
         CommandEnd::Killed(sig) => {
-            let name = signal_name(sig).map(|n| format!(" ({n})")).unwrap_or_default();
+            let name = crate::util::signals::name(sig).map(|n| format!(" ({n})")).unwrap_or_default();
             (false, format!("`{command}` was killed by signal {sig}{name}"))
         }
         CommandEnd::EndedByRtrace => (true, format!("`{command}` was ended by rtrace when tracing ended")),
     };
     CheckResult { name: "command".into(), ok, detail, error: false, line: None }
-}
-
-/// SIGSEGV, SIGKILL ...: a signal's name.
-fn signal_name(sig: i32) -> Option<String> {
-    let p = unsafe { libc::strsignal(sig) };
-    let abbrev = match sig {
-        libc::SIGHUP => "SIGHUP",
-        libc::SIGINT => "SIGINT",
-        libc::SIGQUIT => "SIGQUIT",
-        libc::SIGILL => "SIGILL",
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGBUS => "SIGBUS",
-        libc::SIGFPE => "SIGFPE",
-        libc::SIGKILL => "SIGKILL",
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGPIPE => "SIGPIPE",
-        libc::SIGALRM => "SIGALRM",
-        libc::SIGTERM => "SIGTERM",
-        libc::SIGUSR1 => "SIGUSR1",
-        libc::SIGUSR2 => "SIGUSR2",
-        _ if p.is_null() => return None,
-        _ => return Some(unsafe { std::ffi::CStr::from_ptr(p) }.to_string_lossy().into_owned()),
-    };
-    Some(abbrev.to_string())
 }
 
 /// `PASS name` or `FAIL name: detail`, one line each.

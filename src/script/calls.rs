@@ -74,12 +74,7 @@ pub fn check(session: &Session) -> Result<(), Diagnostic> {
     }
     for probe in sources {
         if let Some(p) = problems(&known, &probe.ast).into_iter().next() {
-            if probe.source_placed {
-                return Err(Diagnostic::at(&session.file_name, p.pos, p.message));
-            }
-            let at = super::position_text(p.pos);
-            let message = format!("{} (in the probe source string, at {at})", p.message);
-            return Err(Diagnostic::at(&session.file_name, probe.pos, message));
+            return Err(probe.error_in_closure(&session.file_name, p.pos, p.message));
         }
     }
     Ok(())

@@ -50,6 +50,33 @@ pub struct ProbeDef {
     pub unfiltered: bool,
 }
 
+impl ProbeDef {
+    /// Its closure comes from a source string not placed in the script
+    /// (built at run time, or with escapes): its positions are the string's.
+    pub fn source_unplaced(&self) -> bool {
+        self.source.is_some() && !self.source_placed
+    }
+
+    /// An error at `pos` in this probe's closure (see [`closure_error`]).
+    pub fn error_in_closure(&self, file: &str, pos: Position, msg: impl Into<String>) -> Diagnostic {
+        closure_error(file, self.pos, self.source_unplaced(), pos, msg.into())
+    }
+}
+
+/// An error at `pos` in the closure of the probe() called at `call`: at
+/// `pos` when the script has the closure; at the call, with the place
+/// inside, when the closure is a source string not placed in the script
+/// (`unplaced`); at the call when there is no position.
+pub fn closure_error(file: &str, call: Position, unplaced: bool, pos: Position, msg: String) -> Diagnostic {
+    match (pos.is_none(), unplaced) {
+        (true, _) => Diagnostic::at(file, call, msg),
+        (false, true) => {
+            Diagnostic::at(file, call, format!("{msg} (in the probe source string, at {})", position_text(pos)))
+        }
+        (false, false) => Diagnostic::at(file, pos, msg),
+    }
+}
+
 /// A periodic or one-shot userspace callback.
 #[derive(Clone)]
 pub struct Timer {

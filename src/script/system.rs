@@ -244,9 +244,10 @@ pub fn install(engine: &mut rhai::Engine) {
 /// `kill(pid, SIG)`: true when the signal was sent. Refused without
 /// `--unsafe`; every signal sent (or not) is reported on stderr.
 fn kill(pos: Position, pid: i64, sig: &Dynamic) -> RhaiResult<bool> {
+    use crate::util::signals;
     let number = match sig.as_int() {
-        Ok(n) => crate::builtins::signal_number(&n.to_string()),
-        Err(_) => sig.clone().into_string().ok().and_then(|s| crate::builtins::signal_number(&s)),
+        Ok(n) => signals::from_number(n),
+        Err(_) => sig.clone().into_string().ok().and_then(|s| signals::number(&s)),
     };
     let Some(number) = number else {
         return fail_at(

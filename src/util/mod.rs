@@ -1,5 +1,6 @@
-//! Small helpers with no knowledge of tracing: wildcard patterns and
-//! "did you mean" suggestions.
+//! Small helpers with no knowledge of tracing: wildcard patterns,
+//! "did you mean" suggestions, signal names.
 
+pub mod signals;
 pub mod similar;
 pub mod wildcard;

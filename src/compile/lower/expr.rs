@@ -161,10 +161,10 @@ impl Lowerer<'_> {
         if is_aggregation(name) {
             return err(pos, format!("{name}() is an aggregation: assign it to a map, e.g. `m[e.comm] = {name}(...)`"));
         }
-        let Some(row) = builtin_call(name).filter(|r| r.arities.contains(&args.len())) else {
+        let Some(call) = builtin_call_with(name, args.len()) else {
             return Err(userspace_only(&format!("`{name}(...)`"), pos));
         };
-        match row.call {
+        match call {
             Call::Str => {
                 let v = self.expr(&args[0])?;
                 let max = match args.get(1) {
@@ -187,7 +187,7 @@ impl Lowerer<'_> {
                 Ok(Expr::Binary(BinOp::Or, Box::new(v), Box::new(Expr::Int(KSYM_TAG))))
             }
             Call::Strncmp | Call::Strcontains | Call::Buf | Call::Kptr | Call::Uptr => {
-                self.string_call(row.call, args, pos)
+                self.string_call(call, args, pos)
             }
             Call::Exit => err(pos, "exit() is a statement, not a value"),
             // Statements (lowered in stmt.rs), not values.

@@ -21,7 +21,8 @@ mod whole_args;
 pub(crate) use super::closure::{event_path, property_chain, ClosureBody};
 pub(crate) use super::syntax::{is_aggregation, span};
 pub(crate) use super::values::CapturedValue;
-pub(crate) use crate::builtins::{builtin_call, Call};
+pub(crate) use crate::builtins::{builtin_call, builtin_call_with, Call};
+pub(crate) use crate::util::signals;
 pub(crate) use expr::{bin_op, fold, str_literal, ty_name};
 
 use super::maps::{MapUse, UseKind};

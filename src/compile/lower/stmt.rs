@@ -247,8 +247,7 @@ impl Lowerer<'_> {
             probe: s.target.probe_index,
             arg,
         };
-        let call = builtin_call(name).filter(|r| r.arities.contains(&args.len())).map(|r| r.call);
-        match (call, args.len()) {
+        match (builtin_call_with(name, args.len()), args.len()) {
             (Some(Call::Exit), 0) => Ok(control(self, CONTROL_EXIT, Expr::Int(0))),
             (Some(Call::Exit), _) => {
                 let code = self.int_expr(&args[0])?;
@@ -259,8 +258,8 @@ impl Lowerer<'_> {
                     return err(pos, "signal() sends a signal to the traced process and needs --unsafe");
                 }
                 let sig = match &args[0] {
-                    RExpr::StringConstant(s, _) => crate::builtins::signal_number(s),
-                    other => self.const_int(other).and_then(|n| crate::builtins::signal_number(&n.to_string())),
+                    RExpr::StringConstant(s, _) => signals::number(s),
+                    other => self.const_int(other).and_then(signals::from_number),
                 };
                 let Some(sig) = sig else {
                     return err(
