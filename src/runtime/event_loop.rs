@@ -14,7 +14,7 @@ use crate::script::api::MapBackend;
 use crate::script::Session;
 use probes_ebpf::record::{CONTROL_CLEAR, CONTROL_ERROR, CONTROL_EXIT, CONTROL_PRINT, CONTROL_ZERO};
 
-use super::{continuation, dump, exporter, limits, reader, serve, signals, traced, Loaded};
+use super::{continuation, dump, exporter, limits, reader, record, serve, signals, traced, Loaded};
 
 /// Start the ring-buffer reader on the plan's rings; `tracker` follows
 /// process mappings for user stacks.
@@ -33,19 +33,11 @@ pub fn start_reader(
     )
 }
 
-/// Per site: the record offsets of its user-stack values.
+/// Per site: the record offsets of its user-stack values (none at all
+/// when no site has one).
 fn user_stack_offsets(plan: &Plan) -> Vec<Vec<usize>> {
-    let offsets: Vec<Vec<usize>> = plan
-        .sites
-        .iter()
-        .map(|sp| {
-            let (offsets, _) = probes_ebpf::record::field_offsets(sp.site.fields.iter().map(|(_, ty)| *ty));
-            let user_stack = |i: usize| {
-                matches!(sp.site.sems.get(i), Some(crate::plan::site::ValueMeaning::Stack { user: true, .. }))
-            };
-            offsets.into_iter().enumerate().filter(|(i, _)| user_stack(*i)).map(|(_, at)| at as usize).collect()
-        })
-        .collect();
+    let offsets: Vec<Vec<usize>> =
+        plan.sites.iter().map(|sp| record::SiteLayout::of(&sp.site).user_stack_offsets()).collect();
     if offsets.iter().all(Vec::is_empty) {
         return Vec::new();
     }
@@ -177,25 +169,22 @@ fn note(result: &mut Result<()>, r: Result<()>) {
 }
 
 fn count_records(batch: &[u8]) -> u64 {
-    let (mut off, mut n) = (0usize, 0u64);
-    while off + 4 <= batch.len() {
-        off += 4 + u32::from_le_bytes(batch[off..off + 4].try_into().unwrap_or([0; 4])) as usize;
-        n += 1;
-    }
-    n
+    record::frames(batch).count() as u64
 }
 
 fn run_batch(session: &Session, plan: &Plan, conts: &mut continuation::Continuations, batch: &[u8]) -> Result<()> {
-    let mut off = 0usize;
     let mut result = Ok(());
-    while off + 4 <= batch.len() {
-        let len = u32::from_le_bytes(batch[off..off + 4].try_into().unwrap_or([0; 4])) as usize;
-        let rec = &batch[off + 4..(off + 4 + len).min(batch.len())];
-        result = conts.run(session, plan, rec);
+    for rec in record::frames(batch) {
+        result = match rec {
+            Ok(rec) => conts.run(session, plan, rec),
+            Err(_) => {
+                conts.malformed += 1;
+                Ok(())
+            }
+        };
         if result.is_err() {
             break;
         }
-        off += 4 + len;
     }
     serve::note_progress(conts.records, conts.errors);
     sink::flush();

@@ -14,6 +14,7 @@ mod load;
 pub mod mapset;
 pub mod probe_stats;
 pub mod reader;
+pub mod record;
 pub mod serve;
 pub mod signals;
 pub mod stacks;
@@ -92,6 +93,9 @@ pub fn run(session: &Session, plan: &Plan, opts: &Config, traced: Option<&mut tr
     reader.join();
     if skipped > 0 {
         sink::warn(&format!("rtrace: {skipped} queued event(s) were not processed because tracing stopped"));
+    }
+    if conts.malformed > 0 {
+        sink::warn(&format!("rtrace: {} record(s) could not be decoded and were skipped", conts.malformed));
     }
     let reloading = opts.exporter && exporter::reload_requested();
     if result.is_ok() && !reloading {

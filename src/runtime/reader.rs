@@ -141,9 +141,7 @@ fn read_loop(
     let mut builder = libbpf_rs::RingBufferBuilder::new();
     let added = builder
         .add(&data_ring, |rec: &[u8]| {
-            let mut b = batch.borrow_mut();
-            b.extend_from_slice(&(rec.len() as u32).to_le_bytes());
-            b.extend_from_slice(rec);
+            super::record::push_frame(&mut batch.borrow_mut(), rec);
             0
         })
         .and_then(|b| {
@@ -224,11 +222,7 @@ fn raise_wake_flag(wake: &libbpf_rs::MapHandle) {
 
 /// The pid of every user-stack value in a batch of records.
 fn for_each_user_stack_pid(batch: &[u8], ustacks: &[Vec<usize>], mut f: impl FnMut(u32)) {
-    let mut off = 0usize;
-    while off + 4 <= batch.len() {
-        let len = u32::from_le_bytes(batch[off..off + 4].try_into().unwrap_or([0; 4])) as usize;
-        let rec = batch.get(off + 4..off + 4 + len).unwrap_or(&[]);
-        off += 4 + len;
+    for rec in super::record::frames(batch).map_while(Result::ok) {
         let Some(site) = probes_ebpf::record::record_site(rec) else { continue };
         for &at in ustacks.get(site as usize).map(Vec::as_slice).unwrap_or(&[]) {
             if let Some(v) = rec.get(at..at + 8) {
@@ -269,8 +263,7 @@ mod tests {
             for v in vals {
                 rec.extend(v.to_le_bytes());
             }
-            batch.extend((rec.len() as u32).to_le_bytes());
-            batch.extend(rec);
+            crate::runtime::record::push_frame(&mut batch, &rec);
         };
         push(0, &[7, (42 << 32) | 3]);
         push(1, &[(43 << 32) | 5]);

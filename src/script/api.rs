@@ -313,11 +313,11 @@ pub fn install(engine: &mut Engine, registry: &SharedRegistry) {
     });
     engine.register_fn("clear", |ctx: NativeCallContext, m: &mut MapHandle| -> RhaiResult<()> {
         m.mark_handled();
-        crate::script::kernel_reads::note_map_write(m.0.id);
+        crate::script::kernel_reads::note_map_write(&ctx, m.0.id);
         m.with_backend(ctx.call_position(), |b| b.clear())
     });
     engine.register_fn("zero", |ctx: NativeCallContext, m: &mut MapHandle| -> RhaiResult<()> {
-        crate::script::kernel_reads::note_map_write(m.0.id);
+        crate::script::kernel_reads::note_map_write(&ctx, m.0.id);
         m.with_backend(ctx.call_position(), |b| b.zero())
     });
     engine.register_fn("len", |ctx: NativeCallContext, m: &mut MapHandle| -> RhaiResult<i64> {
@@ -327,7 +327,7 @@ pub fn install(engine: &mut Engine, registry: &SharedRegistry) {
         m.with_backend(ctx.call_position(), |b| b.keys())
     });
     engine.register_indexer_get(|ctx: NativeCallContext, m: &mut MapHandle, key: Dynamic| -> RhaiResult<Dynamic> {
-        if let Some(v) = crate::script::kernel_reads::map_read_at_event(ctx.call_position(), m.0.id) {
+        if let Some(v) = crate::script::kernel_reads::map_read_at_event(&ctx, m.0.id) {
             if m.with_backend(ctx.call_position(), |b| Ok(b.holds_integers()))? {
                 return Ok(v);
             }
@@ -337,7 +337,7 @@ pub fn install(engine: &mut Engine, registry: &SharedRegistry) {
     engine.register_fn("to_string", |m: &mut MapHandle| format!("@{}", m.name()));
     engine.register_indexer_set(
         |ctx: NativeCallContext, m: &mut MapHandle, key: Dynamic, value: Dynamic| -> RhaiResult<()> {
-            crate::script::kernel_reads::note_map_write(m.0.id);
+            crate::script::kernel_reads::note_map_write(&ctx, m.0.id);
             m.with_backend(ctx.call_position(), |b| b.set(&key, &value))
         },
     );
@@ -345,7 +345,7 @@ pub fn install(engine: &mut Engine, registry: &SharedRegistry) {
         m.with_backend(ctx.call_position(), |b| b.contains(&key))
     });
     engine.register_fn("remove", |ctx: NativeCallContext, m: &mut MapHandle, key: Dynamic| -> RhaiResult<()> {
-        crate::script::kernel_reads::note_map_write(m.0.id);
+        crate::script::kernel_reads::note_map_write(&ctx, m.0.id);
         m.with_backend(ctx.call_position(), |b| b.remove(&key))
     });
     engine.register_fn("entries", |ctx: NativeCallContext, m: &mut MapHandle| -> RhaiResult<rhai::Array> {
@@ -382,7 +382,7 @@ pub fn install(engine: &mut Engine, registry: &SharedRegistry) {
         agg: &str,
         args: &[Dynamic],
     ) -> RhaiResult<()> {
-        crate::script::kernel_reads::note_map_write(m.0.id);
+        crate::script::kernel_reads::note_map_write(ctx, m.0.id);
         m.with_backend(ctx.call_position(), |b| b.aggregate(&key, agg, args))
     }
     const AGG: &str = "__rtrace_aggregate";

@@ -1,105 +1,131 @@
-//! `str(ptr)` in userspace: memory only a probe can read. When such a call
-//! sits in a userspace statement of a probe (`printf("%s\n", str(e.retval))`),
-//! the split has the kernel read the string at the event and ship it in the
-//! record; the runtime hands the record's strings over here, by the script
-//! position of each call, before it runs the statements.
+//! What the kernel read at the event for a record's userspace statements:
+//! the strings of `str(ptr)` calls (memory only a probe can read), the
+//! values of `m[k]` reads with a kernel key, the members of
+//! `kptr(v, T).a.b`. The runtime decodes them from the record into an
+//! [`AtEvent`] and hands it to [`super::Session::run_statements`], which
+//! puts it in the evaluation's state (Rhai's tag): the functions below read
+//! it from their call context, so nothing about one event outlives its run
+//! or reaches another thread.
+//!
+//! The same value also keeps what the run does that later reads depend on:
+//! the maps its statements wrote (from then on a read of them is live, as
+//! the closure's order says) and whether the run reached its end.
 
-use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use rhai::{Dynamic, Engine, EvalAltResult, NativeCallContext, Position};
 
 type RhaiResult<T> = Result<T, Box<EvalAltResult>>;
 
-fn fail_at<T>(msg: &str, pos: Position) -> RhaiResult<T> {
-    Err(Box::new(EvalAltResult::ErrorRuntime(Dynamic::from(msg.to_string()), pos)))
+/// A value the kernel read at the script position `line:col`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReadAt<T> {
+    pub line: u32,
+    pub col: u32,
+    pub value: T,
 }
 
-thread_local! {
-    /// The strings the kernel read for the record being run: (line, column, text).
-    static READS: RefCell<Vec<(u32, u32, String)>> = const { RefCell::new(Vec::new()) };
-    /// The map values (`m[k]` with a kernel key) the kernel read at the
-    /// event for the record being run: (line, column, value).
-    static MAP_READS: RefCell<Vec<(u32, u32, Dynamic)>> = const { RefCell::new(Vec::new()) };
-    /// Maps (by id) the event's userspace statements wrote so far: from
-    /// then on a read of them is live, as the closure's order says.
-    static WRITTEN: RefCell<Vec<u32>> = const { RefCell::new(Vec::new()) };
-    /// Set by the last statement of a run: unset after the run, a `return`
-    /// ended the closure there.
-    static RUN_DONE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+/// What one record's userspace statements see of the event beyond `e` and
+/// the kernel `let`s, and what they did that the event's later runs need.
+#[derive(Debug, Default)]
+pub struct AtEvent {
+    /// `str(ptr)` at `line:col`: the string the kernel read.
+    pub reads: Vec<ReadAt<String>>,
+    /// `m[k]` at `line:col` with a kernel key: the value at the event.
+    pub map_reads: Vec<ReadAt<Dynamic>>,
+    /// `kptr(v, T)`: the members the kernel read, by (v, T).
+    pub kptrs: std::collections::HashMap<(i64, String), rhai::Map>,
+    /// Maps (by id) the event's userspace statements wrote so far.
+    pub written: Mutex<Vec<u32>>,
+    /// Set by the run's last statement ([`RUN_DONE_FN`]).
+    pub run_done: AtomicBool,
 }
 
-/// Set the map values of the record about to run.
-pub fn with_map_reads(fill: impl FnOnce(&mut Vec<(u32, u32, Dynamic)>)) {
-    MAP_READS.with(|r| {
-        let mut r = r.borrow_mut();
-        r.clear();
-        fill(&mut r);
-    });
+impl AtEvent {
+    /// Whether the statements have nothing to ask of it.
+    pub fn is_empty(&self) -> bool {
+        self.reads.is_empty() && self.map_reads.is_empty() && self.kptrs.is_empty()
+    }
+
+    /// The maps written so far, taken out (to carry to the event's next run).
+    pub fn take_written(&self) -> Vec<u32> {
+        std::mem::take(&mut *self.written.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    pub fn ran_to_end(&self) -> bool {
+        self.run_done.load(Ordering::Relaxed)
+    }
+
+    fn read_at(&self, pos: Position) -> Option<&String> {
+        let (line, col) = (pos.line()? as u32, pos.position()? as u32);
+        self.reads.iter().find(|r| r.line == line && r.col == col).map(|r| &r.value)
+    }
+
+    fn wrote(&self, map: u32) -> bool {
+        self.written.lock().unwrap_or_else(|e| e.into_inner()).contains(&map)
+    }
 }
 
-/// The value the kernel read at the event for the map read at `pos` of map
-/// `map`, unless the event's userspace statements have written that map since.
-pub fn map_read_at_event(pos: Position, map: u32) -> Option<Dynamic> {
+/// The [`AtEvent`] of the run a native function is called from, if any.
+fn at_event(ctx: &NativeCallContext) -> Option<Arc<AtEvent>> {
+    ctx.tag()?.clone().try_cast::<Arc<AtEvent>>()
+}
+
+/// The value the kernel read at the event for the map read at `ctx`'s
+/// position of map `map`, unless the event's userspace statements have
+/// written that map since.
+pub fn map_read_at_event(ctx: &NativeCallContext, map: u32) -> Option<Dynamic> {
+    let at = at_event(ctx)?;
+    let pos = ctx.call_position();
     let (line, col) = (pos.line()? as u32, pos.position()? as u32);
-    if WRITTEN.with(|w| w.borrow().contains(&map)) {
+    if at.wrote(map) {
         return None;
     }
-    MAP_READS.with(|r| r.borrow().iter().find(|(l, c, _)| *l == line && *c == col).map(|(_, _, v)| v.clone()))
+    at.map_reads.iter().find(|r| r.line == line && r.col == col).map(|r| r.value.clone())
 }
 
 /// A userspace statement wrote map `map`.
-pub fn note_map_write(map: u32) {
-    WRITTEN.with(|w| {
-        let mut w = w.borrow_mut();
+pub fn note_map_write(ctx: &NativeCallContext, map: u32) {
+    if let Some(at) = at_event(ctx) {
+        let mut w = at.written.lock().unwrap_or_else(|e| e.into_inner());
         if !w.contains(&map) {
             w.push(map);
         }
-    });
+    }
 }
 
-/// Swap the event's written-maps list in (before a run) or out (after).
-pub fn swap_written(list: &mut Vec<u32>) {
-    WRITTEN.with(|w| std::mem::swap(&mut *w.borrow_mut(), list));
+/// What `kptr(v, T)` answers in a userspace statement: the members the
+/// kernel read at the event.
+pub fn kptr_members(ctx: &NativeCallContext, v: i64, ty: &str) -> Option<rhai::Map> {
+    at_event(ctx)?.kptrs.get(&(v, kptr_type(ty))).cloned()
 }
 
-/// Before a run: not done yet. After: whether it ran to its end.
-pub fn set_run_done(done: bool) {
-    RUN_DONE.with(|d| d.set(done));
-}
-pub fn run_done() -> bool {
-    RUN_DONE.with(|d| d.get())
+/// `"struct sock *"` and `"struct  sock"` name one type: `struct sock`.
+pub fn kptr_type(written: &str) -> String {
+    written.trim().trim_end_matches('*').split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// The name of the statement appended to runs whose end must be seen.
 pub const RUN_DONE_FN: &str = "__rtrace_run_done";
 
-/// Set the strings of the record about to run (`fill` pushes them); the
-/// list's storage is reused from record to record.
-pub fn with_reads(fill: impl FnOnce(&mut Vec<(u32, u32, String)>)) {
-    READS.with(|r| {
-        let mut r = r.borrow_mut();
-        r.clear();
-        fill(&mut r);
-    });
-}
-
-fn captured(pos: Position) -> Option<String> {
-    let (line, col) = (pos.line()? as u32, pos.position()? as u32);
-    READS.with(|r| r.borrow().iter().find(|(l, c, _)| *l == line && *c == col).map(|(_, _, s)| s.clone()))
-}
-
 fn read(ctx: &NativeCallContext) -> RhaiResult<String> {
-    match captured(ctx.call_position()) {
+    match at_event(ctx).and_then(|at| at.read_at(ctx.call_position()).cloned()) {
         Some(s) => Ok(s),
-        None => fail_at(
-            "str(address) reads kernel or user memory, so it must run in a probe (here the address isn't a value of the event)",
+        None => Err(Box::new(EvalAltResult::ErrorRuntime(
+            "str(address) reads kernel or user memory, so it must run in a probe (here the address isn't a value of the event)"
+                .into(),
             ctx.call_position(),
-        ),
+        ))),
     }
 }
 
 pub fn install(engine: &mut Engine) {
-    engine.register_fn(RUN_DONE_FN, || set_run_done(true));
+    engine.register_fn(RUN_DONE_FN, |ctx: NativeCallContext| {
+        if let Some(at) = at_event(&ctx) {
+            at.run_done.store(true, Ordering::Relaxed);
+        }
+    });
     engine.register_fn("str", |ctx: NativeCallContext, _p: i64| read(&ctx));
     engine.register_fn("str", |ctx: NativeCallContext, _p: i64, _len: i64| read(&ctx));
 }

@@ -281,10 +281,19 @@ impl Session {
         f.call_raw(&ctx, None, values)
     }
 
-    /// Run `ast`'s statements in `scope`, as the top level would.
-    pub fn run_statements(&self, scope: &mut Scope, ast: &AST) -> Result<(), Box<rhai::EvalAltResult>> {
+    /// Run `ast`'s statements in `scope`, as the top level would; `at_event`
+    /// is what the kernel read at the event for them (see [`kernel_reads`]).
+    pub fn run_statements(
+        &self,
+        scope: &mut Scope,
+        ast: &AST,
+        at_event: Option<Arc<kernel_reads::AtEvent>>,
+    ) -> Result<(), Box<rhai::EvalAltResult>> {
         let mut global = self.callback_state(ast);
         global.source = ast.source().map(Into::into);
+        if let Some(at) = at_event {
+            global.tag = Dynamic::from(at);
+        }
         #[allow(deprecated)] // the one entry that takes a prepared state
         self.engine.eval_statements_raw(&mut global, &mut rhai::Caches::new(), scope, ast.statements()).map(|_| ())
     }

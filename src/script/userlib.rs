@@ -36,22 +36,6 @@ pub fn local_time(fmt: &str) -> String {
     }
 }
 
-thread_local! {
-    /// The members the kernel read for `kptr(v, T).a.b` in the userspace
-    /// statements running now, by (v, T).
-    static KPTRS: std::cell::RefCell<std::collections::HashMap<(i64, String), rhai::Map>> = Default::default();
-}
-
-/// `"struct sock *"` and `"struct  sock"` name one type: `struct sock`.
-fn kptr_type(written: &str) -> String {
-    written.trim().trim_end_matches('*').split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// Set what `kptr(v, T)` answers in the userspace statements about to run.
-pub fn set_kptrs(members: std::collections::HashMap<(i64, String), rhai::Map>) {
-    KPTRS.with(|k| *k.borrow_mut() = members);
-}
-
 /// Sleep `secs` seconds (nothing for 0 or less) after writing out what the
 /// script printed, so output before a pause shows during it.
 fn sleep_flushed(secs: f64) {
@@ -85,7 +69,7 @@ pub fn install(engine: &mut Engine, registry: &SharedRegistry) {
     // `kptr(v, "struct T").member` in a userspace statement: the members the
     // kernel read there, as an object map.
     engine.register_fn("kptr", |ctx: NativeCallContext, v: i64, ty: &str| -> RhaiResult<rhai::Map> {
-        KPTRS.with(|k| k.borrow().get(&(v, kptr_type(ty))).cloned()).ok_or_else(|| {
+        super::kernel_reads::kptr_members(&ctx, v, ty).ok_or_else(|| {
             Box::new(EvalAltResult::ErrorRuntime(
                 "kptr(v, type) is read in a probe: follow it with a member (kptr(v, \"struct T\").field) or read it in a kernel `let`".into(),
                 ctx.call_position(),
