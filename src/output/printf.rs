@@ -177,18 +177,35 @@ const MAX_WIDTH: usize = 4096;
 
 /// Format `fmt` with `args`; a mismatch is reported in the result.
 pub fn format(fmt: &str, args: &[Dynamic]) -> Result<String, String> {
+    let mut out = String::new();
+    format_with(fmt, args, |piece| match piece {
+        Formatted::Text(t) | Formatted::Value(t) => out.push_str(t),
+    })?;
+    Ok(out)
+}
+
+/// A piece of a formatted text: the format's own text, or one converted value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Formatted<'a> {
+    Text(&'a str),
+    Value(&'a str),
+}
+
+/// Format `fmt` with `args`, handing each piece to `out` in order (so a
+/// caller can treat values apart from the format's text: `system()` passes
+/// them to the shell as data).
+pub fn format_with(fmt: &str, args: &[Dynamic], mut out: impl FnMut(Formatted)) -> Result<(), String> {
     let pieces = parse(fmt)?;
     let needed: usize = pieces.iter().map(|p| if let Piece::Conv(s) = p { s.values() } else { 0 }).sum();
     if needed != args.len() {
         let few = if needed > args.len() { "too few" } else { "too many" };
         return Err(format!("printf: {few} values for {fmt:?}: it takes {needed}, {} given", args.len()));
     }
-    let mut out = String::new();
     let mut next = args.iter();
     for piece in &pieces {
         let spec = match piece {
             Piece::Text(t) => {
-                out.push_str(t);
+                out(Formatted::Text(t));
                 continue;
             }
             Piece::Conv(spec) => spec,
@@ -205,9 +222,9 @@ pub fn format(fmt: &str, args: &[Dynamic]) -> Result<String, String> {
             spec.precision = (p >= 0).then(|| Count::Fixed((p as usize).min(MAX_WIDTH)));
         }
         let arg = next.next().unwrap_or(&Dynamic::UNIT);
-        out.push_str(&convert(&spec, arg)?);
+        out(Formatted::Value(&convert(&spec, arg)?));
     }
-    Ok(out)
+    Ok(())
 }
 
 fn fixed(c: Option<Count>) -> Option<usize> {

@@ -64,7 +64,7 @@ fn mode() -> Mode {
 }
 
 struct Worker {
-    commands: Option<Sender<String>>,
+    commands: Option<Sender<ShellCommand>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -72,7 +72,7 @@ static WORKER: OnceLock<Mutex<Worker>> = OnceLock::new();
 
 fn worker() -> &'static Mutex<Worker> {
     WORKER.get_or_init(|| {
-        let (tx, rx) = crossbeam_channel::bounded::<String>(QUEUE);
+        let (tx, rx) = crossbeam_channel::bounded::<ShellCommand>(QUEUE);
         let thread = std::thread::Builder::new().name("rtrace-system".into()).spawn(move || {
             for cmd in rx {
                 if ABANDON.load(Ordering::SeqCst) {
@@ -86,10 +86,18 @@ fn worker() -> &'static Mutex<Worker> {
     })
 }
 
-fn run_one(cmd: &str) {
+fn run_one(command: &ShellCommand) {
     use std::os::unix::process::CommandExt;
-    let child =
-        Command::new("/bin/sh").arg("-c").arg(cmd).stdin(Stdio::null()).stdout(Stdio::piped()).process_group(0).spawn();
+    let cmd = &command.shown;
+    let child = Command::new("/bin/sh")
+        .arg("-c")
+        .arg(&command.script)
+        .arg("rtrace")
+        .args(&command.values)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .process_group(0)
+        .spawn();
     let child = match child {
         Ok(c) => c,
         Err(e) => {
@@ -123,13 +131,64 @@ fn describe(status: std::process::ExitStatus) -> String {
     }
 }
 
-/// The text of the command: `fmt` as-is without arguments (so `date +%s`
-/// works), else printf-formatted like bpftrace's `system()`.
-pub fn command_text(fmt: &str, args: &[Dynamic]) -> Result<String, String> {
+/// A command for `/bin/sh -c`: the script, and the values it reads as its
+/// positional parameters (`"${1}"`...). The values never become shell code.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShellCommand {
+    pub script: String,
+    pub values: Vec<String>,
+    /// As the user would read it (the values in place), for messages.
+    pub shown: String,
+}
+
+/// Where the shell is, in the format's text, when a value comes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Quoting {
+    Outside,
+    Single,
+    Double,
+}
+
+/// The command for `system(fmt, args...)`: `fmt` as-is without arguments
+/// (so `date +%s` works), else printf-formatted like bpftrace's `system()`,
+/// except that each value reaches the shell as a quoted positional
+/// parameter, whatever the format's quoting around it: a file name holding
+/// `;`, `$(...)`, backticks or a newline stays one word of data.
+pub fn command_text(fmt: &str, args: &[Dynamic]) -> Result<ShellCommand, String> {
     if args.is_empty() {
-        return Ok(fmt.to_string());
+        return Ok(ShellCommand { script: fmt.to_string(), values: Vec::new(), shown: fmt.to_string() });
     }
-    printf::format(fmt, args).map_err(|e| e.replacen("printf", "system", 1))
+    let mut cmd = ShellCommand { script: String::new(), values: Vec::new(), shown: String::new() };
+    let mut quoting = Quoting::Outside;
+    let mut escaped = false;
+    printf::format_with(fmt, args, |piece| match piece {
+        printf::Formatted::Text(t) => {
+            cmd.script.push_str(t);
+            cmd.shown.push_str(t);
+            for c in t.chars() {
+                (quoting, escaped) = match (quoting, escaped, c) {
+                    (q, true, _) => (q, false),
+                    (Quoting::Outside | Quoting::Double, false, '\\') => (quoting, true),
+                    (Quoting::Outside, false, '\'') => (Quoting::Single, false),
+                    (Quoting::Outside, false, '"') => (Quoting::Double, false),
+                    (Quoting::Single, false, '\'') | (Quoting::Double, false, '"') => (Quoting::Outside, false),
+                    (q, false, _) => (q, false),
+                };
+            }
+        }
+        printf::Formatted::Value(v) => {
+            cmd.values.push(v.to_string());
+            cmd.shown.push_str(v);
+            let n = cmd.values.len();
+            cmd.script.push_str(&match quoting {
+                Quoting::Outside => format!("\"${{{n}}}\""),
+                Quoting::Double => format!("${{{n}}}"),
+                Quoting::Single => format!("'\"${{{n}}}\"'"),
+            });
+        }
+    })
+    .map_err(|e| e.replacen("printf", "system", 1))?;
+    Ok(cmd)
 }
 
 /// Every call of `system()`, whatever route reached it (registered by formatting.rs).
@@ -308,9 +367,40 @@ mod tests {
 
     #[test]
     fn formatting_follows_printf_only_with_arguments() {
-        assert_eq!(command_text("date +%s", &[]).unwrap(), "date +%s");
-        assert_eq!(command_text("kill -%d %d", &[Dynamic::from(9_i64), Dynamic::from(42_i64)]).unwrap(), "kill -9 42");
+        assert_eq!(command_text("date +%s", &[]).unwrap().script, "date +%s");
+        let kill = command_text("kill -%d %d", &[Dynamic::from(9_i64), Dynamic::from(42_i64)]).unwrap();
+        assert_eq!(kill.shown, "kill -9 42");
+        assert_eq!(kill.script, r#"kill -"${1}" "${2}""#);
+        assert_eq!(kill.values, ["9", "42"]);
         assert!(command_text("echo %d %d", &[Dynamic::from(1_i64)]).unwrap_err().contains("system"));
+    }
+
+    #[test]
+    fn hostile_values_reach_the_shell_as_data_in_every_quoting() {
+        let dir = std::env::temp_dir().join(format!("rtrace-inject-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let x = dir.join("X");
+        let x = x.display();
+        let names = [
+            format!("a;touch {x}"),
+            format!("$(touch {x})"),
+            format!("`touch {x}`"),
+            format!("a\ntouch {x}"),
+            format!("'; touch {x}; '"),
+            format!("\"; touch {x}; \""),
+            format!("\\'; touch {x} #"),
+            "*".to_string(),
+        ];
+        for fmt in ["echo %s", "echo \"%s\"", "echo '%s'", "echo x%sy", "echo \"a\\\"%s\"", "echo 'it''%s'"] {
+            for name in &names {
+                let cmd = command_text(fmt, &[Dynamic::from(name.clone())]).unwrap();
+                let out = Command::new("/bin/sh").arg("-c").arg(&cmd.script).arg("rtrace").args(&cmd.values).output();
+                let out = String::from_utf8_lossy(&out.unwrap().stdout).into_owned();
+                assert!(!dir.join("X").exists(), "{fmt} with {name:?} ran a command: {cmd:?}");
+                assert!(out.contains(name.as_str()), "{fmt} with {name:?} printed {out:?}: {cmd:?}");
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -69,19 +69,23 @@ pub fn kernel_release() -> String {
 /// as skipped with the reason, on a kernel without them.
 pub fn setup_with(needs: Needs) -> Option<MutexGuard<'static, ()>> {
     let guard = setup()?;
-    let missing = match needs {
-        Needs::Kprobes if !Path::new("/sys/bus/event_source/devices/kprobe").exists() => {
-            Some("needs kprobes (this kernel has no kprobe PMU)")
-        }
-        Needs::Fentry if !fentry_loads() => Some("needs fentry/fexit (this kernel refuses BPF trampolines)"),
-        _ => None,
-    };
-    match missing {
+    match kernel_lacks(needs) {
         Some(why) => {
             skip(why);
             None
         }
         None => Some(guard),
+    }
+}
+
+/// Why this kernel can't run a test that needs `needs`; None when it can.
+pub fn kernel_lacks(needs: Needs) -> Option<&'static str> {
+    match needs {
+        Needs::Kprobes if !Path::new("/sys/bus/event_source/devices/kprobe").exists() => {
+            Some("needs kprobes (this kernel has no kprobe PMU)")
+        }
+        Needs::Fentry if !fentry_loads() => Some("needs fentry/fexit (this kernel refuses BPF trampolines)"),
+        _ => None,
     }
 }
 
@@ -281,6 +285,15 @@ pub struct Tracer {
     exited: bool,
 }
 
+/// How [`Tracer::wait_for`] ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Waited {
+    Met,
+    /// rtrace closed its stdout (it ended) first.
+    Ended,
+    TimedOut,
+}
+
 /// A finished rtrace run.
 pub struct Outcome {
     /// Exit status (`None` when killed by a signal).
@@ -399,6 +412,23 @@ impl Tracer {
         self.ready_at = Some(Instant::now());
     }
 
+    /// Wait until the stdout lines so far satisfy `pred`, rtrace ends, or
+    /// `timeout` passes (then rtrace is still running: it has hung).
+    pub fn wait_for(&mut self, timeout: Duration, pred: impl Fn(&[String]) -> bool) -> Waited {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if pred(&self.lines) {
+                return Waited::Met;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines_rx.recv_timeout(left) {
+                Ok(line) => self.lines.push(line),
+                Err(RecvTimeoutError::Timeout) => return Waited::TimedOut,
+                Err(RecvTimeoutError::Disconnected) => return Waited::Ended,
+            }
+        }
+    }
+
     /// Wait for `Attaching N probes...`; returns N.
     pub fn wait_attached(&mut self) -> usize {
         let line = self.wait_line("the `Attaching N probes...` line", ATTACH_TIMEOUT, |l| l.starts_with("Attaching "));
@@ -477,7 +507,7 @@ impl Tracer {
     }
 
     /// Kill the child and return what it printed (for failure messages).
-    fn abort(&mut self) -> Outcome {
+    pub fn abort(&mut self) -> Outcome {
         let _ = self.child.kill();
         let st = self.child.wait().ok();
         self.exited = true;
