@@ -29,13 +29,19 @@ esac
 
 bash scripts/vm.sh setup
 cargo build --release --bins 2>&1 | grep -v '^\s*\(Compiling\|Finished\)' >&2 || true
-test_bin=$(cargo test --release --test kernel --no-run --message-format=json 2>/dev/null |
-    python3 -c 'import json,sys
+# The executable of test target $1.
+test_executable() {
+    cargo test --release --test "$1" --no-run --message-format=json 2>/dev/null |
+        python3 -c 'import json,sys
 for l in sys.stdin:
     m = json.loads(l)
-    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "kernel" and m.get("executable"):
-        print(m["executable"])')
+    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == sys.argv[1] and m.get("executable"):
+        print(m["executable"])' "$1"
+}
+test_bin=$(test_executable kernel)
+scripts_bin=$(test_executable scripts)
 [ -x "$test_bin" ] || { echo "test-vm: the kernel test binary did not build" >&2; exit 1; }
+[ -x "$scripts_bin" ] || { echo "test-vm: the script-case test binary did not build" >&2; exit 1; }
 
 snap=$ROOT/target/vm-run.$$
 rm -rf "$snap" && mkdir -p "$snap"
@@ -43,13 +49,14 @@ trap 'rm -rf "$snap"' EXIT
 cp target/release/rtrace "$snap/rtrace"
 [ -d target/release/share ] && cp -r target/release/share "$snap/share"
 cp "$test_bin" "$snap/kernel-tests"
+cp "$scripts_bin" "$snap/script-tests"
 : >"$snap/skipped"
 
 # One filter at a time, within the time budget (scripts/vm-tests.sh);
 # the VM itself is stopped if it outlives the budget by 15 minutes.
 budget=${RTRACE_VM_BUDGET:-3000}
 [ ${#filters[@]} -gt 0 ] || filters=("")
-cmd="cd '$ROOT' && RTRACE_BIN='$snap/rtrace' RTRACE_SKIP_LOG='$snap/skipped' bash scripts/vm-tests.sh '$snap/kernel-tests' '$snap/skipped' $budget ${filters[*]@Q}"
+cmd="cd '$ROOT' && RTRACE_BIN='$snap/rtrace' RTRACE_SCRIPTS_BIN='$snap/script-tests' RTRACE_SKIP_LOG='$snap/skipped' bash scripts/vm-tests.sh '$snap/kernel-tests' '$snap/skipped' $budget ${filters[*]@Q}"
 status=0
 RTRACE_VM_TIMEOUT=$((budget + 900)) bash scripts/vm.sh run "$cmd" || status=$?
 if [ -s "$snap/skipped" ]; then

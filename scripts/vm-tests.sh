@@ -6,6 +6,9 @@
 #
 #   scripts/vm-tests.sh BIN SKIPLOG BUDGET_S FILTER... [--skip NAME]...
 #
+# A filter `scripts:F` runs the script cases (tests/scripts/*.case) whose
+# names contain F, with the binary $RTRACE_SCRIPTS_BIN.
+#
 # A filter that runs longer than RTRACE_VM_FILTER_LIMIT seconds (1200) has
 # hung: it fails. Once BUDGET_S is spent, the filters not started, and the
 # tests a running filter had not finished, are written to SKIPLOG as not run
@@ -25,14 +28,19 @@ limit=${RTRACE_VM_FILTER_LIMIT:-1200}
 deadline=$((SECONDS + budget))
 status=0
 out=$(mktemp)
-# Lists FILTER's tests as not run, but those OUT shows finished.
+# Lists FILTER's tests (of the binary $b) as not run, but those OUT shows finished.
 not_run() {
-    "$bin" --list "$1" "${skips[@]}" 2>/dev/null | sed -n 's/: test$//p' | while read -r t; do
-        [ -n "${2:-}" ] && grep -qE "^test $t \.\.\. (ok|FAILED|ignored)" "$2" && continue
+    "$b" --list "$1" "${skips[@]}" 2>/dev/null | sed -n 's/: test$//p' | while read -r t; do
+        [ -n "${2:-}" ] && grep -qE "^test $t +\.\.\. (ok|FAILED|ignored)" "$2" && continue
         echo "$t: not run, the VM's time budget (${budget} s) was spent" >>"$skiplog"
     done
 }
 for f in "${filters[@]}"; do
+    b=$bin
+    if [[ $f == scripts:* ]]; then
+        b=${RTRACE_SCRIPTS_BIN:?scripts: filters need RTRACE_SCRIPTS_BIN}
+        f=${f#scripts:}
+    fi
     left=$((deadline - SECONDS))
     if [ "$left" -le 0 ]; then
         not_run "$f"
@@ -40,7 +48,7 @@ for f in "${filters[@]}"; do
     fi
     cap=$((left < limit ? left : limit))
     start=$SECONDS
-    timeout -k 10 "$cap" "$bin" --test-threads=1 "$f" "${skips[@]}" | tee "$out"
+    timeout -k 10 "$cap" "$b" --test-threads=1 "$f" "${skips[@]}" | tee "$out"
     rc=${PIPESTATUS[0]}
     if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
         if [ "$cap" -lt "$limit" ]; then

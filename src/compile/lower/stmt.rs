@@ -286,7 +286,8 @@ impl Lowerer<'_> {
                         e
                     })?;
                     fields.push((RecordField::Emitted, self.ty(&v)));
-                    sems.push(self.sem(&v));
+                    // A comparison is a bool in the callback, as it would be run whole.
+                    sems.push(if self.is_bool(p) { ValueMeaning::Bool } else { self.sem(&v) });
                     exprs.push(v);
                 }
                 let id = self.next_site;
