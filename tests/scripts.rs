@@ -20,6 +20,7 @@
 //! ENV RTRACE_X=1                            an environment variable for rtrace
 //! EXPECT @m[cat]: 1                          a whole stdout line (trailing spaces aside)
 //! EXPECT_REGEX ^@m\[cat\]: [1-9]\d*$         a stdout line matching
+//! ORDERED                                   the EXPECT lines appear in this order
 //! EXPECT_NONE Attaching 2 probes...          no stdout line equal to this
 //! EXPECT_NONE_REGEX ^@m\[sh\]                no stdout line matching
 //! STDERR 3:5: error:                        stderr contains this text
@@ -56,6 +57,8 @@ struct Case {
     after: Option<String>,
     env: Vec<(String, String)>,
     expect: Vec<String>,
+    /// The `expect` lines must appear in their order.
+    ordered: bool,
     expect_regex: Vec<String>,
     expect_none: Vec<String>,
     expect_none_regex: Vec<String>,
@@ -126,6 +129,7 @@ fn parse(file: &str, text: &str) -> Result<Vec<Case>, String> {
                 case.env.push((k.to_string(), v.to_string()));
             }
             "EXPECT" => case.expect.push(value.to_string()),
+            "ORDERED" => case.ordered = true,
             "EXPECT_REGEX" | "EXPECT_NONE_REGEX" => {
                 Regex::new(value).map_err(|e| format!("{}: {e}", at()))?;
                 let list = if key == "EXPECT_REGEX" { &mut case.expect_regex } else { &mut case.expect_none_regex };
@@ -221,9 +225,13 @@ fn run(case: &Case) -> Result<(), Failed> {
     if out.code != Some(case.exit) {
         wrong.push(format!("exit status {:?}, not {}", out.code, case.exit));
     }
+    let mut from = 0;
     for e in &case.expect {
-        if !lines.contains(&e.as_str()) {
-            wrong.push(format!("no line {e:?}"));
+        match lines.iter().skip(from).position(|l| l == e) {
+            Some(i) if case.ordered => from += i + 1,
+            Some(_) => {}
+            None if case.ordered && lines.contains(&e.as_str()) => wrong.push(format!("the line {e:?} out of order")),
+            None => wrong.push(format!("no line {e:?}")),
         }
     }
     for e in &case.expect_none {

@@ -286,6 +286,7 @@ pub struct Tracer {
 }
 
 /// How [`Tracer::wait_for`] ended.
+#[allow(dead_code)] // used by the script-case runner (tests/scripts.rs)
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Waited {
     Met,
@@ -414,6 +415,7 @@ impl Tracer {
 
     /// Wait until the stdout lines so far satisfy `pred`, rtrace ends, or
     /// `timeout` passes (then rtrace is still running: it has hung).
+    #[allow(dead_code)] // used by the script-case runner (tests/scripts.rs)
     pub fn wait_for(&mut self, timeout: Duration, pred: impl Fn(&[String]) -> bool) -> Waited {
         let deadline = Instant::now() + timeout;
         loop {
