@@ -13,7 +13,7 @@
 
 use probes_ebpf::ir::{BinOp, Expr, Stmt, StmtKind};
 
-use super::Pending;
+use super::pending::Pending;
 use crate::kernel::syscalls;
 use crate::kernel::Kernel;
 use crate::probes::spec::{ProbeKind, ProbeSpec};

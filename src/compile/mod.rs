@@ -19,6 +19,7 @@ pub mod lower;
 mod map_names;
 pub mod maps;
 pub mod no_split;
+mod pending;
 mod pointers;
 pub mod split;
 mod syntax;
@@ -39,25 +40,9 @@ use crate::plan::maps::MapTable;
 use crate::plan::site::{MapShape, Site};
 pub use crate::plan::{CompiledProgram, Plan, SitePlan};
 use crate::probes::spec::{self, ProbeKind};
-use crate::probes::{AttachPoint, ProbeType, ProgramSpec};
+use crate::probes::AttachPoint;
 use crate::script::{ProbeDef, Session};
-
-/// A lowered program group waiting for the map layouts.
-struct Pending {
-    lowered: lower::Lowered,
-    name: String,
-    ptype: &'static dyn ProbeType,
-    program: ProgramSpec,
-    points: Vec<AttachPoint>,
-    probe: usize,
-    /// Where its probe() was called (errors without a statement of their own).
-    pos: rhai::Position,
-    /// Its closure's positions are inside a source string not placed in the script.
-    unplaced_source: bool,
-    dispatch: usize,
-    /// `.unfiltered()`: no -p/-c filter.
-    unfiltered: bool,
-}
+use pending::Pending;
 
 /// A probe() on kernel events, expanded: its closure and its program groups.
 struct Expanded<'r> {
