@@ -122,6 +122,13 @@ impl Lowerer<'_> {
                 let strings = matches!(ta, Ty::Bytes(_)) || matches!(tb, Ty::Bytes(_));
                 if strings {
                     if matches!(ta, Ty::Int) || matches!(tb, Ty::Int) {
+                        let pointer = if matches!(ta, Ty::Int) { &a } else { &b };
+                        if self.is_pointer(pointer) {
+                            return err(
+                                pos,
+                                "a string is compared with a pointer; compare the string it points to: `str(ptr) == \"...\"`",
+                            );
+                        }
                         return err(pos, "a string is compared with a number");
                     }
                     return match op {
