@@ -19,7 +19,6 @@ struct SiteRunner {
     ast: AST,
     /// For `emit()` sites: the callback, the AST it lives in, array or not.
     on_event: Option<(rhai::FnPtr, std::sync::Arc<AST>, bool)>,
-    layout: SiteLayout,
     scope: Vec<String>,
     captured: Vec<(String, Dynamic)>,
     event: Option<String>,
@@ -130,8 +129,7 @@ impl Continuations {
         let sites = plan
             .sites
             .iter()
-            .zip(&layouts)
-            .map(|(sp, layout)| {
+            .map(|sp| {
                 let has_event = sp
                     .site
                     .fields
@@ -148,7 +146,6 @@ impl Continuations {
                     own: sp.site.own.clone(),
                     carry: sp.site.carry,
                     ast: AST::new(stmts, sp.ast.shared_lib().clone()),
-                    layout: layout.clone(),
                     scope: sp.site.scope.clone(),
                     on_event: if sp.site.emit {
                         sp.on_event.clone().map(|f| (f, sp.ast.clone(), sp.site.emit_array))
@@ -178,6 +175,11 @@ impl Continuations {
             stacks,
             carried: CarriedEvents::default(),
         }
+    }
+
+    /// Every site's record layout, by site id.
+    pub fn layouts(&self) -> &[SiteLayout] {
+        &self.layouts
     }
 
     /// A runtime error in a probe's statements (userspace or kernel): it
@@ -215,7 +217,7 @@ impl Continuations {
             }
         };
         let site = &self.sites[id];
-        self.inputs.fill(&site.layout, &mut self.values, site.scope.len(), &*self.stacks);
+        self.inputs.fill(&self.layouts[id], &mut self.values, site.scope.len(), &*self.stacks);
         if let Some((f, ast, array)) = &site.on_event {
             let mut emitted = std::mem::take(&mut self.inputs.emitted);
             let arg = if *array { Dynamic::from(emitted) } else { emitted.drain(..).next().unwrap_or(Dynamic::UNIT) };

@@ -16,10 +16,10 @@ use probes_ebpf::record::{CONTROL_CLEAR, CONTROL_ERROR, CONTROL_EXIT, CONTROL_PR
 
 use super::{continuation, dump, exporter, limits, reader, record, serve, signals, traced, Loaded};
 
-/// Start the ring-buffer reader on the plan's rings; `tracker` follows
-/// process mappings for user stacks.
+/// Start the ring-buffer reader on the plan's rings; `layouts` are the
+/// sites' record layouts, `tracker` follows process mappings for user stacks.
 pub fn start_reader(
-    plan: &Plan,
+    layouts: &[record::SiteLayout],
     loaded: &Loaded,
     tracker: Option<crate::symbols::procmaps::Tracker>,
 ) -> Result<reader::Reader> {
@@ -29,15 +29,14 @@ pub fn start_reader(
         dup(&loaded.control)?,
         dup(&loaded.wake)?,
         tracker,
-        user_stack_offsets(plan),
+        user_stack_offsets(layouts),
     )
 }
 
 /// Per site: the record offsets of its user-stack values (none at all
 /// when no site has one).
-fn user_stack_offsets(plan: &Plan) -> Vec<Vec<usize>> {
-    let offsets: Vec<Vec<usize>> =
-        plan.sites.iter().map(|sp| record::SiteLayout::of(&sp.site).user_stack_offsets()).collect();
+fn user_stack_offsets(layouts: &[record::SiteLayout]) -> Vec<Vec<usize>> {
+    let offsets: Vec<Vec<usize>> = layouts.iter().map(record::SiteLayout::user_stack_offsets).collect();
     if offsets.iter().all(Vec::is_empty) {
         return Vec::new();
     }

@@ -59,7 +59,9 @@ pub fn run(session: &Session, plan: &Plan, opts: &Config, traced: Option<&mut tr
     if opts.verbose {
         verbose::print(plan, &loaded);
     }
-    let mut reader = event_loop::start_reader(plan, &loaded, tracker)?;
+    let mut conts = continuation::Continuations::new(plan, opts.keep_going, loaded.stacks.clone());
+    conts.errors_shown = opts.errors_shown;
+    let mut reader = event_loop::start_reader(conts.layouts(), &loaded, tracker)?;
     if !opts.quiet {
         match sink::format() {
             sink::Format::Text => sink::raw(&output::format_attached_text(plan.attach_count())),
@@ -68,8 +70,6 @@ pub fn run(session: &Session, plan: &Plan, opts: &Config, traced: Option<&mut tr
     }
     sink::flush();
 
-    let mut conts = continuation::Continuations::new(plan, opts.keep_going, loaded.stacks.clone());
-    conts.errors_shown = opts.errors_shown;
     if let Some(t) = traced.as_deref_mut() {
         t.release();
     }
