@@ -36,7 +36,7 @@ not_run() {
     done
 }
 for f in "${filters[@]}"; do
-    b=$bin
+    b=$bin name=$f
     if [[ $f == scripts:* ]]; then
         b=${RTRACE_SCRIPTS_BIN:?scripts: filters need RTRACE_SCRIPTS_BIN}
         f=${f#scripts:}
@@ -54,17 +54,17 @@ for f in "${filters[@]}"; do
         if [ "$cap" -lt "$limit" ]; then
             # Cut by the budget, not hung: the unfinished tests are not run.
             echo
-            echo "vm-tests: the time budget (${budget} s) ran out during $f"
+            echo "vm-tests: the time budget (${budget} s) ran out during $name"
             not_run "$f" "$out"
         else
             echo
-            echo "vm-tests: $f ran past ${limit} s and was stopped (a test hung); after: $(tail -1 "$out")"
+            echo "vm-tests: $name ran past ${limit} s and was stopped (a test hung); after: $(tail -1 "$out")"
             status=1
         fi
     elif [ "$rc" != 0 ]; then
         status=1
     fi
-    echo "vm-tests: $f: $((SECONDS - start)) s"
+    echo "vm-tests: $name: $((SECONDS - start)) s"
 done
 rm -f "$out"
 exit "$status"

@@ -160,8 +160,8 @@ fn parse(file: &str, text: &str) -> Result<Vec<Case>, String> {
 
 /// Why this machine can't run `case`, if it can't.
 fn cannot_run(case: &Case) -> Option<String> {
-    if unsafe { libc::geteuid() } != 0 {
-        return Some("needs root".into());
+    if let Some(why) = common::lacks_root() {
+        return Some(why.into());
     }
     case.requires.iter().find_map(|need| {
         let need = if need == "kprobes" { Needs::Kprobes } else { Needs::Fentry };

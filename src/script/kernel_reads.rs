@@ -26,6 +26,12 @@ pub struct ReadAt<T> {
     pub value: T,
 }
 
+/// The value read for the call at `pos`, if the kernel read one there.
+fn read_for<T>(reads: &[ReadAt<T>], pos: Position) -> Option<&T> {
+    let (line, col) = (pos.line()? as u32, pos.position()? as u32);
+    reads.iter().find(|r| r.line == line && r.col == col).map(|r| &r.value)
+}
+
 /// What one record's userspace statements see of the event beyond `e` and
 /// the kernel `let`s, and what they did that the event's later runs need.
 #[derive(Debug, Default)]
@@ -57,11 +63,6 @@ impl AtEvent {
         self.run_done.load(Ordering::Relaxed)
     }
 
-    fn read_at(&self, pos: Position) -> Option<&String> {
-        let (line, col) = (pos.line()? as u32, pos.position()? as u32);
-        self.reads.iter().find(|r| r.line == line && r.col == col).map(|r| &r.value)
-    }
-
     fn wrote(&self, map: u32) -> bool {
         self.written.lock().unwrap_or_else(|e| e.into_inner()).contains(&map)
     }
@@ -77,12 +78,10 @@ fn at_event(ctx: &NativeCallContext) -> Option<Arc<AtEvent>> {
 /// written that map since.
 pub fn map_read_at_event(ctx: &NativeCallContext, map: u32) -> Option<Dynamic> {
     let at = at_event(ctx)?;
-    let pos = ctx.call_position();
-    let (line, col) = (pos.line()? as u32, pos.position()? as u32);
     if at.wrote(map) {
         return None;
     }
-    at.map_reads.iter().find(|r| r.line == line && r.col == col).map(|r| r.value.clone())
+    read_for(&at.map_reads, ctx.call_position()).cloned()
 }
 
 /// A userspace statement wrote map `map`.
@@ -110,7 +109,7 @@ pub fn kptr_type(written: &str) -> String {
 pub const RUN_DONE_FN: &str = "__rtrace_run_done";
 
 fn read(ctx: &NativeCallContext) -> RhaiResult<String> {
-    match at_event(ctx).and_then(|at| at.read_at(ctx.call_position()).cloned()) {
+    match at_event(ctx).and_then(|at| read_for(&at.reads, ctx.call_position()).cloned()) {
         Some(s) => Ok(s),
         None => Err(Box::new(EvalAltResult::ErrorRuntime(
             "str(address) reads kernel or user memory, so it must run in a probe (here the address isn't a value of the event)"

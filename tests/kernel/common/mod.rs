@@ -38,8 +38,8 @@ static SERIAL: Mutex<()> = Mutex::new(());
 /// Start of every test: `let Some(_guard) = common::setup() else { return };`.
 /// `None` (after printing why) when the test can't run here.
 pub fn setup() -> Option<MutexGuard<'static, ()>> {
-    if unsafe { libc::geteuid() } != 0 {
-        skip("needs root");
+    if let Some(why) = lacks_root() {
+        skip(why);
         return None;
     }
     Some(SERIAL.lock().unwrap_or_else(|e| e.into_inner()))
@@ -76,6 +76,11 @@ pub fn setup_with(needs: Needs) -> Option<MutexGuard<'static, ()>> {
         }
         None => Some(guard),
     }
+}
+
+/// Why a real-kernel test can't run as this user; None as root.
+pub fn lacks_root() -> Option<&'static str> {
+    (unsafe { libc::geteuid() } != 0).then_some("needs root")
 }
 
 /// Why this kernel can't run a test that needs `needs`; None when it can.
