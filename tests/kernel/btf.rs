@@ -9,16 +9,6 @@ use std::time::Duration;
 
 use crate::common::*;
 
-/// `common::setup`, and kernel BTF (else the test skips, saying why).
-fn setup_btf() -> Option<std::sync::MutexGuard<'static, ()>> {
-    let guard = setup()?;
-    if !std::path::Path::new("/sys/kernel/btf/vmlinux").exists() {
-        eprintln!("skipped: this kernel has no BTF (/sys/kernel/btf/vmlinux)");
-        return None;
-    }
-    Some(guard)
-}
-
 /// Trace `script(comm)` while a forked child named `comm` (fresh, from
 /// `prefix`) makes `calls` getppid() calls; `settle` waits for the output.
 /// Returns the comm, the child's pid and the run (which ended with 0).
@@ -92,23 +82,23 @@ probe("{spec}", |e| {{
     assert!(back[0].starts_with(&format!("@back[{me}]: ")) && n >= 20, "{out}");
 }
 
-#[test]
+kernel_test!(tp_btf_arguments_are_typed_structs, needs: Btf);
 fn tp_btf_arguments_are_typed_structs() {
-    let Some(_g) = setup_btf() else { return };
+    let _g = setup();
     switch_args_are_typed("tp_btf:sched_switch");
 }
 
-#[test]
+kernel_test!(raw_tracepoint_arguments_have_btf_names, needs: Btf);
 fn raw_tracepoint_arguments_have_btf_names() {
-    let Some(_g) = setup_btf() else { return };
+    let _g = setup();
     switch_args_are_typed("rawtracepoint:sched_switch");
 }
 
+kernel_test!(curtask_members_through_pointers, needs: Btf);
 /// `e.curtask.real_parent.tgid` in a kernel map key and in a userspace
 /// print: a forked child's parent is this test process.
-#[test]
 fn curtask_members_through_pointers() {
-    let Some(_g) = setup_btf() else { return };
+    let _g = setup();
     let script = |name: &str| {
         format!(
             r#"let parents = map();
@@ -130,9 +120,9 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| {{
     assert_eq!(out.map_lines("parents"), vec![format!("@parents[{me}]: 3")], "{out}");
 }
 
-#[test]
+kernel_test!(listing_shows_btf_arguments, needs: Btf);
 fn listing_shows_btf_arguments() {
-    let Some(_g) = setup_btf() else { return };
+    let _g = setup();
     let out = run(&["-lv", "tp_btf:sched_switch"]);
     assert_eq!(out.code, Some(0), "{out}");
     let lines = out.lines();
@@ -144,12 +134,12 @@ fn listing_shows_btf_arguments() {
     assert!(all.lines().contains(&"tp_btf:sched_process_exec"), "{all}");
 }
 
+kernel_test!(fexit_reads_arguments_and_return_value_by_position, needs: Btf);
 /// fexit code reads arguments by name and the return value after them
 /// (`vfs_read(file, buf, count, pos)`: count at ctx+16, retval at ctx+32),
 /// whether or not this kernel then lets the program load.
-#[test]
 fn fexit_reads_arguments_and_return_value_by_position() {
-    let Some(_g) = setup_btf() else { return };
+    let _g = setup();
     let src = r#"let m = map(); probe("fexit:vfs_read", |e| { m[e.args.count] = sum(e.retval); });"#;
     let out = run(&["--explain", "-e", src]);
     assert_eq!(out.code, Some(0), "{out}");
@@ -159,9 +149,9 @@ fn fexit_reads_arguments_and_return_value_by_position() {
     assert!(loads.iter().any(|l| l.ends_with("(r1 +32)")), "retval from ctx+32\n{text}");
 }
 
-#[test]
+kernel_test!(wrong_members_are_one_line_errors, needs: Btf);
 fn wrong_members_are_one_line_errors() {
-    let Some(_g) = setup_btf() else { return };
+    let _g = setup();
     let cases: &[(&str, &str, &[&str])] = &[
         (
             r#"let m = map(); probe("tp_btf:sched_switch", |e| { m[e.args.prev.tgdi] = count(); });"#,
@@ -194,16 +184,11 @@ fn wrong_members_are_one_line_errors() {
     }
 }
 
+kernel_test!(tracepoint_struct_pointer_fields_have_members, needs: Btf, Path("/sys/kernel/tracing/events/mmap_lock"));
 /// A tracepoint field declared `struct mm_struct *` leads into the struct:
 /// it is the task's own mm, and its size in pages matches /proc/self/statm.
-#[test]
 fn tracepoint_struct_pointer_fields_have_members() {
-    let Some(_g) = setup_btf() else { return };
-    let tp = "/sys/kernel/tracing/events/mmap_lock/mmap_lock_start_locking";
-    if !std::path::Path::new(tp).exists() {
-        eprintln!("skipped: no mmap_lock tracepoints on this kernel");
-        return;
-    }
+    let _g = setup();
     let me = format!("rtt_{}", token());
     let src = format!(
         r#"probe("tracepoint:mmap_lock:mmap_lock_start_locking", |e| {{
@@ -234,12 +219,12 @@ fn tracepoint_struct_pointer_fields_have_members() {
     assert!((pages - statm).abs() * 10 <= statm, "total_vm {pages} vs statm {statm}\n{out}");
 }
 
+kernel_test!(verifier_rejection_names_the_statement, needs: Btf);
 /// A program the verifier refuses (a bitwise operation on a BTF pointer
 /// argument of a tp_btf program) is reported at the script statement, with
 /// the verifier's reason, and nothing is attached.
-#[test]
 fn verifier_rejection_names_the_statement() {
-    let Some(_g) = setup_btf() else { return };
+    let _g = setup();
     let src = "let m = map();\nprobe(\"tp_btf:sched_switch\", |e| {\n    let pid = e.pid;\n    m[e.args.prev & 4095] = count();\n});";
     let out = run(&["-e", src]);
     let line = assert_clean_error(&out);
@@ -250,11 +235,11 @@ fn verifier_rejection_names_the_statement() {
     assert!(out.stderr.contains("processed ") && out.stderr.contains("r6 &= 4095"), "the full log\n{out}");
 }
 
+kernel_test!(class_tracepoints_have_argument_names, needs: Btf);
 /// Tracepoints defined from a shared event class (`sched_wakeup` uses
 /// `sched_wakeup_template`) have their argument names too.
-#[test]
 fn class_tracepoints_have_argument_names() {
-    let Some(_g) = setup_btf() else { return };
+    let _g = setup();
     let out = run(&["-lv", "tp_btf:sched_wakeup,tp_btf:sched_process_fork"]);
     assert_eq!(out.code, Some(0), "{out}");
     for want in ["struct task_struct * p", "struct task_struct * parent", "struct task_struct * child"] {
@@ -262,12 +247,12 @@ fn class_tracepoints_have_argument_names() {
     }
 }
 
+kernel_test!(a_pointer_and_its_member_in_userspace_is_an_error, needs: Btf);
 /// A struct pointer and one of its members in the same userspace
 /// statements can't both arrive (the first would be an object map): a
 /// compile error says what to do.
-#[test]
 fn a_pointer_and_its_member_in_userspace_is_an_error() {
-    let Some(_g) = setup_btf() else { return };
+    let _g = setup();
     let src = r#"probe("tracepoint:syscalls:sys_enter_getppid", |e| { print(`${e.curtask} ${e.curtask.pid}`); });"#;
     let line = assert_clean_error(&run(&["-e", src]));
     assert!(
@@ -276,13 +261,13 @@ fn a_pointer_and_its_member_in_userspace_is_an_error() {
     );
 }
 
+kernel_test!(narrow_trampoline_values_are_cut_to_their_type, needs: Btf);
 /// fexit of a function returning `int`: the return value is cut to 32 bits
 /// and sign-extended (the register's upper half is undefined), and so is an
 /// `int` argument. Checked in the generated code, whether or not this
 /// kernel loads fexit programs.
-#[test]
 fn narrow_trampoline_values_are_cut_to_their_type() {
-    let Some(_g) = setup_btf() else { return };
+    let _g = setup();
     // int vfs_fsync(struct file *file, int datasync)
     let src = r#"let m = map(); probe("fexit:vfs_fsync", |e| { m[e.args.datasync] = sum(e.retval); });"#;
     let out = run(&["--explain", "-e", src]);
@@ -291,11 +276,11 @@ fn narrow_trampoline_values_are_cut_to_their_type() {
     assert!(shifts >= 4, "two sign extensions (<<= 32, s>>= 32) expected\n{}", out.stdout);
 }
 
+kernel_test!(bitfields_are_extracted, needs: Btf);
 /// A one-bit bitfield (`unsigned sched_reset_on_fork:1` of task_struct) is
 /// read from its 4-byte storage unit and masked to one bit.
-#[test]
 fn bitfields_are_extracted() {
-    let Some(_g) = setup_btf() else { return };
+    let _g = setup();
     let src = r#"let m = map(); probe("tracepoint:syscalls:sys_enter_getppid", |e| { m[e.curtask.sched_reset_on_fork] = count(); });"#;
     let out = run(&["--explain", "-e", src]);
     assert_eq!(out.code, Some(0), "{out}");
@@ -312,12 +297,12 @@ fn bitfields_are_extracted() {
     assert!(run_out.map_lines("m").iter().all(|l| l.starts_with("@m[0]: ")), "{run_out}");
 }
 
+kernel_test!(locals_holding_struct_pointers_have_members, needs: Btf);
 /// `let t = e.curtask;` keeps the pointer's type: `t.real_parent.tgid` and
 /// `let p = t.real_parent; p.comm` read through BTF in the kernel. A member
 /// of such a local in a userspace statement is an error saying what to do.
-#[test]
 fn locals_holding_struct_pointers_have_members() {
-    let Some(_g) = setup_btf() else { return };
+    let _g = setup();
     let script = |name: &str| {
         format!(
             r#"let m = map();

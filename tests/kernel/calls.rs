@@ -5,9 +5,9 @@
 
 use crate::common::*;
 
-#[test]
+kernel_test!(a_typo_in_a_probe_that_never_fires_fails_before_attaching);
 fn a_typo_in_a_probe_that_never_fires_fails_before_attaching() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     // The filter never matches: before the check the run exited 0.
     let src = r#"
 probe("tracepoint:syscalls:sys_enter_getppid", |e| {
@@ -34,9 +34,9 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| {
     );
 }
 
-#[test]
+kernel_test!(a_literal_format_must_fit_its_values);
 fn a_literal_format_must_fit_its_values() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = r#"probe("tracepoint:syscalls:sys_enter_getppid", |e| { printf("%d %s %d\n", e.pid, e.comm); });"#;
     let out = run(&["--explain", "-e", src]);
     assert_eq!(out.code, Some(1), "{out}");
@@ -46,9 +46,9 @@ fn a_literal_format_must_fit_its_values() {
     assert!(out.stderr.contains("`m` is a map, and printf prints values: write `m[key]`"), "{out}");
 }
 
-#[test]
+kernel_test!(printf_in_a_probe_takes_many_kernel_values);
 fn printf_in_a_probe_takes_many_kernel_values() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let me = tid();
     let comm = unique_comm();
     set_comm(&comm);
@@ -78,9 +78,9 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| {
     assert_eq!(lines, vec![want.as_str()], "{out}");
 }
 
-#[test]
+kernel_test!(printf_formats_as_bpftrace_in_probes_and_userspace);
 fn printf_formats_as_bpftrace_in_probes_and_userspace() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let me = tid();
     let src = fill(
         r#"
@@ -122,9 +122,9 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| {
     );
 }
 
-#[test]
+kernel_test!(system_takes_bpftraces_seven_values);
 fn system_takes_bpftraces_seven_values() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     // bpftrace's runtime test system_more_args.
     let src = r#"probe("BEGIN", || { system("echo %d %d %d %d %d %d %d", 1, 2, 3, 4, 5, 6, 7); exit(); });"#;
     let out = run(&["-q", "--unsafe", "-e", src]);
@@ -132,9 +132,9 @@ fn system_takes_bpftraces_seven_values() {
     assert_eq!(out.lines(), vec!["1 2 3 4 5 6 7"], "{out}");
 }
 
-#[test]
+kernel_test!(a_record_past_the_bpf_stack_is_a_clear_error);
 fn a_record_past_the_bpf_stack_is_a_clear_error() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let lets: String = (1..=40).map(|i| format!("let a{i} = e.pid * {i}; ")).collect();
     let values: Vec<String> = (1..=40).map(|i| format!("a{i}")).collect();
     let src = format!(
@@ -151,20 +151,14 @@ fn a_record_past_the_bpf_stack_is_a_clear_error() {
     assert!(out.stderr.starts_with(&want), "{out}");
 }
 
-#[test]
+kernel_test!(usdt_arguments_past_arg9_in_one_printf, needs: Program("gcc"));
 fn usdt_arguments_past_arg9_in_one_printf() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     // The fixture writes its .note.stapsdt by hand: no <sys/sdt.h> needed.
     let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/usdt_many.c");
     let dir = TempDir::new();
     let bin = dir.join(&format!("u12_{}", token()));
-    let built = match std::process::Command::new("gcc").args(["-O2", "-o"]).arg(&bin).arg(fixture).output() {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("skipped: cannot run gcc: {e}");
-            return;
-        }
-    };
+    let built = gcc().args(["-O2", "-o"]).arg(&bin).arg(fixture).output().expect("cannot run gcc");
     assert!(built.status.success(), "gcc failed:\n{}", String::from_utf8_lossy(&built.stderr));
     let values: Vec<String> = (0..12).map(|k| format!("e.arg{k}")).collect();
     let src = format!(

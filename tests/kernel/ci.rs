@@ -18,11 +18,11 @@ struct Target {
 }
 
 impl Target {
-    fn build() -> Option<Target> {
+    fn build() -> Target {
         let dir = TempDir::new();
         let name = format!("cit_{}", token());
-        let path = build_c(&dir, &name, FIXTURE, &["-O2"])?;
-        Some(Target { _dir: dir, path })
+        let path = build_c(&dir, &name, FIXTURE, &["-O2"]);
+        Target { _dir: dir, path }
     }
 
     fn p(&self) -> &str {
@@ -49,12 +49,12 @@ fn numbers(out: &Outcome, prefix: &str) -> Vec<(String, f64)> {
         .collect()
 }
 
+kernel_test!(quantiles_are_within_one_percent, needs: Program("gcc"));
 /// Nearest-rank percentiles of `ci_value(1000 * i)`, i = 1..=N, keyless and
 /// keyed: within 1% of the true values; count exact.
-#[test]
 fn quantiles_are_within_one_percent() {
-    let Some(_g) = setup() else { return };
-    let Some(t) = Target::build() else { return };
+    let _g = setup();
+    let t = Target::build();
     let n = 5000;
     let src = fill(
         r#"let q = map();
@@ -102,15 +102,15 @@ probe("END", || {
     assert!(line[0].starts_with(&format!("@q: count {n}, min 1003, p50 ")), "{out}");
 }
 
+kernel_test!(budgets_that_must_fail_fail_and_others_pass, needs: Program("gcc"));
 /// The issue's case: values 300..=480 all sit in hist's [256, 512) bucket, so
 /// a p50 budget of 300 must fail (hist answers the bucket's upper bound);
 /// quantiles() answers within 1% of the true 390 (389), so a 385 budget on it
 /// fails too, and one of 395 passes. The checks are listed, the run exits 1, and the JUnit file
 /// has a failure for each failed check.
-#[test]
 fn budgets_that_must_fail_fail_and_others_pass() {
-    let Some(_g) = setup() else { return };
-    let Some(t) = Target::build() else { return };
+    let _g = setup();
+    let t = Target::build();
     let dir = TempDir::new();
     let junit = dir.join("report.xml");
     let src = fill(
@@ -143,12 +143,12 @@ probe("END", || {
     assert!(xml.contains(r#"<failure message="p50 511">"#), "{xml}");
 }
 
+kernel_test!(empty_distribution_fails_the_run, needs: Program("gcc"));
 /// No event: count() is 0, and a percentile is an error naming the map, so
 /// the budget fails the run (exit 1), also in the JUnit report.
-#[test]
 fn empty_distribution_fails_the_run() {
-    let Some(_g) = setup() else { return };
-    let Some(t) = Target::build() else { return };
+    let _g = setup();
+    let t = Target::build();
     let dir = TempDir::new();
     let junit = dir.join("report.xml");
     let src = fill(
@@ -192,12 +192,12 @@ fn assert_clean_error_after_run(out: &Outcome) -> String {
     lines[0].to_string()
 }
 
+kernel_test!(wrapped_command_events_are_all_seen, needs: Program("gcc"));
 /// `-c 'sh -c "..."'`: uprobes on the binary, USDT-free library uprobes and
 /// tracepoints all see the processes the shell starts, and only those.
-#[test]
 fn wrapped_command_events_are_all_seen() {
-    let Some(_g) = setup() else { return };
-    let Some(t) = Target::build() else { return };
+    let _g = setup();
+    let t = Target::build();
     let src = fill(
         r#"let calls = map();
 let ppid = map();
@@ -228,13 +228,13 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| { ppid[e.comm] = count(); });
     }
 }
 
+kernel_test!(exit_status_and_json_records, needs: Program("gcc"));
 /// check() records without stopping; `-f json` carries check and quantiles
 /// records; exit(0) can't hide a failed check; with every check passing,
 /// the command's non-zero status is the run's.
-#[test]
 fn exit_status_and_json_records() {
-    let Some(_g) = setup() else { return };
-    let Some(t) = Target::build() else { return };
+    let _g = setup();
+    let t = Target::build();
     let src = fill(
         r#"let q = map();
 probe("uprobe:__BIN__:ci_value", |e| { q = quantiles(e.arg0 / 1000, "us"); });
@@ -268,10 +268,10 @@ probe("END", || { check("few", q.count() < 5, `${q.count()} calls`); print("afte
     assert!(out.stdout.contains("FAIL broken: no"), "{out}");
 }
 
+kernel_test!(check_needs_a_name_and_a_bool);
 /// A bad check() call is a one-line error at its position.
-#[test]
 fn check_needs_a_name_and_a_bool() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = r#"probe("BEGIN", || { check("x", 5, "d"); });"#;
     let out = run(&["-q", "-e", src]);
     assert_eq!(out.code, Some(1), "{out}");
@@ -279,12 +279,12 @@ fn check_needs_a_name_and_a_bool() {
     assert!(out.stderr.starts_with(&format!("-e:{line}:{col}: error: check(name, ok, detail) takes")), "{out}");
 }
 
+kernel_test!(example_latency_budget, needs: Program("gcc"));
 /// examples/ci/latency_budget.rhai: a budget the busy-wait can't meet fails,
 /// a generous one passes; both name the function.
-#[test]
 fn example_latency_budget() {
-    let Some(_g) = setup() else { return };
-    let Some(t) = Target::build() else { return };
+    let _g = setup();
+    let t = Target::build();
     let script = ci_example("latency_budget.rhai");
     // ci_spin(300) busy-waits 300 us: a 100 us p99 budget can't hold.
     let out = run(&["-q", "-c", &t.cmd("20 300"), &script, t.p(), "ci_spin", "100"]);
@@ -303,12 +303,12 @@ fn example_latency_budget() {
     assert!(out.stdout.contains("FAIL ci_spin was called: no call of ci_spin"), "{out}");
 }
 
+kernel_test!(example_syscall_budget, needs: Program("gcc"));
 /// examples/ci/syscall_budget.rhai: 200 getppid() calls can't fit in 50
 /// syscalls; they fit in 100000.
-#[test]
 fn example_syscall_budget() {
-    let Some(_g) = setup() else { return };
-    let Some(t) = Target::build() else { return };
+    let _g = setup();
+    let t = Target::build();
     let script = ci_example("syscall_budget.rhai");
     let out = run(&["-q", "-c", &t.cmd("200"), &script, "50"]);
     assert_eq!(out.code, Some(1), "{out}");
@@ -321,12 +321,12 @@ fn example_syscall_budget() {
     assert!(out.stdout.contains("PASS at most 100000 syscalls"), "{out}");
 }
 
+kernel_test!(example_no_unexpected_opens, needs: Program("gcc"));
 /// examples/ci/no_unexpected_opens.rhai: the fixture opening a file outside
 /// the allowed prefixes fails the check, naming the file; allowed, it passes.
-#[test]
 fn example_no_unexpected_opens() {
-    let Some(_g) = setup() else { return };
-    let Some(t) = Target::build() else { return };
+    let _g = setup();
+    let t = Target::build();
     let dir = TempDir::new();
     let secret = dir.write("secret.txt", "x");
     let secret = secret.to_str().unwrap();
@@ -350,8 +350,8 @@ fn example_no_unexpected_opens() {
     assert!(out.stdout.contains("PASS no unexpected file opens"), "{out}");
 }
 
+kernel_test!(every_ci_example_is_exercised, without_root);
 /// Every script in examples/ci has a test above.
-#[test]
 fn every_ci_example_is_exercised() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/ci");
     let mut on_disk: Vec<String> = std::fs::read_dir(dir)
@@ -364,11 +364,11 @@ fn every_ci_example_is_exercised() {
     assert_eq!(on_disk, ["latency_budget.rhai", "no_unexpected_opens.rhai", "syscall_budget.rhai"]);
 }
 
+kernel_test!(junit_has_fail_and_assert);
 /// `fail()` and a failed `assert()` stop the run and are testcases of the
 /// JUnit report, beside the checks recorded before them.
-#[test]
 fn junit_has_fail_and_assert() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let dir = TempDir::new();
     let junit = dir.join("report.xml");
     let path = junit.to_str().unwrap();
@@ -394,11 +394,11 @@ fn junit_has_fail_and_assert() {
     assert!(out.stderr.starts_with("rtrace: error: --junit /nonexistent/dir/r.xml: "), "{out}");
 }
 
+kernel_test!(junit_fails_when_the_command_fails_or_crashes);
 /// The `-c` command's fate is a testcase: one that exits non-zero or is
 /// killed by a signal fails the report, whatever the checks say.
-#[test]
 fn junit_fails_when_the_command_fails_or_crashes() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let dir = TempDir::new();
     let junit = dir.join("report.xml");
     let path = junit.to_str().unwrap();

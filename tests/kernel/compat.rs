@@ -24,9 +24,9 @@ fn send(t: &Tracer, sig: i32) {
     assert_eq!(unsafe { libc::kill(t.pid(), sig) }, 0, "kill({sig})");
 }
 
-#[test]
+kernel_test!(sigusr1_prints_every_map_and_tracing_goes_on);
 fn sigusr1_prints_every_map_and_tracing_goes_on() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = counter()
         + r#"let s = map();
 probe("BEGIN", || { print("begun"); });
@@ -66,9 +66,9 @@ fn bpf_objects(pid: i32) -> usize {
         .count()
 }
 
-#[test]
+kernel_test!(sigusr1_before_the_probes_are_loaded_is_kept_not_fatal);
 fn sigusr1_before_the_probes_are_loaded_is_kept_not_fatal() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     // A slow top level: the SIGUSR1s below arrive while it runs, then while
     // the probes load and attach.
     let src = fill(
@@ -113,9 +113,9 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| { if e.tid == __ME__ { m[2] =
     assert!(out.stdout.contains("@m[2]: 7"), "tracing went on\n{out}");
 }
 
-#[test]
+kernel_test!(exit_prints_maps_printed_before_and_cleared_ones_only_when_written_again);
 fn exit_prints_maps_printed_before_and_cleared_ones_only_when_written_again() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let me = tid();
     let src = fill(
         r#"let c = map();
@@ -161,9 +161,9 @@ probe("tracepoint:syscalls:sys_enter_getpid", |e| { if e.tid == __ME__ { print(m
     assert_eq!(out.map_lines("m"), vec!["@m: 4", "@m: 2"], "written again after its clear: dumped\n{out}");
 }
 
-#[test]
+kernel_test!(interval_and_timers_fire_under_c_and_p);
 fn interval_and_timers_fire_under_c_and_p() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = r#"let n = map();
 probe("interval:ms:100", |e| { n = count(); print(`interval`); });
 every("100ms", || { print("timer"); });
@@ -189,9 +189,9 @@ probe("END", || { print("end"); });"#;
     assert!(ticks >= 3, "interval:ms:100 fired {ticks} times in 1s under -p\n{out}");
 }
 
-#[test]
+kernel_test!(profile_under_p_samples_only_the_traced_process);
 fn profile_under_p_samples_only_the_traced_process() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let mut child = Command::new("sh").args(["-c", "while :; do :; done"]).spawn().expect("spawn busy loop");
     let pid = child.id();
     let src = r#"let m = map();
@@ -207,9 +207,9 @@ probe("profile:hz:199", |e| { m[e.pid] = count(); });"#;
     assert!(n > 0, "a busy process sampled at 199 Hz for 1s\n{out}");
 }
 
-#[test]
+kernel_test!(json_value_time_join_and_folded_records);
 fn json_value_time_join_and_folded_records() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = fill(
         r#"let f = map();
 // raw_syscalls, not syscalls:sys_enter_getppid: before Linux 6.4ish a
@@ -270,9 +270,9 @@ probe("tracepoint:syscalls:sys_enter_getpid", |e| {
     assert_eq!(lines[at + 4], "a b c", "join() prints with a newline\n{out}");
 }
 
-#[test]
+kernel_test!(lost_events_are_reported_while_the_run_goes_on);
 fn lost_events_are_reported_while_the_run_goes_on() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = fill(
         r#"let n = 0;
 probe("tracepoint:syscalls:sys_enter_getppid", |e| {
@@ -310,26 +310,27 @@ fn kallsyms_aliases(name: &str) -> Option<(u64, Vec<String>)> {
     Some((addr, names))
 }
 
-#[test]
+/// Whether kallsyms lists `__do_sys_getppid` at `__x64_sys_getppid`'s address.
+fn getppid_has_its_alias() -> bool {
+    kallsyms_aliases("__x64_sys_getppid").is_some_and(|(_, names)| names.iter().any(|n| n == "__do_sys_getppid"))
+}
+
+kernel_test!(
+    aliased_kernel_functions_get_the_name_perf_shows,
+    needs: Check("__x64_sys_getppid with its alias __do_sys_getppid in /proc/kallsyms", getppid_has_its_alias)
+);
 fn aliased_kernel_functions_get_the_name_perf_shows() {
-    let Some(_g) = setup() else { return };
-    let Some((addr, names)) = kallsyms_aliases("__x64_sys_getppid") else {
-        eprintln!("skipped: no __x64_sys_getppid in /proc/kallsyms");
-        return;
-    };
-    if !names.iter().any(|n| n == "__do_sys_getppid") {
-        eprintln!("skipped: __x64_sys_getppid has no __do_sys_getppid alias here ({names:?})");
-        return;
-    }
+    let _g = setup();
+    let (addr, names) = kallsyms_aliases("__x64_sys_getppid").expect("__x64_sys_getppid in /proc/kallsyms");
     let src = format!(r#"probe("BEGIN", || {{ print(ksym(0x{addr:x})); print(ksym(0x{:x})); exit(); }});"#, addr + 5);
     let out = run(&["-e", &src]);
     assert_eq!(out.code, Some(0), "{out}");
     assert_eq!(out.lines()[1..], ["__x64_sys_getppid", "__x64_sys_getppid"], "aliases {names:?}\n{out}");
 }
 
-#[test]
+kernel_test!(stack_keys_indent_four_spaces_printed_stacks_eight_and_perf_frames_collapse);
 fn stack_keys_indent_four_spaces_printed_stacks_eight_and_perf_frames_collapse() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = fill(
         r#"let k = map();
 // raw_syscalls (getppid is 110): syscall tracepoints have no kernel stack before Linux 6.4ish.
@@ -373,9 +374,9 @@ probe("tracepoint:raw_syscalls:sys_enter", |e| {
     }
 }
 
-#[test]
+kernel_test!(shebang_scripts_and_scripts_from_stdin_run);
 fn shebang_scripts_and_scripts_from_stdin_run() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let dir = TempDir::new();
     let script = "#!/usr/bin/env rtrace\nprobe(\"BEGIN\", || { print(`args ${ARGS}`); exit(); });\nlet x = ;\n";
     let path = dir.write("s.rhai", script);
@@ -403,9 +404,9 @@ fn shebang_scripts_and_scripts_from_stdin_run() {
     assert!(stdout.lines().any(|l| l == "args [\"x\", \"y\"]"), "{stdout}");
 }
 
-#[test]
+kernel_test!(usage_errors_exit_2_with_one_line);
 fn usage_errors_exit_2_with_one_line() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     for args in [
         &["-f", "yaml", "-e", "1"][..],
         &["-d", "soon", "-e", "1"],
@@ -423,9 +424,9 @@ fn usage_errors_exit_2_with_one_line() {
     assert_eq!(out.code, Some(1), "a script error is not a usage error\n{out}");
 }
 
-#[test]
+kernel_test!(version_info_and_verbose);
 fn version_info_and_verbose() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     for flag in ["-V", "--version"] {
         let out = run(&[flag]);
         assert_eq!(out.code, Some(0), "{out}");
@@ -455,9 +456,9 @@ probe("BEGIN", || { exit(); });"#;
     assert!(err.iter().any(|l| l.ends_with("attached to tracepoint:syscalls:sys_enter_getppid")), "{out}");
 }
 
-#[test]
+kernel_test!(buffering_modes_keep_every_line);
 fn buffering_modes_keep_every_line() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = r#"probe("BEGIN", || { for i in 0..1000 { print(`line ${i}`); } exit(); });"#;
     for mode in ["none", "line", "full"] {
         let out = run(&["-B", mode, "-e", src]);
@@ -472,9 +473,9 @@ fn buffering_modes_keep_every_line() {
     assert_eq!(out.code, Some(0), "{out}");
 }
 
-#[test]
+kernel_test!(no_warnings_silences_warnings_only);
 fn no_warnings_silences_warnings_only() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     // exit() from a slow callback while events are queued behind it: the
     // ones left are counted in a warning.
     let src = fill(
@@ -506,9 +507,9 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| {
     assert!(err.stderr.contains("error"), "errors still print\n{err}");
 }
 
-#[test]
+kernel_test!(typo_suggestions_name_only_close_probes);
 fn typo_suggestions_name_only_close_probes() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let out = run(&["-e", "probe(\"tracepoint:syscalls:sys_enter_nosuch\", |e| {});"]);
     let err = assert_clean_error(&out);
     assert!(!err.contains("did you mean"), "nothing is close to sys_enter_nosuch: {err}");
@@ -517,9 +518,9 @@ fn typo_suggestions_name_only_close_probes() {
     assert!(err.contains("did you mean syscalls:sys_enter_openat"), "{err}");
 }
 
-#[test]
+kernel_test!(man_page_and_completions_are_built);
 fn man_page_and_completions_are_built() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let share = std::path::Path::new(rtrace_bin()).parent().unwrap().join("share");
     let man = std::fs::read_to_string(share.join("man/man1/rtrace.1")).expect("man page built");
     assert!(man.starts_with(".ie") || man.contains(".TH rtrace"), "{}", &man[..200.min(man.len())]);
@@ -542,9 +543,9 @@ fn is_hex_pointer(text: &str) -> bool {
         .is_some_and(|d| !d.is_empty() && d.chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()))
 }
 
-#[test]
+kernel_test!(pointer_keys_and_values_print_in_hex);
 fn pointer_keys_and_values_print_in_hex() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = fill(
         r#"let by_name = map();
 let last = map();

@@ -410,9 +410,9 @@ fn mismatch(p: &Program, seed: u64, what: &str, split: &[String], whole: &[Strin
     )
 }
 
-#[test]
+kernel_test!(generated_programs_mean_the_same_split_and_whole_in_userspace);
 fn generated_programs_mean_the_same_split_and_whole_in_userspace() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let count: usize = std::env::var("RTRACE_DIFF_PROGRAMS").ok().and_then(|v| v.parse().ok()).unwrap_or(240);
     let seed: u64 = std::env::var("RTRACE_DIFF_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
     let programs = generate(seed, count);

@@ -14,9 +14,9 @@ fn entry(out: &Outcome, name: &str, key: &str) -> Option<i64> {
     out.map_lines(name).iter().find_map(|l| l.strip_prefix(&prefix).and_then(|v| v.trim().parse().ok()))
 }
 
-#[test]
+kernel_test!(enter_wildcard_counts_each_syscall_by_its_probe_name);
 fn enter_wildcard_counts_each_syscall_by_its_probe_name() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = fill(
         r#"
 let c = map();
@@ -37,9 +37,9 @@ probe("tracepoint:syscalls:sys_enter_*", |e| { if e.tid == __ME__ { c[e.probe] =
     assert_eq!(entry(&out, "c", "tracepoint:syscalls:sys_enter_getpgid"), None, "{out}");
 }
 
-#[test]
+kernel_test!(dispatched_probes_read_each_syscalls_own_args);
 fn dispatched_probes_read_each_syscalls_own_args() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     // `sys_*_f*` match a few dozen syscalls: one program each way, each arm
     // reading its syscall's format fields (`__syscall_nr` on entry, `ret`
     // on exit).
@@ -78,9 +78,9 @@ probe("tracepoint:syscalls:sys_exit_f*", |e| { if e.tid == __ME__ { rets[e.probe
     assert_eq!(entry(&out, "rets", &p("exit", "flock")), Some(ebadf), "{out}");
 }
 
-#[test]
+kernel_test!(a_wildcard_attaches_one_program_and_few_syscalls_keep_their_tracepoints);
 fn a_wildcard_attaches_one_program_and_few_syscalls_keep_their_tracepoints() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let many = r#"let c = map(); probe("tracepoint:syscalls:sys_exit_*", |e| { c[e.probe] = count(); });"#;
     let out = run(&["--explain", "-e", many]);
     assert_eq!(out.code, Some(0), "{out}");
@@ -113,9 +113,9 @@ fn list_run(src: &str, env: &[(&str, &str)]) -> (Outcome, usize) {
     (t.interrupt_and_finish(), attached)
 }
 
-#[test]
+kernel_test!(comma_lists_and_mixes_dispatch_like_one_tracepoint_each);
 fn comma_lists_and_mixes_dispatch_like_one_tracepoint_each() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     // Ten syscalls listed one by one on entry (fchdir twice: its event counts
     // twice, as with two tracepoints), a wildcard mixed with a list on exit.
     let enter: Vec<String> = ["getppid", "getpid", "fchdir", "fsync", "flock", "getpgid", "getsid", "dup", "syncfs"]

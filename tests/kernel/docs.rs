@@ -561,11 +561,11 @@ fn run_page(page: &str, text: &str) -> Vec<String> {
     failures
 }
 
+kernel_test!(a_stale_example_is_caught);
 /// The harness itself: a page whose output, exit status or compile check
 /// is wrong fails, one failure per stale example; a right one passes.
-#[test]
 fn a_stale_example_is_caught() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let page = r#"
 ```rhai
 // hi.rhai
@@ -613,9 +613,9 @@ rtrace -e 'probe("tracepoint:syscalls:sys_enter_nope", |e| { });'
 macro_rules! page_tests {
     ($($name:ident => $page:expr),* $(,)?) => {
         $(
-            #[test]
+            kernel_test!($name);
             fn $name() {
-                let Some(_g) = setup() else { return };
+                let _g = setup();
                 check_page($page);
             }
         )*
@@ -641,7 +641,7 @@ page_tests! {
     zh_tutorial => "zh/tutorial.md",
 }
 
-#[test]
+kernel_test!(every_page_is_checked, without_root);
 fn every_page_is_checked() {
     let mut found = BTreeSet::new();
     for sub in ["", "zh/"] {
@@ -680,9 +680,9 @@ fn code_blocks(text: &str) -> Vec<String> {
     out
 }
 
+kernel_test!(zh_tutorial_has_the_same_examples, without_root);
 /// The Chinese tutorial keeps in step with the English one: the same
 /// examples, with the same options, in the same order.
-#[test]
 fn zh_tutorial_has_the_same_examples() {
     let en = std::fs::read_to_string(docs_dir().join("tutorial.md")).unwrap();
     let zh = std::fs::read_to_string(docs_dir().join("zh/tutorial.md")).unwrap();
@@ -693,7 +693,7 @@ fn zh_tutorial_has_the_same_examples() {
     assert_eq!(en.len(), zh.len(), "docs/tutorial.md and docs/zh/tutorial.md have different numbers of code blocks");
 }
 
-#[test]
+kernel_test!(matcher, without_root);
 fn matcher() {
     let o = Options { shape: true, ..Options::default() };
     assert!(line_matches("@c[18845]: 5", "@c[1]: 12", &o));

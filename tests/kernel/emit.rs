@@ -3,9 +3,9 @@
 
 use crate::common::*;
 
-#[test]
+kernel_test!(emitted_values_reach_on_event_in_order);
 fn emitted_values_reach_on_event_in_order() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = fill(
         r#"
 let seen = 0;
@@ -34,18 +34,18 @@ probe("END", || { print(`seen=${seen}`); });
     assert!(out.lines().contains(&"seen=3"), "{out}");
 }
 
-#[test]
+kernel_test!(emit_without_on_event_is_rejected_before_attaching);
 fn emit_without_on_event_is_rejected_before_attaching() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let out = run(&["-e", r#"probe("tracepoint:syscalls:sys_enter_getppid", |e| { emit(e.pid); });"#]);
     let line = assert_clean_error(&out);
     assert!(line.contains("on_event"), "{line}");
     assert!(line.contains(":1:1"), "{line}");
 }
 
-#[test]
+kernel_test!(join_of_a_user_char_pointer_array);
 fn join_of_a_user_char_pointer_array() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let name = unique_comm();
     let tok = token();
     let src = fill(

@@ -14,9 +14,9 @@ fn reject_file(name: &str, src: &str, env: &[(&str, &str)]) -> (String, String) 
     (line, path)
 }
 
-#[test]
+kernel_test!(syntax_error_names_line_and_column);
 fn syntax_error_names_line_and_column() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = "let c = map();\nprobe(\"tracepoint:syscalls:sys_enter_getppid\", |e| {\n    c = count();\n    let x = ;\n});\n";
     let (line, path) = reject_file("syntax.rhai", src, &[]);
     assert!(line.contains(&format!("{path}:4:13")), "{line}");
@@ -24,9 +24,9 @@ fn syntax_error_names_line_and_column() {
     assert_tracing_still_works();
 }
 
-#[test]
+kernel_test!(unknown_probe_type);
 fn unknown_probe_type() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = "let c = map();\n\nprobe(\"tracepont:syscalls:sys_enter_read\", |e| { c = count(); });\n";
     let (line, path) = reject_file("ptype.rhai", src, &[]);
     assert!(line.contains(&format!("{path}:3:")), "{line}");
@@ -35,9 +35,9 @@ fn unknown_probe_type() {
     assert_tracing_still_works();
 }
 
-#[test]
+kernel_test!(unknown_tracepoint_suggests_close_names);
 fn unknown_tracepoint_suggests_close_names() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = "let c = map();\nprobe(\"tracepoint:syscalls:sys_enter_opennat\", |e| { c = count(); });\n";
     let (line, path) = reject_file("tp.rhai", src, &[]);
     assert!(line.contains(&format!("{path}:2:")), "{line}");
@@ -46,9 +46,9 @@ fn unknown_tracepoint_suggests_close_names() {
     assert_tracing_still_works();
 }
 
-#[test]
+kernel_test!(unknown_args_field_lists_the_real_fields);
 fn unknown_args_field_lists_the_real_fields() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = "let c = map();\nprobe(\"tracepoint:syscalls:sys_enter_read\", |e| {\n    c = sum(e.args.cnt);\n});\n";
     let (line, path) = reject_file("field.rhai", src, &[]);
     assert!(line.contains(&format!("{path}:3:20")), "{line}");
@@ -59,9 +59,9 @@ fn unknown_args_field_lists_the_real_fields() {
     assert_tracing_still_works();
 }
 
-#[test]
+kernel_test!(kernel_statement_using_a_userspace_value);
 fn kernel_statement_using_a_userspace_value() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     // Line 3 computes a string in userspace; line 4 wants it as a kernel map
     // key. The error names both places.
     let src = "let c = map();\nprobe(\"tracepoint:syscalls:sys_enter_getppid\", |e| {\n    let s = `pid ${e.pid}`;\n    c[s] = count();\n});\n";
@@ -72,9 +72,9 @@ fn kernel_statement_using_a_userspace_value() {
     assert_tracing_still_works();
 }
 
-#[test]
+kernel_test!(system_without_unsafe_is_rejected_before_attaching);
 fn system_without_unsafe_is_rejected_before_attaching() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = "let c = map();\nprobe(\"tracepoint:syscalls:sys_enter_getppid\", |e| { c = count(); });\nprobe(\"BEGIN\", || { system(\"true\"); });\n";
     let (line, path) = reject_file("unsafe.rhai", src, &[]);
     assert!(line.contains(&format!("{path}:3:")), "{line}");
@@ -82,9 +82,9 @@ fn system_without_unsafe_is_rejected_before_attaching() {
     assert_tracing_still_works();
 }
 
-#[test]
+kernel_test!(division_by_constant_zero);
 fn division_by_constant_zero() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src =
         "let c = map();\nprobe(\"tracepoint:syscalls:sys_enter_read\", |e| {\n    c = sum(e.args.count / 0);\n});\n";
     let (line, path) = reject_file("div.rhai", src, &[]);
@@ -93,9 +93,9 @@ fn division_by_constant_zero() {
     assert_tracing_still_works();
 }
 
-#[test]
+kernel_test!(modulo_by_constant_zero_in_a_local);
 fn modulo_by_constant_zero_in_a_local() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = "let c = map();\nprobe(\"tracepoint:syscalls:sys_enter_read\", |e| {\n    let x = e.args.count;\n    x %= 0;\n    c = sum(x);\n});\n";
     let (line, path) = reject_file("mod.rhai", src, &[]);
     assert!(line.contains(&format!("{path}:4:")), "{line}");
@@ -103,9 +103,9 @@ fn modulo_by_constant_zero_in_a_local() {
     assert_tracing_still_works();
 }
 
-#[test]
+kernel_test!(too_many_probes);
 fn too_many_probes() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = "let c = map();\nprobe(\"tracepoint:syscalls:sys_enter_*\", |e| { c = count(); });\n";
     let (line, path) = reject_file("many.rhai", src, &[("RTRACE_MAX_PROBES", "5")]);
     assert!(line.contains(&format!("{path}:2:")), "{line}");
@@ -113,9 +113,9 @@ fn too_many_probes() {
     assert_tracing_still_works();
 }
 
-#[test]
+kernel_test!(probe_limit_is_not_hit_below_it);
 fn probe_limit_is_not_hit_below_it() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     // Two attach points under a limit of 2 are fine.
     let me = tid();
     let src = fill(
@@ -137,9 +137,9 @@ probe("tracepoint:syscalls:sys_enter_getppid,tracepoint:syscalls:sys_enter_getpi
     assert_eq!(out.map_lines("c"), vec!["@c: 2"], "{out}");
 }
 
-#[test]
+kernel_test!(conflicting_aggregations_on_one_map);
 fn conflicting_aggregations_on_one_map() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = "let c = map();\nprobe(\"tracepoint:syscalls:sys_enter_read\", |e| {\n    c = count();\n    c = hist(e.args.count);\n});\n";
     let (line, path) = reject_file("agg.rhai", src, &[]);
     assert!(line.contains(&format!("{path}:4:")) || line.contains(&format!("{path}:3:")), "{line}");
@@ -147,17 +147,17 @@ fn conflicting_aggregations_on_one_map() {
     assert_tracing_still_works();
 }
 
-#[test]
+kernel_test!(unreadable_script_file);
 fn unreadable_script_file() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let out = run(&["/nonexistent/rtt_no_such_script.rhai"]);
     let line = assert_clean_error(&out);
     assert!(line.contains("/nonexistent/rtt_no_such_script.rhai"), "{line}");
 }
 
-#[test]
+kernel_test!(runaway_recursion_names_the_closure_in_begin_timers_and_probes);
 fn runaway_recursion_names_the_closure_in_begin_timers_and_probes() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let me = pid();
     for (closure, at) in [
         ("probe(\"BEGIN\", || { f(1); });", "2:1"),
@@ -177,9 +177,9 @@ fn runaway_recursion_names_the_closure_in_begin_timers_and_probes() {
     }
 }
 
-#[test]
+kernel_test!(a_runtime_error_starts_a_line_of_its_own);
 fn a_runtime_error_starts_a_line_of_its_own() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     // stdout and stderr on one pipe, as on a terminal.
     let src = r#"probe("BEGIN", || { printf("partial"); let x = [1]; print(x[5]); });"#;
     let out = std::process::Command::new("sh")
@@ -197,9 +197,9 @@ fn a_runtime_error_starts_a_line_of_its_own() {
     assert_eq!(String::from_utf8_lossy(&apart.stdout), "partial", "{apart:?}");
 }
 
-#[test]
+kernel_test!(two_maps_of_one_name_and_different_shapes_are_an_error_at_the_second);
 fn two_maps_of_one_name_and_different_shapes_are_an_error_at_the_second() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = "let a = map(\"x\");\nlet b = map(\"x\");\nprobe(\"tracepoint:syscalls:sys_enter_getppid\", |e| {\n    a[e.pid] = count();\n    b = sum(1);\n});\n";
     let (line, path) = reject_file("names.rhai", src, &[]);
     assert!(line.starts_with(&format!("{path}:2:9: error:")), "{line}");
@@ -211,9 +211,9 @@ fn two_maps_of_one_name_and_different_shapes_are_an_error_at_the_second() {
     assert_tracing_still_works();
 }
 
-#[test]
+kernel_test!(shifts_by_a_variable_agree_between_kernel_and_userspace);
 fn shifts_by_a_variable_agree_between_kernel_and_userspace() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     // (value, amount): in range, 64 and beyond, negative (the other way).
     let cases: [(i64, i64); 8] = [(1, 3), (1, 64), (1, 100), (-8, 70), (5, -1), (16, -2), (1, -64), (-1, 63)];
     let mut body = String::new();

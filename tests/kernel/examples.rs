@@ -31,7 +31,7 @@ const TESTED: &[&str] = &[
 ];
 
 /// Root and one test at a time (the examples count system-wide events).
-use crate::common::setup;
+use crate::common::{gcc, setup};
 
 fn examples_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples")
@@ -147,21 +147,18 @@ fn with_busy_cpu<T>(f: impl FnOnce() -> T) -> T {
     r
 }
 
+kernel_test!(profile_of_a_command, needs: Program("gcc"));
 /// A command spinning in main -> outer -> middle -> inner (the stack fixture,
 /// built with frame pointers): its folded samples name that chain, and
 /// `-c` keeps every other process out.
-#[test]
 fn profile_of_a_command() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let dir = std::env::temp_dir().join(format!("rtrace-profile-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let bin = dir.join("rtt_prof");
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/stacks.c");
-    let built = Command::new("gcc").args(["-O0", "-fno-omit-frame-pointer", "-g", "-o"]).arg(&bin).arg(&src).status();
-    if !built.is_ok_and(|s| s.success()) {
-        eprintln!("skipped: cannot build tests/fixtures/stacks.c with gcc");
-        return;
-    }
+    let built = gcc().args(["-O0", "-fno-omit-frame-pointer", "-g", "-o"]).arg(&bin).arg(&src).status();
+    assert!(built.is_ok_and(|s| s.success()), "cannot build tests/fixtures/stacks.c with gcc");
     let cmd = format!("{} spin 700", bin.display());
     let run = rtrace(&["-q", "-c", &cmd, &example("profile.rhai")]);
     let _ = std::fs::remove_dir_all(&dir);
@@ -184,7 +181,7 @@ fn profile_of_a_command() {
     assert!(spinning >= 10, "only {spinning} samples in outer;middle;inner\n{run}");
 }
 
-#[test]
+kernel_test!(every_example_is_exercised, without_root);
 fn every_example_is_exercised() {
     let on_disk: BTreeSet<String> = std::fs::read_dir(examples_dir())
         .expect("examples/ exists")
@@ -199,9 +196,9 @@ fn every_example_is_exercised() {
     assert!(missing.is_empty(), "tests/examples.rs lists examples that don't exist: {missing:?}");
 }
 
-#[test]
+kernel_test!(syscalls_by_comm);
 fn syscalls_by_comm() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let run = rtrace(&["-c", "cat /etc/hostname", &example("syscalls_by_comm.rhai")]);
     assert_ok(&run, "syscalls_by_comm");
     assert!(run.lines().first() == Some(&"Attaching 1 probe..."), "{run}");
@@ -212,9 +209,9 @@ fn syscalls_by_comm() {
     assert!(run.has_line(|l| l.starts_with("@calls[")), "no @calls entry\n{run}");
 }
 
-#[test]
+kernel_test!(opensnoop);
 fn opensnoop() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let run = rtrace(&["-c", "cat /etc/hostname", &example("opensnoop.rhai"), "cat"]);
     assert_ok(&run, "opensnoop");
     let header = run.lines().iter().position(|l| l.split_whitespace().collect::<Vec<_>>() == ["PID", "COMM", "PATH"]);
@@ -237,15 +234,11 @@ fn opensnoop() {
     assert_ok(&run, "opensnoop -d 300ms");
 }
 
+kernel_test!(execsnoop, needs: Btf);
 /// The command's shell starts `ls`: its line names the shell as parent,
 /// by pid (read through `e.curtask.real_parent`) and comm.
-#[test]
 fn execsnoop() {
-    let Some(_g) = setup() else { return };
-    if !Path::new("/sys/kernel/btf/vmlinux").exists() {
-        eprintln!("skipped: execsnoop reads the parent through kernel BTF, which this kernel lacks");
-        return;
-    }
+    let _g = setup();
     let run = rtrace(&["-c", "sh -c 'ls /dev/null > /dev/null; true'", &example("execsnoop.rhai")]);
     assert_ok(&run, "execsnoop");
     let rows: Vec<Vec<String>> = run
@@ -260,18 +253,18 @@ fn execsnoop() {
     assert_eq!(ls[2], "sh", "parent comm\n{run}");
 }
 
-#[test]
+kernel_test!(read_sizes);
 fn read_sizes() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let run = rtrace(&["-c", "dd if=/dev/zero of=/dev/null bs=1000 count=20", &example("read_sizes.rhai")]);
     assert_ok(&run, "read_sizes");
     assert!(run.hist_count("@bytes[dd]:", "[512, 1K)") >= 20, "{run}");
     assert!(run.hist_count("@small:", "[512, 1K)") >= 20, "{run}");
 }
 
-#[test]
+kernel_test!(read_latency_within_and_over_budget);
 fn read_latency_within_and_over_budget() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let dd = "dd if=/dev/zero of=/dev/null bs=1000 count=20";
     let run = rtrace(&["-c", dd, &example("read_latency.rhai"), "10000000"]);
     assert_ok(&run, "read_latency within budget");
@@ -290,9 +283,9 @@ fn read_latency_within_and_over_budget() {
     );
 }
 
-#[test]
+kernel_test!(syscall_rate);
 fn syscall_rate() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let run = rtrace(&["-d", "1500ms", &example("syscall_rate.rhai")]);
     assert_ok(&run, "syscall_rate");
     let ticks: Vec<&str> = run.lines().into_iter().filter(|l| l.contains(" syscalls/s")).collect();
@@ -303,9 +296,9 @@ fn syscall_rate() {
     assert!(!run.has_line(|l| l.starts_with('@')), "{run}");
 }
 
-#[test]
+kernel_test!(profile_kstacks_prints_folded_stacks);
 fn profile_kstacks_prints_folded_stacks() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let run = with_busy_cpu(|| rtrace(&["-q", "-d", "700ms", &example("profile_kstacks.rhai")]));
     assert_ok(&run, "profile_kstacks");
     let lines = run.lines();
@@ -322,9 +315,9 @@ fn profile_kstacks_prints_folded_stacks() {
     );
 }
 
-#[test]
+kernel_test!(sched_switch);
 fn sched_switch() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let run = rtrace(&["-d", "300ms", &example("sched_switch.rhai")]);
     assert_ok(&run, "sched_switch");
     assert!(
@@ -335,9 +328,9 @@ fn sched_switch() {
     assert!(!run.has_line(|l| l.starts_with("@oncpu")), "@oncpu should have been cleared in END\n{run}");
 }
 
-#[test]
+kernel_test!(count_events_takes_probes_from_args);
 fn count_events_takes_probes_from_args() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let run = rtrace(&[
         "-c",
         "/bin/true",

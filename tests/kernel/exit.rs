@@ -11,9 +11,9 @@ fn counter() -> String {
     getppid_script("let c = map();", "c = count();")
 }
 
-#[test]
+kernel_test!(exit_from_a_probe_ends_the_run_promptly);
 fn exit_from_a_probe_ends_the_run_promptly() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = getppid_script("let c = map();", "c = count();\n        exit();");
     let mut t = Tracer::start(&["-d", "60s", "-e", &src]);
     t.wait_attached();
@@ -26,18 +26,18 @@ fn exit_from_a_probe_ends_the_run_promptly() {
     assert_eq!(out.map_lines("c"), vec!["@c: 1"], "maps still print after exit()\n{out}");
 }
 
-#[test]
+kernel_test!(exit_code_from_a_probe);
 fn exit_code_from_a_probe() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = getppid_script("let c = map();", "c = count();\n        exit(4);");
     let out = run_to_end(&["-d", "60s", "-e", &src], &[], || getppid_n(1), Duration::from_secs(20));
     assert_eq!(out.code, Some(4), "{out}");
     assert_eq!(out.map_lines("c"), vec!["@c: 1"], "{out}");
 }
 
-#[test]
+kernel_test!(duration_ends_the_run);
 fn duration_ends_the_run() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = counter();
     let mut t = Tracer::start(&["-d", "300ms", "-e", &src]);
     t.wait_attached();
@@ -51,9 +51,9 @@ fn duration_ends_the_run() {
     assert_eq!(out.map_lines("c"), vec!["@c: 2"], "{out}");
 }
 
-#[test]
+kernel_test!(sigint_ends_the_run_and_maps_print);
 fn sigint_ends_the_run_and_maps_print() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = counter();
     let mut t = Tracer::start(&["-e", &src]);
     t.wait_attached();
@@ -66,9 +66,9 @@ fn sigint_ends_the_run_and_maps_print() {
     assert_eq!(out.map_lines("c"), vec!["@c: 2"], "{out}");
 }
 
-#[test]
+kernel_test!(every_prints_and_clears_repeatedly);
 fn every_prints_and_clears_repeatedly() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = counter() + r#"every("200ms", || { print(c); c.clear(); });"#;
     let mut t = Tracer::start(&["-e", &src]);
     t.wait_attached();
@@ -83,9 +83,9 @@ fn every_prints_and_clears_repeatedly() {
     assert_eq!(out.map_lines("c"), vec!["@c: 3", "@c: 2"], "{out}");
 }
 
-#[test]
+kernel_test!(begin_runs_after_attach_and_end_before_the_map_dump);
 fn begin_runs_after_attach_and_end_before_the_map_dump() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let tok = token();
     let src = counter()
         + &fill(
@@ -109,9 +109,9 @@ probe("END", || { print("bye __TOK__"); });
     assert!(bye < map, "END must run before the maps are printed\n{out}");
 }
 
-#[test]
+kernel_test!(end_runs_after_detach);
 fn end_runs_after_detach() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     // BEGIN and END each write one line of the same unusual length; a probe
     // counts rtrace's writes of that length (with or without the newline). Only BEGIN's may be seen: by the
     // time END runs, the probes are detached.
@@ -139,9 +139,9 @@ probe("END", || { print("__END__"); });
     assert_eq!(out.map_lines("w"), vec!["@w: 1"], "{out}");
 }
 
-#[test]
+kernel_test!(print_map_from_begin_and_end);
 fn print_map_from_begin_and_end() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = counter()
         + r#"
 probe("BEGIN", || { print(c); print("begin-done"); });
@@ -161,9 +161,9 @@ probe("END", || { print(c); print("end-done"); });
     assert!(out.line_index("begin-done").unwrap() < printed, "{out}");
 }
 
-#[test]
+kernel_test!(quiet_has_no_attaching_line);
 fn quiet_has_no_attaching_line() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = counter() + r#"probe("BEGIN", || { print("ready"); });"#;
     let mut t = Tracer::start(&["-q", "-e", &src]);
     t.wait_line("BEGIN's line", ATTACH_TIMEOUT, |l| l == "ready");
@@ -175,9 +175,9 @@ fn quiet_has_no_attaching_line() {
     assert_eq!(out.map_lines("c"), vec!["@c: 2"], "{out}");
 }
 
-#[test]
+kernel_test!(dry_run_loads_but_attaches_and_runs_nothing);
 fn dry_run_loads_but_attaches_and_runs_nothing() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let tok = token();
     let src = counter() + &fill(r#"probe("BEGIN", || { print("begin __TOK__"); });"#, &[("TOK", &tok)]);
     // No -d: a dry run ends by itself.
@@ -189,9 +189,9 @@ fn dry_run_loads_but_attaches_and_runs_nothing() {
     assert!(!out.stderr.contains("error"), "{out}");
 }
 
-#[test]
+kernel_test!(dry_run_still_reports_compile_errors);
 fn dry_run_still_reports_compile_errors() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = r#"
 let c = map();
 probe("tracepoint:syscalls:sys_enter_read", |e| { c = sum(e.args.nope); });
@@ -201,9 +201,9 @@ probe("tracepoint:syscalls:sys_enter_read", |e| { c = sum(e.args.nope); });
     assert!(line.contains("3:66") && line.contains("nope"), "{out}");
 }
 
-#[test]
+kernel_test!(explain_prints_disassembly_with_script_lines);
 fn explain_prints_disassembly_with_script_lines() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let dir = TempDir::new();
     let script = dir.write(
         "explain.rhai",
@@ -239,9 +239,9 @@ probe("tracepoint:syscalls:sys_enter_read", |e| {
     assert!(out.stdout.contains("tracepoint:syscalls:sys_enter_read"), "{out}");
 }
 
-#[test]
+kernel_test!(exit_code_from_top_level);
 fn exit_code_from_top_level() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = counter() + "exit(3);";
     let out = run(&["-e", &src]);
     assert_eq!(out.code, Some(3), "{out}");
@@ -249,9 +249,9 @@ fn exit_code_from_top_level() {
     assert!(out.stderr.is_empty(), "{out}");
 }
 
-#[test]
+kernel_test!(exit_code_from_begin);
 fn exit_code_from_begin() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = counter() + r#"probe("BEGIN", || { print("begin"); exit(3); });"#;
     // No -d: exit() in BEGIN ends the run.
     let out = run(&["-e", &src]);
@@ -260,9 +260,9 @@ fn exit_code_from_begin() {
     assert!(out.stderr.is_empty(), "{out}");
 }
 
-#[test]
+kernel_test!(script_file_arguments_reach_args);
 fn script_file_arguments_reach_args() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let dir = TempDir::new();
     let script =
         dir.write("args.rhai", "probe(\"BEGIN\", || { print(`${ARGS.len()} ${ARGS[0]} ${ARGS[1]}`); exit(); });\n");
@@ -271,9 +271,9 @@ fn script_file_arguments_reach_args() {
     assert_eq!(out.lines(), vec!["2 foo 42"], "{out}");
 }
 
-#[test]
+kernel_test!(duration_option_after_the_script_file);
 fn duration_option_after_the_script_file() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     // The README's own usage: `rtrace examples/syscalls_by_comm.rhai -d 2s`.
     let dir = TempDir::new();
     let script = dir.write("after.rhai", &counter());
@@ -282,13 +282,13 @@ fn duration_option_after_the_script_file() {
     assert_eq!(out.map_lines("c"), vec!["@c: 2"], "{out}");
 }
 
+kernel_test!(maps_print_before_many_probes_are_closed);
 /// With hundreds of tracepoints, closing them takes the kernel seconds
 /// (an RCU wait each). Ctrl-C stops every probe at once (a flag they check
 /// first) and prints the maps before that closing, which then finishes
 /// before rtrace exits.
-#[test]
 fn maps_print_before_many_probes_are_closed() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = r#"let c = map(); probe("tracepoint:syscalls:sys_enter_*", |e| { c = count(); });"#;
     let mut t = Tracer::start(&["-e", src]);
     assert!(t.wait_attached() > 300, "expected every sys_enter_* tracepoint");

@@ -7,9 +7,9 @@
 
 use crate::common::*;
 
-#[test]
+kernel_test!(filter_on_pid);
 fn filter_on_pid() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let comm = unique_comm();
     let src = fill(
         r#"
@@ -32,9 +32,9 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| {
     assert_eq!(out.map_lines("others"), vec!["@others: 5"], "{out}");
 }
 
-#[test]
+kernel_test!(filter_on_comm_with_captured_string_and_else_if);
 fn filter_on_comm_with_captured_string_and_else_if() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let comm = unique_comm();
     let child_comm = format!("rtc_{}", token());
     let child_c = std::ffi::CString::new(child_comm.clone()).unwrap();
@@ -65,9 +65,9 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| {
     assert_eq!(out.map_lines("b"), vec!["@b: 4"], "{out}");
 }
 
-#[test]
+kernel_test!(filter_reads_a_map_written_by_another_probe);
 fn filter_reads_a_map_written_by_another_probe() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let mut z = Zero::open();
     // getppid from this thread arms the filter; only reads after it count.
     let src = fill(

@@ -53,9 +53,9 @@ fn reported(stderr: &str, prefix: &str, tail: &str) -> u64 {
     stderr.lines().filter_map(|l| l.strip_prefix(prefix)?.strip_suffix(tail)?.parse::<u64>().ok()).sum()
 }
 
-#[test]
+kernel_test!(kk_reports_failed_reads_and_updates_with_their_positions_and_counts);
 fn kk_reports_failed_reads_and_updates_with_their_positions_and_counts() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let (out, path, src) = run_with(&["-kk"]);
     assert_eq!(out.code, Some(0), "{out}");
     let (l, c) = position_of(&src, "let name");
@@ -76,9 +76,9 @@ fn kk_reports_failed_reads_and_updates_with_their_positions_and_counts() {
     assert!(!out.stderr.contains(&format!("{path}:{l}:")), "the first key fits: no report\n{out}");
 }
 
-#[test]
+kernel_test!(k_checks_map_updates_but_not_reads);
 fn k_checks_map_updates_but_not_reads() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let (out, path, src) = run_with(&["-k"]);
     assert_eq!(out.code, Some(0), "{out}");
     let (l, c) = position_of(&src, "= 2;");
@@ -91,18 +91,18 @@ fn k_checks_map_updates_but_not_reads() {
     assert!(!out.stderr.contains("probe_read"), "-k leaves reads unchecked\n{out}");
 }
 
-#[test]
+kernel_test!(without_k_nothing_is_reported);
 fn without_k_nothing_is_reported() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let (out, _, _) = run_with(&[]);
     assert_eq!(out.code, Some(0), "{out}");
     assert!(!out.stderr.contains("warning"), "{out}");
     assert_eq!(out.map_lines("one"), vec!["@one[1]: 1"], "{out}");
 }
 
-#[test]
+kernel_test!(kk_json_writes_helper_error_records);
 fn kk_json_writes_helper_error_records() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let (out, _, src) = run_with(&["-kk", "-f", "json"]);
     assert_eq!(out.code, Some(0), "{out}");
     let records = json_records(&out.stdout);
@@ -119,9 +119,9 @@ fn kk_json_writes_helper_error_records() {
     assert!(errors.iter().any(|r| r["helper"] == "map_update_elem" && r["retcode"] == -7), "{out}");
 }
 
-#[test]
+kernel_test!(kk_counts_are_served_on_metrics_per_probe_helper_and_position);
 fn kk_counts_are_served_on_metrics_per_probe_helper_and_position() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let dir = TempDir::new();
     let (path, src) = script(&dir);
     let path = path.to_string_lossy().into_owned();
@@ -146,9 +146,9 @@ fn kk_counts_are_served_on_metrics_per_probe_helper_and_position() {
     assert_eq!(out.code, Some(0), "{out}");
 }
 
-#[test]
+kernel_test!(without_k_no_helper_errors_are_served);
 fn without_k_no_helper_errors_are_served() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let dir = TempDir::new();
     let (path, _) = script(&dir);
     let path = path.to_string_lossy().into_owned();

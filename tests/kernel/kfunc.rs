@@ -3,7 +3,7 @@
 //! user and kernel strings, return values, kernel stacks, -p/-c, the
 //! kprobe→fentry choice per function, and the tools built on them. They
 //! need kprobes or fentry, so on a kernel without them (this machine's own,
-//! possibly) they are listed as skipped; scripts/test-vm.sh runs them on
+//! possibly) they are reported ignored; scripts/test-vm.sh runs them on
 //! Debian's stock 6.1 kernel.
 
 use std::collections::BTreeSet;
@@ -23,17 +23,22 @@ fn open_once(path: &str) -> i64 {
     fd as i64
 }
 
-/// The probe kinds a test runs for, with what each needs.
-const ENTRY_KINDS: [(&str, Needs); 2] = [("kprobe", Needs::Kprobes), ("fentry", Needs::Fentry)];
-const RETURN_KINDS: [(&str, Needs); 2] = [("kretprobe", Needs::Kprobes), ("fexit", Needs::Fentry)];
+/// The probe kinds a test runs for (it needs both kprobes and fentry).
+const ENTRY_KINDS: [&str; 2] = ["kprobe", "fentry"];
+const RETURN_KINDS: [&str; 2] = ["kretprobe", "fexit"];
 
+/// Whether the 9p module is loaded (this VM's root file system is 9p).
+fn ninep_loaded() -> bool {
+    std::fs::read_to_string("/proc/modules").is_ok_and(|m| m.lines().any(|l| l.starts_with("9p ")))
+}
+
+kernel_test!(user_string_arguments_read_without_being_told, needs: Kprobes, Fentry);
 /// `str()` of a user pointer argument: kprobe's raw `e.arg1` and fentry's
 /// BTF `e.args.filename` both read the path the caller passed (user memory),
 /// without `uptr()`; `uptr()` says the same thing explicitly.
-#[test]
 fn user_string_arguments_read_without_being_told() {
-    for (kind, needs) in ENTRY_KINDS {
-        let Some(_g) = setup_with(needs) else { continue };
+    let _g = setup();
+    for kind in ENTRY_KINDS {
         for arg in ["ARG", "uptr(ARG)"] {
             let arg = arg.replace("ARG", if kind == "kprobe" { "e.arg1" } else { "e.args.filename" });
             let path = format!("/tmp/rtt_kfunc_{}", token());
@@ -52,10 +57,10 @@ fn user_string_arguments_read_without_being_told() {
     }
 }
 
+kernel_test!(kernel_string_members_and_integer_arguments, needs: Fentry);
 /// A kernel string through BTF members (kernel memory) next to a user one.
-#[test]
 fn kernel_string_members_and_integer_arguments() {
-    let Some(_g) = setup_with(Needs::Fentry) else { return };
+    let _g = setup();
     let mut f = Zero::open();
     let src = format!(
         r#"probe("fentry:vfs_read", |e| {{ if e.tid == {} && e.args.count == 4097 {{ print(`READ ${{str(e.args.file.f_path.dentry.d_name.name)}} ${{e.args.count}}`); }} }});"#,
@@ -69,11 +74,11 @@ fn kernel_string_members_and_integer_arguments() {
     assert_eq!(line, "READ zero 4097", "{out}");
 }
 
+kernel_test!(return_values, needs: Kprobes, Fentry);
 /// `e.retval` at kretprobe and fexit: the fd open(2) returned.
-#[test]
 fn return_values() {
-    for (kind, needs) in RETURN_KINDS {
-        let Some(_g) = setup_with(needs) else { continue };
+    let _g = setup();
+    for kind in RETURN_KINDS {
         let src = format!(
             r#"probe("{kind}:do_sys_openat2", |e| {{ if e.tid == {} {{ print(`RET ${{e.retval}}`); }} }});"#,
             tid()
@@ -93,12 +98,12 @@ fn return_values() {
     }
 }
 
+kernel_test!(kernel_stacks_start_at_the_probed_function, needs: Kprobes, Fentry);
 /// Kernel stacks start at the probed function, for trampolines as for
 /// kprobes: no `bpf_prog_...` or `bpf_trampoline_...` frame first.
-#[test]
 fn kernel_stacks_start_at_the_probed_function() {
-    for (kind, needs) in ENTRY_KINDS {
-        let Some(_g) = setup_with(needs) else { continue };
+    let _g = setup();
+    for kind in ENTRY_KINDS {
         let mut f = Zero::open();
         let src = format!(
             r#"probe("{kind}:vfs_read", |e| {{ if e.tid == {} {{ print(`STACK${{e.kstack(3)}}`); print("END"); exit(); }} }});"#,
@@ -119,12 +124,12 @@ fn kernel_stacks_start_at_the_probed_function() {
     }
 }
 
+kernel_test!(listing_matches_the_kernels_traceable_functions, needs: Kprobes, Fentry);
 /// The names `-l 'kprobe:vfs_*'` lists are the kernel's traceable
 /// functions (available_filter_functions), each once; fentry lists those
 /// with BTF; `-lv` shows a BTF signature.
-#[test]
 fn listing_matches_the_kernels_traceable_functions() {
-    let Some(_g) = setup_with(Needs::Kprobes) else { return };
+    let _g = setup();
     let traceable: BTreeSet<String> = std::fs::read_to_string("/sys/kernel/tracing/available_filter_functions")
         .expect("available_filter_functions")
         .lines()
@@ -139,21 +144,19 @@ fn listing_matches_the_kernels_traceable_functions() {
     assert_eq!(unique.len(), listed.len(), "a name listed twice\n{out}");
     assert_eq!(unique, traceable, "{out}");
 
-    drop(_g);
-    let Some(_g) = setup_with(Needs::Fentry) else { return };
     let out = run(&["-lv", "fentry:vfs_read"]);
     assert_eq!(out.code, Some(0), "{out}");
     assert_eq!(out.lines()[0], "fentry:vfs_read", "{out}");
     assert!(out.stdout.contains("struct file * file") && out.stdout.contains("size_t count"), "{out}");
 }
 
+kernel_test!(wildcards_and_functions_fentry_cannot_take, needs: Kprobes);
 /// A wildcard attaches each function the best way it can (fentry where a
 /// trampoline loads, a kprobe otherwise) and counts per function; a
 /// function with more arguments than a trampoline takes (do_mmap has 7) is
 /// a kprobe and works.
-#[test]
 fn wildcards_and_functions_fentry_cannot_take() {
-    let Some(_g) = setup_with(Needs::Kprobes) else { return };
+    let _g = setup();
     let mut f = Zero::open();
     let src =
         format!(r#"let m = map(); probe("kprobe:vfs_*", |e| {{ if e.tid == {} {{ m[e.func] = count(); }} }});"#, tid());
@@ -181,12 +184,12 @@ fn wildcards_and_functions_fentry_cannot_take() {
     assert_eq!(out.map_lines("m"), ["@m: 2"], "{out}");
 }
 
+kernel_test!(kprobe_at_an_offset, needs: Kprobes);
 /// `kprobe:FN+OFFSET` (on the kprobe PMU, never a trampoline), at an
 /// offset the kernel's own kprobe_events accepts, and the error for an
 /// offset that isn't an instruction boundary or a kretprobe's offset.
-#[test]
 fn kprobe_at_an_offset() {
-    let Some(_g) = setup_with(Needs::Kprobes) else { return };
+    let _g = setup();
     let events = "/sys/kernel/tracing/kprobe_events";
     // The kernel says which offsets start an instruction.
     let accepted = |off: u32| {
@@ -224,16 +227,13 @@ fn kprobe_at_an_offset() {
     assert!(out.stderr.contains("only a kprobe can take an offset"), "{out}");
 }
 
+kernel_test!(module_functions, needs: Kprobes, Check("the 9p module loaded", ninep_loaded));
 /// `kprobe:MODULE:FN`: functions of a loaded module (this VM's root file
 /// system is 9p) are listed and attached.
-#[test]
 fn module_functions() {
-    let Some(_g) = setup_with(Needs::Kprobes) else { return };
+    let _g = setup();
     let out = run(&["-l", "kprobe:9p:v9fs_*"]);
-    if out.stdout.trim().is_empty() {
-        skip("the 9p module is not loaded here");
-        return;
-    }
+    assert!(!out.stdout.trim().is_empty(), "the 9p module is loaded: its functions are listed\n{out}");
     assert!(out.lines().iter().all(|l| l.starts_with("kprobe:v9fs_")), "{out}");
     let src = format!(
         r#"let m = map(); probe("kprobe:9p:v9fs_*", |e| {{ if e.pid == {} {{ m[e.func] = count(); }} }});"#,
@@ -254,12 +254,12 @@ fn module_functions() {
     }
 }
 
+kernel_test!(dash_c_and_dash_p_with_kernel_functions, needs: Kprobes);
 /// `-c` ends when the command ends (on kernels without
 /// sched_process_exit's group_dead too) and traces only the command;
 /// `-p` filters a kprobe to the process.
-#[test]
 fn dash_c_and_dash_p_with_kernel_functions() {
-    let Some(_g) = setup_with(Needs::Kprobes) else { return };
+    let _g = setup();
     let dir = TempDir::new();
     let file = dir.write("hello", "hi\n");
     let src = r#"probe("kprobe:do_sys_openat2", |e| { let p = str(e.arg1); if p.contains("rtt_") { print(`OPEN ${p}`); } });"#;
@@ -280,11 +280,11 @@ fn dash_c_and_dash_p_with_kernel_functions() {
     assert!(lines[0].starts_with(&format!("@m[{me}]: ")) && n >= 4, "{out}");
 }
 
+kernel_test!(tools_on_kernel_functions, needs: Kprobes);
 /// The seed's argdist on kernel functions, and trace, funccount,
 /// funclatency and stackcount on them.
-#[test]
 fn tools_on_kernel_functions() {
-    let Some(_g) = setup_with(Needs::Kprobes) else { return };
+    let _g = setup();
     let marker = format!("/tmp/rtt_argdist_{}", token());
     let spec = format!("p::do_sys_openat2(int dfd, const char *filename):char*:filename:$PID == {}", pid());
     let t = start_tool(&["argdist", "-i", "1", "-C", &spec]);

@@ -68,10 +68,10 @@ int main(int argc, char **argv) {
 }
 "#;
 
-fn fixture() -> Option<(TempDir, PathBuf)> {
+fn fixture() -> (TempDir, PathBuf) {
     let dir = TempDir::new();
-    let bin = build_c(&dir, "rttl_fixture", FIXTURE, &["-O0"])?;
-    Some((dir, bin))
+    let bin = build_c(&dir, "rttl_fixture", FIXTURE, &["-O0"]);
+    (dir, bin)
 }
 
 /// `rtrace -l ARGS...`, which must succeed; its stdout lines.
@@ -91,19 +91,15 @@ fn tracefs() -> PathBuf {
     panic!("no tracefs with an events/ directory");
 }
 
-fn bpftrace_available() -> bool {
-    Command::new("bpftrace").arg("--version").output().map(|o| o.status.success()).unwrap_or(false)
-}
-
 fn assert_sorted_unique(lines: &[String]) {
     for w in lines.windows(2) {
         assert!(w[0] < w[1], "listing not sorted/unique at {:?} / {:?}", w[0], w[1]);
     }
 }
 
-#[test]
+kernel_test!(tracepoint_wildcard_lists_the_tracefs_directory);
 fn tracepoint_wildcard_lists_the_tracefs_directory() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let got = list(&["-l", "tracepoint:syscalls:sys_enter_open*"]);
     let dir = tracefs().join("events/syscalls");
     let mut want: Vec<String> = std::fs::read_dir(&dir)
@@ -124,9 +120,9 @@ fn tracepoint_wildcard_lists_the_tracefs_directory() {
     assert_eq!(q, vec!["tracepoint:syscalls:sys_enter_openat".to_string()]);
 }
 
-#[test]
+kernel_test!(tracepoint_category_and_bare_event_names);
 fn tracepoint_category_and_bare_event_names() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     // `t:CATEGORY` lists the category; `t:NAME` finds the event in any category.
     let cat = list(&["-l", "t:sched"]);
     assert!(cat.contains(&"tracepoint:sched:sched_switch".to_string()), "{cat:?}");
@@ -141,9 +137,9 @@ fn tracepoint_category_and_bare_event_names() {
     assert_eq!(both, vec!["tracepoint:syscalls:sys_enter_openat", "tracepoint:syscalls:sys_exit_openat"]);
 }
 
-#[test]
+kernel_test!(verbose_shows_tracepoint_fields);
 fn verbose_shows_tracepoint_fields() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let got = list(&["-lv", "tracepoint:syscalls:sys_enter_openat"]);
     assert_eq!(got[0], "tracepoint:syscalls:sys_enter_openat");
     assert!(got.contains(&"    const char * filename".to_string()), "{got:?}");
@@ -157,13 +153,9 @@ fn verbose_shows_tracepoint_fields() {
     assert_eq!(list(&["-l", "tracepoint:syscalls:sys_enter_openat"]).len(), 1);
 }
 
-#[test]
+kernel_test!(verbose_output_matches_bpftrace, needs: Program("bpftrace"));
 fn verbose_output_matches_bpftrace() {
-    let Some(_g) = setup() else { return };
-    if !bpftrace_available() {
-        eprintln!("skipped: bpftrace is not installed");
-        return;
-    }
+    let _g = setup();
     for pattern in ["tracepoint:syscalls:sys_enter_open*", "t:sched:*"] {
         let ours = run(&["-lv", pattern]);
         let theirs = Command::new("bpftrace").args(["-lv", pattern]).output().unwrap();
@@ -174,9 +166,9 @@ fn verbose_output_matches_bpftrace() {
     assert_eq!(ours.stdout, String::from_utf8_lossy(&theirs.stdout), "-l tracepoint:* differs from bpftrace");
 }
 
-#[test]
+kernel_test!(software_and_hardware_events);
 fn software_and_hardware_events() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let sw = list(&["-l", "software:*"]);
     assert!(sw.contains(&"software:cpu-clock:".to_string()), "{sw:?}");
     assert!(sw.contains(&"software:page-faults:".to_string()), "{sw:?}");
@@ -192,17 +184,17 @@ fn software_and_hardware_events() {
     assert!(hw.iter().all(|l| l.starts_with("hardware:") && l.ends_with(':')), "{hw:?}");
 }
 
-#[test]
+kernel_test!(profile_and_interval_list_nothing_like_bpftrace);
 fn profile_and_interval_list_nothing_like_bpftrace() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     for p in ["profile:*", "p:*", "interval:*", "i:*"] {
         assert!(list(&["-l", p]).is_empty(), "-l {p}");
     }
 }
 
-#[test]
+kernel_test!(bare_words_match_across_types);
 fn bare_words_match_across_types() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let got = list(&["-l", "*clock*"]);
     assert!(got.contains(&"software:cpu-clock:".to_string()), "{got:?}");
     assert!(got.contains(&"software:task-clock:".to_string()), "{got:?}");
@@ -224,10 +216,10 @@ fn bare_words_match_across_types() {
     assert_sorted_unique(&all);
 }
 
-#[test]
+kernel_test!(uprobe_listing_of_a_fixture, needs: Program("gcc"));
 fn uprobe_listing_of_a_fixture() {
-    let Some(_g) = setup() else { return };
-    let Some((_dir, bin)) = fixture() else { return };
+    let _g = setup();
+    let (_dir, bin) = fixture();
     let p = bin.to_str().unwrap();
     assert_eq!(
         list(&["-l", &format!("uprobe:{p}:rttl_al*")]),
@@ -246,10 +238,10 @@ fn uprobe_listing_of_a_fixture() {
     assert!(libc[0].starts_with("uprobe:/") && libc[0].contains("libc.so") && libc[0].ends_with(":getpid"), "{libc:?}");
 }
 
-#[test]
+kernel_test!(usdt_listing_of_a_fixture, needs: Program("gcc"));
 fn usdt_listing_of_a_fixture() {
-    let Some(_g) = setup() else { return };
-    let Some((_dir, bin)) = fixture() else { return };
+    let _g = setup();
+    let (_dir, bin) = fixture();
     let p = bin.to_str().unwrap();
     let want: Vec<String> = ["other:tick", "rttl:start", "rttl:stop"].iter().map(|n| format!("usdt:{p}:{n}")).collect();
     assert_eq!(list(&["-l", &format!("usdt:{p}")]), want);
@@ -268,9 +260,9 @@ fn usdt_listing_of_a_fixture() {
     assert!(list(&["-l", "usdt:/bin/true"]).is_empty());
 }
 
-#[test]
+kernel_test!(unknown_binaries_and_types_are_one_line_errors);
 fn unknown_binaries_and_types_are_one_line_errors() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     for pattern in
         ["uprobe:/nonexistent/rtt_bin:*", "usdt:/nonexistent/rtt_bin", "u:no_such_library_rtt:*", "usdt:/etc/passwd"]
     {
@@ -287,9 +279,9 @@ fn unknown_binaries_and_types_are_one_line_errors() {
     assert!(line.contains("tracepoint:syscalls:sys_enter_openat"), "{line}");
 }
 
-#[test]
+kernel_test!(kernel_functions_only_where_they_attach);
 fn kernel_functions_only_where_they_attach() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     if Path::new("/sys/bus/event_source/devices/kprobe").exists() {
         assert_eq!(list(&["-l", "kprobe:vfs_read"]), vec!["kprobe:vfs_read"]);
         let some = list(&["-l", "k:vfs_*"]);
@@ -310,18 +302,18 @@ fn kernel_functions_only_where_they_attach() {
     assert!(!all.iter().any(|l| l.starts_with("kprobe:") || l.starts_with("fentry:")), "{all:?}");
 }
 
-#[test]
+kernel_test!(tracepoint_listing_names_every_tracepoint_once);
 fn tracepoint_listing_names_every_tracepoint_once() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let got = list(&["-l", "tracepoint:*"]);
     assert!(got.len() > 100, "only {} tracepoints", got.len());
     assert!(got.iter().all(|l| l.starts_with("tracepoint:") && l.matches(':').count() == 2));
     assert_sorted_unique(&got);
 }
 
-#[test]
+kernel_test!(closed_pipe_ends_the_listing_quietly);
 fn closed_pipe_ends_the_listing_quietly() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let mut child =
         Command::new(rtrace_bin()).args(["-lv", "*"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let mut first = String::new();

@@ -1,8 +1,16 @@
 //! The real-kernel integration tests, as one test binary (one build, one
-//! link). Each module is a topic; `common` holds the shared helpers: run the
-//! rtrace binary, make events happen, read its output. Every test starts with
-//! `common::setup()`, which skips without root and runs one test at a time.
+//! link; `harness = false`, run by libtest-mimic). Each module is a topic;
+//! `common` holds the shared helpers: run the rtrace binary, make events
+//! happen, read its output. Each test is registered beside its function,
+//! `kernel_test!(f)` or `kernel_test!(f, needs: Kprobes)`, with what it needs
+//! besides root (`kernel_test!(f, without_root)` for the few that only read
+//! files); `main` makes one trial of each, named `TOPIC::f`, and one
+//! that can't run here (no root, a kernel feature or a program missing) is
+//! reported `ignored (REASON)`, never `ok`, and written to
+//! `$RTRACE_SKIP_LOG`. Every test body starts with `let _g = setup();`,
+//! which runs one test at a time.
 
+#[macro_use]
 mod common;
 
 mod btf;
@@ -39,3 +47,13 @@ mod target;
 mod tools;
 mod tools_kernel;
 mod uprobe;
+
+fn main() {
+    let args = libtest_mimic::Arguments::from_args();
+    common::install_panic_hook();
+    let trials = common::registered()
+        .into_iter()
+        .map(|test| libtest_mimic::Trial::ignorable_test(test.name(), move || test.run()))
+        .collect();
+    libtest_mimic::run(&args, trials).exit();
+}

@@ -5,9 +5,9 @@
 
 use crate::common::*;
 
-#[test]
+kernel_test!(count_by_comm_of_this_thread);
 fn count_by_comm_of_this_thread() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let comm = unique_comm();
     let src = r#"
 let calls = map();
@@ -20,9 +20,9 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| {
     assert_eq!(ours, vec![format!("@calls[{comm}]: 5")], "{out}");
 }
 
-#[test]
+kernel_test!(count_by_comm_of_spawned_processes);
 fn count_by_comm_of_spawned_processes() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let dir = TempDir::new();
     let name = format!("rtt_{}", token());
     let exe = dir.true_named(&name);
@@ -46,9 +46,9 @@ probe("tracepoint:sched:sched_process_exit", |e| {
     assert_eq!(ours, vec![format!("@exits[{other_name}]: 1"), format!("@exits[{name}]: 3")], "{out}");
 }
 
-#[test]
+kernel_test!(count_by_pid);
 fn count_by_pid() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = r#"
 let calls = map();
 probe("tracepoint:syscalls:sys_enter_getppid", |e| {
@@ -69,9 +69,9 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| {
     assert_eq!(ours, vec![&format!("@calls[{me}]: 3"), &format!("@calls[{child}]: 5")], "{out}");
 }
 
-#[test]
+kernel_test!(count_by_filename_string);
 fn count_by_filename_string() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let dir = TempDir::new();
     let a = dir.write("a.txt", "a");
     let b = dir.write("b.txt", "b");
@@ -99,17 +99,17 @@ probe("tracepoint:syscalls:sys_enter_openat", |e| {
     );
 }
 
-#[test]
+kernel_test!(keyless_count);
 fn keyless_count() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = getppid_script("let total = map();", "total = count();");
     let out = trace(&src, || getppid_n(7));
     assert_eq!(out.map_lines("total"), vec!["@total: 7"], "{out}");
 }
 
-#[test]
+kernel_test!(aggregations_of_read_sizes);
 fn aggregations_of_read_sizes() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let keyless = |name, body, sizes, line: &str| ReadCase {
         name,
         prelude: "let s = map();",
@@ -197,9 +197,9 @@ fn aggregations_of_read_sizes() {
     ]);
 }
 
-#[test]
+kernel_test!(stats_keyed_by_fd);
 fn stats_keyed_by_fd() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let mut z1 = Zero::open();
     let mut z2 = Zero::open();
     let src = fill(
@@ -229,9 +229,9 @@ probe("tracepoint:syscalls:sys_enter_read", |e| {
     );
 }
 
-#[test]
+kernel_test!(tuple_keys);
 fn tuple_keys() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let comm = unique_comm();
     let child_comm = format!("rtc_{}", token());
     let child_c = std::ffi::CString::new(child_comm.clone()).unwrap();
@@ -255,9 +255,9 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| {
     assert_eq!(ours, vec![format!("@m[{child}, {child_comm}]: 2"), format!("@m[{me}, {comm}]: 3")], "{out}");
 }
 
-#[test]
+kernel_test!(map_store_and_plus_equal);
 fn map_store_and_plus_equal() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let comm = unique_comm();
     let mut z = Zero::open();
     let me = tid();
@@ -274,9 +274,9 @@ fn map_store_and_plus_equal() {
     assert_eq!(out.map_lines("who"), vec![format!("@who[{}]: {comm}", z.fd)], "{out}");
 }
 
-#[test]
+kernel_test!(in_and_remove_for_read_latency);
 fn in_and_remove_for_read_latency() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let mut z = Zero::open();
     let src = fill(
         r#"
@@ -314,9 +314,9 @@ probe("tracepoint:syscalls:sys_exit_read", |e| {
     assert_eq!(total, 3, "{out}");
 }
 
-#[test]
+kernel_test!(maps_print_at_exit_sorted_by_name_after_a_blank_line);
 fn maps_print_at_exit_sorted_by_name_after_a_blank_line() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = fill(
         r#"
 let me = __ME__;

@@ -53,9 +53,9 @@ fn expected_records(comm: &str) -> Vec<Value> {
     v
 }
 
-#[test]
+kernel_test!(json_output_is_ndjson_in_bpftrace_shapes);
 fn json_output_is_ndjson_in_bpftrace_shapes() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let comm = unique_comm();
     let mut z = Zero::open();
     let src = reads_script(z.fd);
@@ -71,9 +71,9 @@ fn json_output_is_ndjson_in_bpftrace_shapes() {
     assert_eq!(records, expected_records(&comm), "{out}");
 }
 
-#[test]
+kernel_test!(output_file_gets_everything_and_stdout_nothing);
 fn output_file_gets_everything_and_stdout_nothing() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let comm = unique_comm();
     let mut z = Zero::open();
     let dir = TempDir::new();
@@ -90,9 +90,9 @@ fn output_file_gets_everything_and_stdout_nothing() {
     assert_eq!(json_records(&text), expected_records(&comm), "--- file ---\n{text}");
 }
 
-#[test]
+kernel_test!(output_file_in_text_format);
 fn output_file_in_text_format() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let comm = unique_comm();
     let mut z = Zero::open();
     let dir = TempDir::new();
@@ -178,23 +178,23 @@ fn check_text_losses(out: &Outcome) {
     assert_eq!(got + lost_n, FLOOD, "delivered ({got}) + lost ({lost_n}) must be the events made\n{out}");
 }
 
-#[test]
+kernel_test!(lost_events_are_counted_exactly_with_ring_size_option);
 fn lost_events_are_counted_exactly_with_ring_size_option() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let out = flood(&["--ring-size", "4K"], &[], |l| l.starts_with("Attaching "));
     check_text_losses(&out);
 }
 
-#[test]
+kernel_test!(lost_events_are_counted_exactly_with_ring_size_env);
 fn lost_events_are_counted_exactly_with_ring_size_env() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let out = flood(&[], &[("RTRACE_RING_SIZE", "4096")], |l| l.starts_with("Attaching "));
     check_text_losses(&out);
 }
 
-#[test]
+kernel_test!(lost_events_record_in_json);
 fn lost_events_record_in_json() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let out = flood(&["--ring-size", "4K", "-f", "json"], &[], |l| l.contains("attached_probes"));
     assert_eq!(out.code, Some(0), "{out}");
     assert!(!out.stderr.contains("queued event"), "{out}");
@@ -219,9 +219,9 @@ fn lost_events_record_in_json() {
     assert!(lost_reports(&out.stderr).is_empty(), "in JSON mode the loss is a record, not a text line\n{out}");
 }
 
-#[test]
+kernel_test!(no_loss_report_when_nothing_is_lost);
 fn no_loss_report_when_nothing_is_lost() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = flood_script();
     let mut t = Tracer::start(&["-d", "1s", "-e", &src]);
     t.wait_attached();
@@ -235,9 +235,9 @@ fn no_loss_report_when_nothing_is_lost() {
 // ---------------------------------------------------------------------------
 // buf() values: %rx, %rh, map keys
 
-#[test]
+kernel_test!(bufs_print_as_hex_with_rx_and_rh_and_escaped_as_map_keys_and_values);
 fn bufs_print_as_hex_with_rx_and_rh_and_escaped_as_map_keys_and_values() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let data = [1u8, 2, b'a', 0, 0xff, b' '];
     let src = fill(
         r#"
@@ -299,12 +299,12 @@ probe("END", || {
 // ---------------------------------------------------------------------------
 // Flushing
 
+kernel_test!(text_printed_before_a_userspace_loop_shows_while_it_runs);
 /// A header printed in BEGIN before a loop that runs on in userspace comes
 /// out at once, also when stdout is a pipe (the tests read it through one):
 /// output waits in the buffer a moment at most while userspace code runs.
-#[test]
 fn text_printed_before_a_userspace_loop_shows_while_it_runs() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let tok = token();
     let src = fill(
         r#"

@@ -90,9 +90,9 @@ fn has_pmu() -> bool {
     false
 }
 
-#[test]
+kernel_test!(profile_samples_a_busy_thread_at_the_rate);
 fn profile_samples_a_busy_thread_at_the_rate() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let comm = format!("rtp_{}", token());
     let src = r#"
 let samples = map();
@@ -114,9 +114,9 @@ probe("profile:hz:99", |e| { samples[e.comm] = count(); });
     );
 }
 
-#[test]
+kernel_test!(profile_rate_and_period_over_all_cpus);
 fn profile_rate_and_period_over_all_cpus() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     // A fully idle CPU may take no samples at all (tickless idle), so the
     // total is at least one CPU's worth and at most all CPUs' worth;
     // `profile_runs_on_every_cpu` checks every CPU with busy threads.
@@ -146,9 +146,9 @@ probe("p:ms:20", |e| { ms = count(); names[e.probe] = count(); });
     assert!(names.contains(&"profile:ms:20".to_string()), "the p: alias is named in full\n{out}");
 }
 
-#[test]
+kernel_test!(profile_runs_on_every_cpu);
 fn profile_runs_on_every_cpu() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let cpus = online_cpus();
     let comm = format!("rtc_{}", token());
     let src = fill(
@@ -178,9 +178,9 @@ probe("profile:hz:99", |e| {
     }
 }
 
-#[test]
+kernel_test!(interval_ticks_on_one_cpu);
 fn interval_ticks_on_one_cpu() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = r#"
 let ticks = map();
 let cpus = map();
@@ -211,9 +211,9 @@ probe("i:ms:100", |e| {
     assert_eq!(cpus[0].1, ticks, "{out}");
 }
 
-#[test]
+kernel_test!(interval_exit_after_the_fifth_tick);
 fn interval_exit_after_the_fifth_tick() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = r#"
 let n = map();
 let names = map();
@@ -236,9 +236,9 @@ probe("interval:ms:100", |e| {
     println!("five ticks of 100 ms ended the run {took:?} after the attach report");
 }
 
-#[test]
+kernel_test!(software_page_faults_of_a_child);
 fn software_page_faults_of_a_child() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     const PAGES: usize = 256;
     let comm = format!("rtf_{}", token());
     let src = fill(
@@ -284,9 +284,9 @@ probe("software:page-faults:1", |e| {
     );
 }
 
-#[test]
+kernel_test!(software_context_switches_and_the_cs_alias);
 fn software_context_switches_and_the_cs_alias() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let comm = format!("rts_{}", token());
     let src = fill(
         r#"
@@ -314,9 +314,9 @@ probe("software:context-switches", |e| { all = count(); });
     assert!((20..=200).contains(&mine), "20 sleeps made {mine} context switches\n{out}");
 }
 
-#[test]
+kernel_test!(hardware_counts_or_says_there_is_no_pmu);
 fn hardware_counts_or_says_there_is_no_pmu() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = r#"
 let c = map();
 let calls = map();
@@ -346,9 +346,9 @@ probe("hardware:cycles", |e| { c[e.comm] = count(); });
     assert_tracing_still_works();
 }
 
-#[test]
+kernel_test!(hardware_probe_passes_the_verifier_in_dry_run);
 fn hardware_probe_passes_the_verifier_in_dry_run() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = r#"
 let c = map();
 probe("h:instructions:1e6", |e| { if e.pid > 1 { c[[e.comm, e.cpu]] = count(); } });
@@ -360,9 +360,9 @@ probe("hardware:cache-misses", |e| { c[[e.comm, e.cpu]] = count(); });
     assert!(!out.has_attach_line(), "{out}");
 }
 
-#[test]
+kernel_test!(bad_specs_are_clear_errors);
 fn bad_specs_are_clear_errors() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let cases = [
         ("profile:hz:0", "profile:hz:0: the rate must be at least 1"),
         (

@@ -24,9 +24,9 @@ fn syscall_tracepoints(prefix: &str) -> Vec<String> {
     panic!("tracefs is not mounted (after rtrace attached)");
 }
 
-#[test]
+kernel_test!(wildcard_attaches_every_match_and_names_each_probe);
 fn wildcard_attaches_every_match_and_names_each_probe() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let dir = TempDir::new();
     let path = CString::new(dir.write("f", "x").to_str().unwrap()).unwrap();
     let src = fill(
@@ -78,9 +78,9 @@ probe("tracepoint:syscalls:sys_enter_open*", |e| {
     );
 }
 
-#[test]
+kernel_test!(wildcard_sharing_one_program_counts_all_matches);
 fn wildcard_sharing_one_program_counts_all_matches() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     // No e.probe or e.args: the matches can share code; all still count.
     let src = fill(
         r#"
@@ -103,9 +103,9 @@ probe("tracepoint:syscalls:sys_enter_getp*id", |e| {
     assert_eq!(out.map_lines("n"), vec!["@n: 5"], "{out}");
 }
 
-#[test]
+kernel_test!(comma_list_of_two_tracepoints);
 fn comma_list_of_two_tracepoints() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = fill(
         r#"
 let me = __ME__;
@@ -129,9 +129,9 @@ probe("tracepoint:syscalls:sys_enter_getppid,tracepoint:syscalls:sys_enter_getpi
     );
 }
 
-#[test]
+kernel_test!(short_alias_probe_name_is_the_full_name);
 fn short_alias_probe_name_is_the_full_name() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = fill(
         r#"
 let me = __ME__;
@@ -150,9 +150,9 @@ probe("t:syscalls:sys_enter_getppid", |e| {
     assert_eq!(out.map_lines("m"), vec!["@m[tracepoint:syscalls:sys_enter_getppid]: 2"], "{out}");
 }
 
-#[test]
+kernel_test!(rawtracepoint_sys_enter_syscall_id);
 fn rawtracepoint_sys_enter_syscall_id() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = fill(
         r#"
 let me = __ME__;
@@ -178,9 +178,9 @@ probe("rawtracepoint:sys_enter", |e| {
     );
 }
 
-#[test]
+kernel_test!(rawtracepoint_short_alias);
 fn rawtracepoint_short_alias() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = fill(
         r#"
 let me = __ME__;

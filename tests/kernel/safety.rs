@@ -26,9 +26,9 @@ fn finish_system_commands_then_check(mark: &Path, out: &Outcome) {
     assert!(!mark.exists(), "the command ran: {} exists\n{out}", mark.display());
 }
 
-#[test]
+kernel_test!(system_refuses_on_every_route_without_unsafe);
 fn system_refuses_on_every_route_without_unsafe() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let dir = TempDir::new();
     let mark = dir.join("ran");
     let m = mark.to_str().unwrap();
@@ -55,9 +55,9 @@ fn system_refuses_on_every_route_without_unsafe() {
     assert_refused(&["-d", "10s", "-e", r#"probe("BEGIN", || { eval(ARGS[0]); exit(); });"#, &code], &mark);
 }
 
-#[test]
+kernel_test!(the_static_check_runs_before_the_top_level);
 fn the_static_check_runs_before_the_top_level() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let dir = TempDir::new();
     let src = "print(\"top level ran\");\nlet x = 1;\nprobe(\"BEGIN\", || { system(\"true\"); });\n";
     let path = dir.write("s.rhai", src);
@@ -67,9 +67,9 @@ fn the_static_check_runs_before_the_top_level() {
     assert!(!out.stdout.contains("top level ran"), "the top level ran before the check\n{out}");
 }
 
-#[test]
+kernel_test!(explain_and_dry_run_never_run_commands);
 fn explain_and_dry_run_never_run_commands() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let dir = TempDir::new();
     let mark = dir.join("ran");
     let m = mark.to_str().unwrap();
@@ -84,9 +84,9 @@ fn explain_and_dry_run_never_run_commands() {
     }
 }
 
-#[test]
+kernel_test!(system_with_unsafe_formats_its_command_and_reports_failures);
 fn system_with_unsafe_formats_its_command_and_reports_failures() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let dir = TempDir::new();
     let mark = dir.join("ran");
     let m = mark.to_str().unwrap();
@@ -100,9 +100,9 @@ fn system_with_unsafe_formats_its_command_and_reports_failures() {
     assert!(out.stderr.contains(r#"system("exit 3"): the command failed with exit status 3"#), "{out}");
 }
 
-#[test]
+kernel_test!(dash_c_never_runs_the_command_after_a_compile_error);
 fn dash_c_never_runs_the_command_after_a_compile_error() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let dir = TempDir::new();
     let mark = dir.join("ran");
     let cmd = format!("touch {}", mark.display());
@@ -117,18 +117,15 @@ fn dash_c_never_runs_the_command_after_a_compile_error() {
     }
 }
 
-#[test]
+kernel_test!(dash_c_never_runs_the_command_after_a_load_error, needs: NoFentry);
 fn dash_c_never_runs_the_command_after_a_load_error() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let dir = TempDir::new();
     let mark = dir.join("ran");
     let cmd = format!("touch {}", mark.display());
     // fentry programs are refused by this kernel (EPERM at load).
     let out = run(&["-c", &cmd, "-e", r#"probe("fentry:vfs_read", |e| { });"#]);
-    if out.code == Some(0) {
-        eprintln!("skipped: this kernel loads and attaches fentry programs, so there is no load error to test");
-        return;
-    }
+    assert_ne!(out.code, Some(0), "this kernel refuses fentry, so the run fails to load\n{out}");
     assert!(!out.stderr.contains("panicked"), "{out}");
     assert!(!mark.exists(), "the -c command ran after a load error\n{out}");
 }
@@ -149,9 +146,9 @@ fn alive(pid: i32) -> bool {
     matches!(state.as_deref(), Some(s) if s != "Z" && s != "X")
 }
 
-#[test]
+kernel_test!(dash_c_command_dies_with_rtrace);
 fn dash_c_command_dies_with_rtrace() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let mut t =
         Tracer::start(&["-c", "sleep 1000", "-e", r#"probe("tracepoint:syscalls:sys_enter_getppid", |e| { });"#]);
     t.wait_attached();
@@ -166,9 +163,9 @@ fn dash_c_command_dies_with_rtrace() {
     assert!(!alive(kids[0]), "the -c command outlived rtrace");
 }
 
-#[test]
+kernel_test!(dash_c_duration_is_not_the_commands_status);
 fn dash_c_duration_is_not_the_commands_status() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let out = run(&[
         "-q",
         "-d",
@@ -183,9 +180,9 @@ fn dash_c_duration_is_not_the_commands_status() {
     assert_eq!(out.code, Some(7), "the command's own failure is the status\n{out}");
 }
 
-#[test]
+kernel_test!(exit_codes_never_wrap_to_success);
 fn exit_codes_never_wrap_to_success() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     for (code, want) in [("256", 255), ("-256", 1), ("4294967296", 255), ("3", 3), ("0", 0)] {
         let src = format!(r#"probe("BEGIN", || {{ exit({code}); }});"#);
         let out = run(&["-q", "-e", &src]);
@@ -216,9 +213,9 @@ fn exit_codes_never_wrap_to_success() {
     assert!(out.code == Some(1) && out.stderr.contains("-e:1:") && out.stderr.contains("integer"), "{out}");
 }
 
-#[test]
+kernel_test!(huge_durations_are_errors_not_panics);
 fn huge_durations_are_errors_not_panics() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let out = run(&["-d", "99999999999999999999999h", "-e", r#"probe("BEGIN", || {});"#]);
     assert!(assert_clean_error(&out).contains("-d"), "{out}");
     for f in ["every", "after"] {
@@ -228,18 +225,18 @@ fn huge_durations_are_errors_not_panics() {
     }
 }
 
-#[test]
+kernel_test!(scripts_without_probes_are_errors);
 fn scripts_without_probes_are_errors() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     for src in ["", "// nothing but a comment\n", "let m = map(); let n = map(\"n\");"] {
         let line = assert_clean_error(&run(&["-e", src]));
         assert!(line.contains("No probes to attach"), "{src:?}: {line}");
     }
 }
 
-#[test]
+kernel_test!(devices_fifos_and_nul_bytes_end_at_once);
 fn devices_fifos_and_nul_bytes_end_at_once() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let line = assert_clean_error(&run(&["/dev/zero"]));
     assert!(line.contains("/dev/zero"), "{line}");
     let dir = TempDir::new();
@@ -253,9 +250,9 @@ fn devices_fifos_and_nul_bytes_end_at_once() {
     assert!(line.contains("nul.rhai:2:6") && line.contains("NUL") && !line.contains('\0'), "{line:?}");
 }
 
-#[test]
+kernel_test!(a_full_output_device_is_an_error);
 fn a_full_output_device_is_an_error() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = r#"probe("BEGIN", || { print("hello"); exit(); });"#;
     let out = run(&["-q", "-o", "/dev/full", "-e", src]);
     assert_eq!(out.code, Some(1), "{out}");
@@ -264,9 +261,9 @@ fn a_full_output_device_is_an_error() {
     assert!(lines[0].contains("/dev/full") && lines[0].contains("No space left"), "{out}");
 }
 
-#[test]
+kernel_test!(a_closed_stdout_pipe_ends_the_run);
 fn a_closed_stdout_pipe_ends_the_run() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = r#"every("5ms", || { print("line"); });"#;
     let mut child = Command::new(rtrace_bin())
         .args(["-e", src])
@@ -299,9 +296,9 @@ fn a_closed_stdout_pipe_ends_the_run() {
     assert!(err.contains("Broken pipe") && !err.contains("panicked"), "{err}");
 }
 
-#[test]
+kernel_test!(userspace_loops_end_on_sigint);
 fn userspace_loops_end_on_sigint() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     for src in [
         r#"probe("BEGIN", || { loop { } }); probe("END", || { print("end ran"); });"#,
         r#"every("1ms", || { let i = 0; while true { i += 1; } }); probe("END", || { print("end ran"); });"#,
@@ -315,11 +312,11 @@ fn userspace_loops_end_on_sigint() {
     }
 }
 
+kernel_test!(a_probe_looping_in_userspace_ends_on_sigint);
 /// An unbounded loop in a probe is userspace code (the kernel part still
 /// counts); a probe stuck in it ends on SIGINT like any userspace loop.
-#[test]
 fn a_probe_looping_in_userspace_ends_on_sigint() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = format!(
         "let c = map();\nprobe(\"tracepoint:syscalls:sys_enter_getppid\", |e| {{\n    if e.pid == {} {{ c = count(); print(\"looping\"); while true {{ }} }}\n}});\nprobe(\"END\", || {{ print(\"end ran\"); }});\n",
         pid()
@@ -335,9 +332,9 @@ fn a_probe_looping_in_userspace_ends_on_sigint() {
     assert_eq!(out.map_lines("c"), vec!["@c: 1".to_string()], "{out}");
 }
 
-#[test]
+kernel_test!(a_second_sigint_during_shutdown_ends_at_once);
 fn a_second_sigint_during_shutdown_ends_at_once() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = r#"probe("BEGIN", || { print("begun"); }); probe("END", || { print("in end"); loop { } });"#;
     let mut t = Tracer::start(&["-e", src]);
     t.wait_line("begun", ATTACH_TIMEOUT, |l| l == "begun");
@@ -349,9 +346,9 @@ fn a_second_sigint_during_shutdown_ends_at_once() {
     assert!(!out.stderr.contains("panicked"), "{out}");
 }
 
-#[test]
+kernel_test!(a_control_message_flood_still_obeys_sigint);
 fn a_control_message_flood_still_obeys_sigint() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = fill(
         r#"
 let m = map();
@@ -380,9 +377,9 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| {
     assert_eq!(out.code, Some(0), "SIGINT ended the flooded run\n{}", out.stderr);
 }
 
-#[test]
+kernel_test!(return_anywhere_passes_the_verifier);
 fn return_anywhere_passes_the_verifier() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     for body in [
         "c = count(); return;",
         "return; c = count();",
@@ -395,9 +392,9 @@ fn return_anywhere_passes_the_verifier() {
     }
 }
 
-#[test]
+kernel_test!(errors_name_a_position);
 fn errors_name_a_position() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let line = assert_clean_error(&run(&["-e", "let x = 1;\nprobe(\"BEGIN\", |e| { print(\"x\"); });"]));
     assert!(line.starts_with("-e:2:1: error:") && line.contains("no parameter") && !line.contains("anon$"), "{line}");
     for args in
@@ -410,9 +407,9 @@ fn errors_name_a_position() {
     assert!(line.contains("ring size"), "{line}");
 }
 
-#[test]
+kernel_test!(usage_errors_and_deep_recursion_are_one_line);
 fn usage_errors_and_deep_recursion_are_one_line() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     for args in [&["-x"][..], &["-d"], &["--ring-size"]] {
         let out = run(args);
         assert_eq!(out.code, Some(2), "{out}");
@@ -424,14 +421,14 @@ fn usage_errors_and_deep_recursion_are_one_line() {
     assert!(out.stderr_lines().len() == 1 && out.stderr.contains("Stack overflow"), "{out}");
 }
 
+kernel_test!(signal_kills_the_process_at_its_first_forbidden_open);
 /// A program that opens a forbidden file 10,000 times, writing a
 /// marker after each open that worked. `signal("KILL")` on the open kills it
 /// at the first attempt (the signal lands before the syscall returns to it),
 /// so no marker is written; an allowed file is opened every time; without
 /// `--unsafe` the script is refused before attaching and the command never runs.
-#[test]
 fn signal_kills_the_process_at_its_first_forbidden_open() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let dir = TempDir::new();
     let forbidden = dir.join("forbidden");
     let allowed = dir.join("allowed");

@@ -30,9 +30,9 @@ fn unpin() {
     }
 }
 
-#[test]
+kernel_test!(aggregations_read_in_the_kernel_are_what_prints);
 fn aggregations_read_in_the_kernel_are_what_prints() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = fill(
         r#"
 let me = __ME__;
@@ -90,9 +90,9 @@ probe("tracepoint:syscalls:sys_enter_lseek", |e| {
     assert_eq!(out.map_lines("hi"), vec!["@hi[1]: -1"], "{out}");
 }
 
-#[test]
+kernel_test!(string_locals_hold_their_longest_value);
 fn string_locals_hold_their_longest_value() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = getppid_script(
         "let m = map();",
         r#"let a = "";
@@ -108,9 +108,9 @@ fn string_locals_hold_their_longest_value() {
     assert_eq!(out.map_lines("m"), vec!["@m[hello, hello world]: 1"], "{out}");
 }
 
-#[test]
+kernel_test!(perf_event_probes_keep_every_update_of_a_firing);
 fn perf_event_probes_keep_every_update_of_a_firing() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = r#"
 let m = map();
 let h = map();
@@ -141,9 +141,9 @@ probe("interval:ms:20", |e| {
     }
 }
 
-#[test]
+kernel_test!(maps_written_from_userspace_take_their_types_from_those_writes);
 fn maps_written_from_userspace_take_their_types_from_those_writes() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = r#"
 let m = map(); let t = map(); let xx = map(); let n = map();
 let NAME = "configured";
@@ -163,9 +163,9 @@ probe("BEGIN", || {
     assert_eq!(out.map_lines("n"), vec!["@n[configured]: 3"], "{out}");
 }
 
-#[test]
+kernel_test!(userspace_string_keys_steer_a_kernel_filter);
 fn userspace_string_keys_steer_a_kernel_filter() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let comm = unique_comm();
     let src = r#"
 let watch = map();
@@ -183,9 +183,9 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| {
     assert_eq!(out.map_lines("seen"), vec![format!("@seen[{comm}]: 4")], "{out}");
 }
 
-#[test]
+kernel_test!(exit_ends_the_probe_at_once);
 fn exit_ends_the_probe_at_once() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = getppid_script(
         "let m = map();",
         r#"m[1] = 1;
@@ -201,9 +201,9 @@ fn exit_ends_the_probe_at_once() {
     assert_eq!(out.map_lines("m"), vec!["@m[1]: 1"], "{out}");
 }
 
-#[test]
+kernel_test!(syscall_struct_pointers_are_read_from_user_memory);
 fn syscall_struct_pointers_are_read_from_user_memory() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = fill(
         r#"
 let me = __ME__;
@@ -229,9 +229,9 @@ probe("tracepoint:syscalls:sys_enter_clock_nanosleep", |e| {
     assert_eq!(got, vec!["@got[nsec]: 234567", "@got[sec]: 1"], "{out}");
 }
 
-#[test]
+kernel_test!(array_and_pointer_fields_are_indexed);
 fn array_and_pointer_fields_are_indexed() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = fill(
         r#"
 let me = __ME__;
@@ -257,9 +257,9 @@ probe("tracepoint:raw_syscalls:sys_enter", |e| {
     assert_eq!(arr, vec!["@arr[0]: 100000", "@arr[1]: 77", "@arr[2]: 0"], "{out}");
 }
 
-#[test]
+kernel_test!(argv_elements_are_strings);
 fn argv_elements_are_strings() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let dir = TempDir::new();
     let exe = dir.true_named(&format!("rtt_{}", token()));
     let path = exe.to_str().unwrap().to_string();
@@ -287,9 +287,9 @@ probe("tracepoint:syscalls:sys_enter_execve", |e| {
     assert_eq!(out.map_lines("m"), vec!["@m[alpha]: 1"], "{out}");
 }
 
-#[test]
+kernel_test!(kernel_bools_stay_bools_and_stack_limits_may_be_constants);
 fn kernel_bools_stay_bools_and_stack_limits_may_be_constants() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = getppid_script(
         "let N = 1;\nlet m = map();",
         r#"let b = if e.pid > 0 { true } else { false };
@@ -312,9 +312,9 @@ fn kernel_bools_stay_bools_and_stack_limits_may_be_constants() {
     assert_eq!(frames.len(), 1, "e.ustack(N) with N = 1: {frames:?}\n{out}");
 }
 
-#[test]
+kernel_test!(integer_arguments_read_as_bpftrace_reads_positionals);
 fn integer_arguments_read_as_bpftrace_reads_positionals() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = r#"
 let want = parse_int(ARGS[0]);
 let got = map();

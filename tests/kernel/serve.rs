@@ -86,9 +86,9 @@ fn start(extra: &[&str]) -> (Tracer, u16, Zero) {
     (t, port, zero)
 }
 
-#[test]
+kernel_test!(maps_are_served_as_counters_histograms_and_labels);
 fn maps_are_served_as_counters_histograms_and_labels() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let comm = unique_comm();
     let me = tid();
     let (mut t, port, mut zero) = start(&[]);
@@ -161,9 +161,9 @@ fn maps_are_served_as_counters_histograms_and_labels() {
     assert!(out.map_lines("calls").contains(&format!("@calls[{comm}]: 5")), "{out}");
 }
 
-#[test]
+kernel_test!(reset_on_scrape_counts_per_interval);
 fn reset_on_scrape_counts_per_interval() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let me = tid();
     let (t, port, _zero) = start(&[]);
     let series = format!("rtrace_window_total{{key=\"{me}\"}}");
@@ -181,9 +181,9 @@ fn reset_on_scrape_counts_per_interval() {
     assert_eq!(out.code, Some(0), "{out}");
 }
 
-#[test]
+kernel_test!(verbose_reports_probe_overhead_as_text_and_json);
 fn verbose_reports_probe_overhead_as_text_and_json() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let me = tid();
     let src = format!(
         r#"let c = map();
@@ -218,9 +218,9 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| {{ if e.tid == {me} {{ c = co
     assert_eq!(p["ns_per_run"].as_u64().unwrap(), total / runs, "{out}");
 }
 
-#[test]
+kernel_test!(bad_serve_settings_are_clean_errors);
 fn bad_serve_settings_are_clean_errors() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     // A label count that doesn't match the key: named at the map() call.
     let src = "let m = map(\"m\", #{ labels: [\"a\", \"b\"] });\nprobe(\"tracepoint:syscalls:sys_enter_getppid\", |e| { m[e.pid] = count(); });";
     let port = free_port().to_string();
@@ -239,24 +239,14 @@ fn bad_serve_settings_are_clean_errors() {
     assert_tracing_still_works();
 }
 
-/// A tool from the `prometheus` package, or `None` after saying why.
-fn tool(name: &str) -> Option<String> {
-    let found = Command::new(name).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok();
-    if !found {
-        eprintln!("skipped: `{name}` is not installed (scripts/setup.sh installs the prometheus package)");
-    }
-    found.then(|| name.to_string())
-}
-
-#[test]
+kernel_test!(promtool_accepts_the_output, needs: Program("promtool"));
 fn promtool_accepts_the_output() {
-    let Some(_g) = setup() else { return };
-    let Some(promtool) = tool("promtool") else { return };
+    let _g = setup();
     let (t, port, mut zero) = start(&[]);
     getppid_n(2);
     zero.reads(&[8, 4096]);
     let body = metrics(port);
-    let mut child = Command::new(&promtool)
+    let mut child = Command::new("promtool")
         .args(["check", "metrics"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -291,10 +281,9 @@ fn url_encode(s: &str) -> String {
         .collect()
 }
 
-#[test]
+kernel_test!(prometheus_scrapes_rtrace_and_answers_a_query, needs: Program("prometheus"));
 fn prometheus_scrapes_rtrace_and_answers_a_query() {
-    let Some(_g) = setup() else { return };
-    let Some(prometheus) = tool("prometheus") else { return };
+    let _g = setup();
     let comm = unique_comm();
     let (t, port, _zero) = start(&[]);
     getppid_n(7);
@@ -307,7 +296,7 @@ fn prometheus_scrapes_rtrace_and_answers_a_query() {
     );
     let web = free_port();
     let server = Server(
-        Command::new(&prometheus)
+        Command::new("prometheus")
             .arg(format!("--config.file={}", config.display()))
             .arg(format!("--storage.tsdb.path={}", dir.join("data").display()))
             .arg(format!("--web.listen-address=127.0.0.1:{web}"))
@@ -356,9 +345,9 @@ fn poll_getppid(port: u16, series: &str, pred: impl Fn(u64) -> bool) -> u64 {
     }
 }
 
-#[test]
+kernel_test!(exporter_reloads_the_script_on_sighup_and_keeps_the_port);
 fn exporter_reloads_the_script_on_sighup_and_keeps_the_port() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let me = tid();
     let dir = TempDir::new();
     let script = |name: &str| {
@@ -401,9 +390,9 @@ fn exporter_reloads_the_script_on_sighup_and_keeps_the_port() {
     );
 }
 
-#[test]
+kernel_test!(stack_maps_only_when_asked_and_per_map_opt_out);
 fn stack_maps_only_when_asked_and_per_map_opt_out() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let me = tid();
     let src = format!(
         r#"let folded = map("folded", #{{ folded_stacks: true }});

@@ -13,21 +13,14 @@ use crate::common::*;
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/uprobe_target.c");
 
 /// The uprobe fixture compiled into a fresh directory as `rtt_<token>`,
-/// with a text file beside it that a `rtt_*` wildcard also matches; None
-/// (after saying why) without a C compiler.
-fn fixture() -> Option<(TempDir, PathBuf)> {
+/// with a text file beside it that a `rtt_*` wildcard also matches.
+fn fixture() -> (TempDir, PathBuf) {
     let dir = TempDir::new();
     let path = dir.join(&format!("rtt_{}", token()));
-    let out = match Command::new("gcc").args(["-O2", "-o"]).arg(&path).arg(FIXTURE).output() {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("skipped: cannot run gcc: {e}");
-            return None;
-        }
-    };
+    let out = gcc().args(["-O2", "-o"]).arg(&path).arg(FIXTURE).output().expect("cannot run gcc");
     assert!(out.status.success(), "gcc failed:\n{}", String::from_utf8_lossy(&out.stderr));
     dir.write("rtt_notes.txt", "not an ELF file\n");
-    Some((dir, path))
+    (dir, path)
 }
 
 fn run_fixture(path: &std::path::Path, n: usize) {
@@ -41,10 +34,10 @@ fn list(args: &[&str]) -> Vec<String> {
     out.lines().iter().map(|l| l.to_string()).collect()
 }
 
-#[test]
+kernel_test!(binary_wildcards_in_uprobe_specs_and_listing, needs: Program("gcc"));
 fn binary_wildcards_in_uprobe_specs_and_listing() {
-    let Some(_g) = setup() else { return };
-    let Some((dir, path)) = fixture() else { return };
+    let _g = setup();
+    let (dir, path) = fixture();
     let p = path.to_str().unwrap();
     let pattern = format!("{}/rtt_*", dir.join("").to_str().unwrap().trim_end_matches('/'));
     // -l: the wildcard matches the binary (the text file is passed over).
@@ -70,10 +63,10 @@ fn binary_wildcards_in_uprobe_specs_and_listing() {
     assert!(out.stderr.contains("no file matches"), "{out}");
 }
 
-#[test]
+kernel_test!(two_probes_on_one_uprobe_run_in_registration_order, needs: Program("gcc"));
 fn two_probes_on_one_uprobe_run_in_registration_order() {
-    let Some(_g) = setup() else { return };
-    let Some((_dir, path)) = fixture() else { return };
+    let _g = setup();
+    let (_dir, path) = fixture();
     let p = path.to_str().unwrap();
     let src = format!(
         r#"probe("uprobe:{p}:rtt_mul", |e| {{ print(`first ${{e.arg0}}`); }});
@@ -93,9 +86,9 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| {{ if e.tid == {tid} {{ print
     assert_eq!(lines, ["first 0", "second 0", "first 1", "second 1", "tp one", "tp two"], "{out}");
 }
 
-#[test]
+kernel_test!(begin_and_end_in_one_spec);
 fn begin_and_end_in_one_spec() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let out =
         run(&["-e", r#"let n = 0; probe("BEGIN,END", || { n += 1; print(`run ${n}`); if n == 1 { exit(); } });"#]);
     assert_eq!(out.code, Some(0), "{out}");
@@ -111,14 +104,11 @@ fn begin_and_end_in_one_spec() {
     assert!(out.stderr.contains("`BEGIN,END` is fine"), "{out}");
 }
 
-#[test]
+kernel_test!(usdt_empty_provider_and_binary_wildcards, needs: Program("gcc"), Sdt);
 fn usdt_empty_provider_and_binary_wildcards() {
-    let Some(_g) = setup() else { return };
-    let Some((dir, path)) = fixture() else { return };
-    if !std::fs::read(&path).unwrap().windows(7).any(|w| w == b"stapsdt") {
-        eprintln!("skipped: <sys/sdt.h> is missing (install systemtap-sdt-dev), so the fixture has no USDT probes");
-        return;
-    }
+    let _g = setup();
+    let (dir, path) = fixture();
+    assert!(std::fs::read(&path).unwrap().windows(7).any(|w| w == b"stapsdt"), "the fixture has USDT probes");
     let p = path.to_str().unwrap();
     let pattern = format!("{}/rtt_*", dir.join("").to_str().unwrap().trim_end_matches('/'));
     assert_eq!(list(&["-l", &format!("usdt:{pattern}:rtt:tick")]), vec![format!("usdt:{p}:rtt:tick")]);
@@ -131,9 +121,9 @@ fn usdt_empty_provider_and_binary_wildcards() {
     assert_eq!(out.map_lines("n"), ["@n[0]: 1", "@n[1]: 1"], "{out}");
 }
 
-#[test]
+kernel_test!(raw_stacks_print_unindented);
 fn raw_stacks_print_unindented() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = format!(
         r#"probe("tracepoint:raw_syscalls:sys_enter", |e| {{ if e.tid == {} && e.args.id == 110 {{ print(e.kstack("raw", 3)); print("end"); }} }});"#,
         tid()
@@ -155,9 +145,9 @@ fn raw_stacks_print_unindented() {
     }
 }
 
-#[test]
+kernel_test!(zeroed_histogram_prints_at_exit);
 fn zeroed_histogram_prints_at_exit() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = format!(
         r#"let h = map(); let c = map();
 probe("tracepoint:syscalls:sys_enter_getppid", |e| {{ if e.tid == {} {{ h = hist(3); c[1] = count(); }} }});
@@ -189,9 +179,9 @@ probe("END", || {{ h.zero(); }});"#,
     }
 }
 
-#[test]
+kernel_test!(strncmp_and_strcontains_on_runtime_strings);
 fn strncmp_and_strcontains_on_runtime_strings() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let dir = TempDir::new();
     let tok = token();
     let src = format!(
@@ -233,9 +223,9 @@ probe("tracepoint:syscalls:sys_enter_openat", |e| {{
     assert_eq!(prints, ["false", "false", "true"], "{out}");
 }
 
-#[test]
+kernel_test!(buf_reads_bytes_and_prints_them_escaped);
 fn buf_reads_bytes_and_prints_them_escaped() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = format!(
         r#"probe("tracepoint:syscalls:sys_enter_write", |e| {{
     if e.tid == {} {{
@@ -263,16 +253,12 @@ fn buf_reads_bytes_and_prints_them_escaped() {
     assert_eq!(lines, [r"\x01\x02a\x00\xff ", r"\x01\x02|\x01\x02a\x00\xff "], "{out}");
 }
 
+kernel_test!(kptr_casts_an_integer_to_a_kernel_union_pointer, needs: Arch("x86_64"));
 /// `kptr(v, "union NAME")`: unions as structs. `union sigval` (`int
 /// sival_int; void *sival_ptr;`) laid over the `si` slot of the call's
 /// `struct pt_regs` (offset 104 on x86_64) reads lseek's offset.
-#[test]
 fn kptr_casts_an_integer_to_a_kernel_union_pointer() {
-    let Some(_g) = setup() else { return };
-    if !cfg!(target_arch = "x86_64") {
-        eprintln!("skipped: the pt_regs offset of si is x86_64's");
-        return;
-    }
+    let _g = setup();
     let src = fill(
         r#"let seen = map();
 probe("rawtracepoint:sys_enter", |e| {
@@ -303,9 +289,9 @@ probe("rawtracepoint:sys_enter", |e| {
     }
 }
 
-#[test]
+kernel_test!(kptr_casts_an_integer_to_a_kernel_struct_pointer);
 fn kptr_casts_an_integer_to_a_kernel_struct_pointer() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     // rawtracepoint:sys_enter: arg0 is the `struct pt_regs *` of the call,
     // arg1 its number; lseek(fd, offset, whence) has them in di, si, dx.
     let src = format!(
@@ -343,15 +329,9 @@ probe("rawtracepoint:sys_enter", |e| {{
     assert!(bad.stderr.contains("no struct no_such_rtt"), "{bad}");
 }
 
-#[test]
+kernel_test!(kptr_on_kernel_function_arguments, needs: Kprobes);
 fn kptr_on_kernel_function_arguments() {
-    let Some(_g) = setup() else { return };
-    if !std::path::Path::new("/sys/bus/event_source/devices/kprobe").exists() {
-        eprintln!(
-            "skipped: this kernel has no kprobes (CONFIG_KPROBES is off); kptr() is checked on rawtracepoint:sys_enter"
-        );
-        return;
-    }
+    let _g = setup();
     // do_sys_openat2(int dfd, const char *filename, struct open_how *how).
     let src = format!(
         r#"probe("kprobe:do_sys_openat2", |e| {{ if e.tid == {} {{ let how = kptr(e.arg2, "struct open_how"); let f = how.flags; print(`flags ${{f}}`); }} }});"#,
@@ -365,9 +345,9 @@ fn kptr_on_kernel_function_arguments() {
     assert!(out.lines().iter().any(|l| l.starts_with("flags ")), "{out}");
 }
 
-#[test]
+kernel_test!(a_kernel_let_after_userspace_statements_keeps_their_scope);
 fn a_kernel_let_after_userspace_statements_keeps_their_scope() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = format!(
         r#"probe("tracepoint:syscalls:sys_enter_getppid", |e| {{
     if e.tid == {} {{

@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use crate::common::*;
 
-#[test]
+kernel_test!(print_with_interpolation_runs_once_per_event);
 fn print_with_interpolation_runs_once_per_event() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let comm = unique_comm();
     let me = tid();
     let src = fill(
@@ -34,9 +34,9 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| {
     assert_eq!(evs, vec![want.as_str(); 3], "{out}");
 }
 
-#[test]
+kernel_test!(userspace_sees_kernel_lets_as_at_the_event);
 fn userspace_sees_kernel_lets_as_at_the_event() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let mut z = Zero::open();
     let src = fill(
         r#"
@@ -66,9 +66,9 @@ probe("tracepoint:syscalls:sys_enter_read", |e| {
 // ---------------------------------------------------------------------------
 // print / printf / interpolation with captured values
 
-#[test]
+kernel_test!(print_and_printf_of_captured_strings_and_ints);
 fn print_and_printf_of_captured_strings_and_ints() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     // A comm shorter than 8 so that `%-8s` has to pad it.
     let comm = format!("r{}", &token()[..4]);
     set_comm(&comm);
@@ -106,9 +106,9 @@ probe("tracepoint:syscalls:sys_enter_openat", |e| {
 // ---------------------------------------------------------------------------
 // Kernel `if` guards userspace statements
 
-#[test]
+kernel_test!(kernel_if_sends_records_only_when_taken);
 fn kernel_if_sends_records_only_when_taken() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let mut z = Zero::open();
     let src = fill(
         r#"
@@ -154,9 +154,9 @@ probe("END", || { print(`n=${n}`); });
 // ---------------------------------------------------------------------------
 // Kernel lets are captured at the event; maps are read when userspace runs
 
-#[test]
+kernel_test!(map_reads_in_userspace_are_as_at_the_event_and_loops_poll_the_map);
 fn map_reads_in_userspace_are_as_at_the_event_and_loops_poll_the_map() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = fill(
         r#"
 let m = map();
@@ -198,9 +198,9 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| {
     assert_eq!(out.map_lines("m"), vec!["@m[0]: 3"], "{out}");
 }
 
-#[test]
+kernel_test!(userspace_let_using_event_fields);
 fn userspace_let_using_event_fields() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = fill(
         r#"
 probe("tracepoint:syscalls:sys_enter_getppid", |e| {
@@ -223,9 +223,9 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| {
     assert_eq!(out.stderr, "", "{out}");
 }
 
-#[test]
+kernel_test!(string_method_on_an_event_field_runs_in_userspace);
 fn string_method_on_an_event_field_runs_in_userspace() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let comm = unique_comm();
     let src = fill(
         r#"
@@ -246,9 +246,9 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| {
     assert_eq!(out.code, Some(0), "{out}");
 }
 
-#[test]
+kernel_test!(if_on_a_string_method_of_an_event_field_runs_in_userspace);
 fn if_on_a_string_method_of_an_event_field_runs_in_userspace() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let comm = unique_comm();
     let src = fill(
         r#"
@@ -277,9 +277,9 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| {
 // ---------------------------------------------------------------------------
 // system()
 
-#[test]
+kernel_test!(system_is_refused_without_unsafe);
 fn system_is_refused_without_unsafe() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = fill(
         r#"
 probe("BEGIN", || { print("begin ran"); });
@@ -297,9 +297,9 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| {
     assert!(!out.stdout.contains("begin ran"), "nothing may run\n{out}");
 }
 
-#[test]
+kernel_test!(system_runs_with_unsafe_in_call_order);
 fn system_runs_with_unsafe_in_call_order() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let x = token();
     let src = fill(
         r#"
@@ -338,9 +338,9 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| {
     }
 }
 
-#[test]
+kernel_test!(system_output_requested_before_exit_is_not_lost);
 fn system_output_requested_before_exit_is_not_lost() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let x = token();
     let src = fill(
         r#"
@@ -372,9 +372,9 @@ fn userspace_ending(body: &str) -> Outcome {
     run_to_end(&["-d", "30s", "-e", &src], &[], || getppid_n(1), EXIT_TIMEOUT)
 }
 
-#[test]
+kernel_test!(exit_fail_and_assert_from_userspace);
 fn exit_fail_and_assert_from_userspace() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let fail_msg = format!("budget-{}", token());
     let assert_msg = format!("x-{}", token());
     let soon = Some(Duration::from_secs(20));
@@ -437,9 +437,9 @@ fn exit_fail_and_assert_from_userspace() {
 // ---------------------------------------------------------------------------
 // every() and after()
 
-#[test]
+kernel_test!(every_and_after_run_the_right_number_of_times);
 fn every_and_after_run_the_right_number_of_times() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = r#"
 let ticks = 0;
 let afters = 0;
@@ -461,9 +461,9 @@ probe("END", || { print(`ticks=${ticks} afters=${afters}`); });
     assert!(out.line_index("tick 2").unwrap() < a && a < out.line_index("tick 3").unwrap(), "{out}");
 }
 
-#[test]
+kernel_test!(after_does_not_run_past_the_end);
 fn after_does_not_run_past_the_end() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = r#"
 let afters = 0;
 after("250ms", || { afters += 1; print("after ran"); });
@@ -500,9 +500,9 @@ probe("tracepoint:syscalls:sys_enter_getpid", |e| {
     )
 }
 
-#[test]
+kernel_test!(userspace_runtime_error_stops_the_run);
 fn userspace_runtime_error_stops_the_run() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = runtime_error_script();
     let mut t = Tracer::start(&["-d", "30s", "-e", &src]);
     t.wait_attached();
@@ -521,9 +521,9 @@ fn userspace_runtime_error_stops_the_run() {
     assert!(out.stdout.contains("before "), "{out}");
 }
 
-#[test]
+kernel_test!(userspace_runtime_errors_are_counted_with_keep_going);
 fn userspace_runtime_errors_are_counted_with_keep_going() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = runtime_error_script();
     let mut t = Tracer::start(&["--keep-going", "-e", &src]);
     t.wait_attached();
@@ -550,9 +550,9 @@ fn userspace_runtime_errors_are_counted_with_keep_going() {
 // ---------------------------------------------------------------------------
 // Kernel statements can't use userspace values
 
-#[test]
+kernel_test!(kernel_statement_using_a_userspace_value_names_both_places);
 fn kernel_statement_using_a_userspace_value_names_both_places() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = fill(
         r#"
 let c = map();
@@ -576,9 +576,9 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| {
 // ---------------------------------------------------------------------------
 // Latency of a lone event
 
-#[test]
+kernel_test!(a_lone_event_is_delivered_without_waiting_for_more);
 fn a_lone_event_is_delivered_without_waiting_for_more() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = fill(
         r#"
 probe("tracepoint:syscalls:sys_enter_getppid", |e| {

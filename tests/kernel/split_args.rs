@@ -27,9 +27,9 @@ probe("tracepoint:syscalls:sys_enter_openat", |e| {
     t.interrupt_and_finish()
 }
 
-#[test]
+kernel_test!(bare_args_is_an_object_map_of_every_field_with_pointers_as_numbers);
 fn bare_args_is_an_object_map_of_every_field_with_pointers_as_numbers() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let dir = TempDir::new();
     let path = dir.join(&format!("args-{}", token()));
     let out = open_traced("let a = e.args; print(`args ${a}`);", &path, "args");
@@ -42,9 +42,9 @@ fn bare_args_is_an_object_map_of_every_field_with_pointers_as_numbers() {
     assert!(!line.contains(&path.display().to_string()), "filename is a pointer, not the string: {line}");
 }
 
-#[test]
+kernel_test!(args_passed_to_a_function_holds_named_fields_as_strings);
 fn args_passed_to_a_function_holds_named_fields_as_strings() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let dir = TempDir::new();
     let path = dir.join(&format!("args-{}", token()));
     let out = open_traced("print(describe(e.args)); print(`name ${e.args.filename}`);", &path, "name");

@@ -48,9 +48,9 @@ fn printed(out: &Outcome) -> Vec<String> {
     out.lines().into_iter().filter(|l| l.starts_with("> ")).map(str::to_string).collect()
 }
 
-#[test]
+kernel_test!(a_variable_changed_in_userspace_keeps_its_value_in_later_statements);
 fn a_variable_changed_in_userspace_keeps_its_value_in_later_statements() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let out = both(
         &[],
         r#"        let name = "lseek";
@@ -64,9 +64,9 @@ fn a_variable_changed_in_userspace_keeps_its_value_in_later_statements() {
     assert_eq!(printed(&out), vec!["> LSEEK 5 x!", "> LSEEK 12 x!"], "{out}");
 }
 
-#[test]
+kernel_test!(a_return_decided_in_userspace_guards_the_kernel_statements_after_it);
 fn a_return_decided_in_userspace_guards_the_kernel_statements_after_it() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let out = both(
         &["seen", "kept"],
         r#"        seen[e.args.offset] = 1;
@@ -78,9 +78,9 @@ fn a_return_decided_in_userspace_guards_the_kernel_statements_after_it() {
     assert_eq!(out.map_lines("seen").len(), 3, "{out}");
 }
 
-#[test]
+kernel_test!(a_map_read_in_userspace_sees_the_map_as_at_that_point_of_the_event);
 fn a_map_read_in_userspace_sees_the_map_as_at_that_point_of_the_event() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let out = both(
         &["start"],
         r#"        start[e.tid] = e.args.offset + 100;
@@ -90,9 +90,9 @@ fn a_map_read_in_userspace_sees_the_map_as_at_that_point_of_the_event() {
     assert_eq!(printed(&out), vec!["> 105", "> 100", "> 112"], "{out}");
 }
 
-#[test]
+kernel_test!(the_event_escapes_whole_through_aliases_closures_and_functions);
 fn the_event_escapes_whole_through_aliases_closures_and_functions() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let out = both(
         &[],
         r#"        let ev = e;
@@ -103,9 +103,9 @@ fn the_event_escapes_whole_through_aliases_closures_and_functions() {
     assert_eq!(printed(&out), vec!["> 5 3 1 1 1", "> 0 2 0 0 0", "> 12 4 2 2 2"], "{out}");
 }
 
-#[test]
+kernel_test!(the_time_of_an_event_is_read_once);
 fn the_time_of_an_event_is_read_once() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let out = both(
         &["t"],
         r#"        let a = e.nsecs;
@@ -115,9 +115,9 @@ fn the_time_of_an_event_is_read_once() {
     assert_eq!(printed(&out), vec!["> true 0 0"; 3], "{out}");
 }
 
-#[test]
+kernel_test!(a_userspace_store_with_a_string_key_types_the_map);
 fn a_userspace_store_with_a_string_key_types_the_map() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let out = both(
         &["sizes"],
         r#"        let n = `${e.args.offset}`.len();
@@ -126,9 +126,9 @@ fn a_userspace_store_with_a_string_key_types_the_map() {
     assert_eq!(out.map_lines("sizes"), vec![format!("@sizes[{}]: 2", comm())], "{out}");
 }
 
-#[test]
+kernel_test!(a_division_by_zero_in_a_kernel_statement_is_a_located_runtime_error);
 fn a_division_by_zero_in_a_kernel_statement_is_a_located_runtime_error() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     for no_split in [false, true] {
         let out = run_closure(&["q"], "        q[e.args.offset] = 100 / e.args.whence;", no_split, &["--keep-going"]);
         // (The script's own exit() decides the exit status here.)
@@ -139,9 +139,9 @@ fn a_division_by_zero_in_a_kernel_statement_is_a_located_runtime_error() {
     }
 }
 
-#[test]
+kernel_test!(an_aggregation_that_depends_on_userspace_is_refused_before_attaching);
 fn an_aggregation_that_depends_on_userspace_is_refused_before_attaching() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = r#"let m = map();
 probe("tracepoint:syscalls:sys_enter_lseek", |e| {
     let name = e.comm;
@@ -153,9 +153,9 @@ probe("tracepoint:syscalls:sys_enter_lseek", |e| {
     assert!(err.starts_with("-e:5:7: error:") && err.contains("`name` is computed in userspace at 4:5"), "{err}");
 }
 
-#[test]
+kernel_test!(top_level_constants_are_global_in_functions_every_callback_calls);
 fn top_level_constants_are_global_in_functions_every_callback_calls() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     // docs/language.md: a top-level `const` is `global::NAME` in script
     // functions, whichever callback calls them.
     let src = format!(

@@ -29,9 +29,9 @@ probe("END", || { __END__ });
     t.interrupt_and_finish()
 }
 
-#[test]
+kernel_test!(loops_arrays_strings_closures_switch_and_try_run_in_userspace);
 fn loops_arrays_strings_closures_switch_and_try_run_in_userspace() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let out = run_probe(
         "let xs = [100, 300, 500];",
         r#"
@@ -56,9 +56,9 @@ fn loops_arrays_strings_closures_switch_and_try_run_in_userspace() {
     assert!(out.line_index("ev a*b*c* [300] four boom true").is_some(), "{out}");
 }
 
-#[test]
+kernel_test!(object_maps_at_the_top_level_are_state_shared_with_end);
 fn object_maps_at_the_top_level_are_state_shared_with_end() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let out = run_probe(
         "let per = #{}; let n = 0;",
         r#"
@@ -76,9 +76,9 @@ fn object_maps_at_the_top_level_are_state_shared_with_end() {
     assert!(out.line_index("end n=3 keys=1 total=3").is_some(), "{out}");
 }
 
-#[test]
+kernel_test!(the_event_is_a_whole_value_for_script_functions);
 fn the_event_is_a_whole_value_for_script_functions() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let me = tid();
     let out = run_probe(
         "fn describe(ev) { `${ev.tid}:${ev.nsecs > 0}` }",
@@ -93,9 +93,9 @@ fn the_event_is_a_whole_value_for_script_functions() {
     assert!(out.line_index(&format!("ev {me}:true true map")).is_some(), "{out}");
 }
 
-#[test]
+kernel_test!(modules_imported_at_the_top_level_work_in_probes_end_and_timers);
 fn modules_imported_at_the_top_level_work_in_probes_end_and_timers() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let out = run_probe(
         r#"import "fmt" as f; every("50ms", || { print(`timer ${f::bytes(2048)}`); });"#,
         r#"print(`ev ${f::bytes(1024)}`);"#,
@@ -107,9 +107,9 @@ fn modules_imported_at_the_top_level_work_in_probes_end_and_timers() {
     assert!(out.line_index("end 4.0 KiB").is_some(), "{out}");
 }
 
-#[test]
+kernel_test!(exit_from_userspace_runs_no_further_event_callbacks);
 fn exit_from_userspace_runs_no_further_event_callbacks() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     // The condition needs userspace (`n`), so exit() runs there; the other
     // 39 events are already queued when it does.
     let out = run_probe("let n = 0;", r#"n += 1; print(`ev ${n}`); if n >= 1 { exit(); }"#, r#"print("end ran");"#, 40);
@@ -119,9 +119,9 @@ fn exit_from_userspace_runs_no_further_event_callbacks() {
     assert!(out.line_index("end ran").is_some(), "END runs after exit()\n{out}");
 }
 
-#[test]
+kernel_test!(str_of_a_kernel_pointer_in_a_userspace_position_is_read_by_the_kernel);
 fn str_of_a_kernel_pointer_in_a_userspace_position_is_read_by_the_kernel() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let dir = TempDir::new();
     let path = dir.join(&format!("split-{}", token()));
     let src = fill(
@@ -147,9 +147,9 @@ probe("tracepoint:syscalls:sys_enter_openat", |e| {
     assert!(out.line_index(&len).is_some(), "{out}");
 }
 
-#[test]
+kernel_test!(explain_says_where_each_statement_runs_and_why);
 fn explain_says_where_each_statement_runs_and_why() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let out = run(&[
         "--explain",
         "-e",

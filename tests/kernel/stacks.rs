@@ -29,25 +29,18 @@ struct Fixture {
 }
 
 impl Fixture {
-    /// None (after printing why) when there is no C compiler.
-    fn build() -> Option<Fixture> {
+    fn build() -> Fixture {
         let dir = TempDir::new();
         let name = format!("rtt_{}", token());
         let path = dir.join(&name);
-        let out = match Command::new("gcc")
+        let out = gcc()
             .args(["-O0", "-fno-omit-frame-pointer", "-g", "-o"])
             .arg(&path)
             .arg(FIXTURE)
             .output()
-        {
-            Ok(o) => o,
-            Err(e) => {
-                eprintln!("skipped: cannot run gcc: {e}");
-                return None;
-            }
-        };
+            .expect("cannot run gcc");
         assert!(out.status.success(), "gcc failed:\n{}", String::from_utf8_lossy(&out.stderr));
-        Some(Fixture { _dir: dir, path, name })
+        Fixture { _dir: dir, path, name }
     }
 
     /// Virtual address and size of function `name` in the binary (`nm -S`).
@@ -220,10 +213,10 @@ fn trace_fixture(
 // ---------------------------------------------------------------------------
 // 1. ustack from a tracepoint
 
-#[test]
+kernel_test!(ustack_printed_and_as_map_key_names_the_call_chain, needs: Program("gcc"));
 fn ustack_printed_and_as_map_key_names_the_call_chain() {
-    let Some(_g) = setup() else { return };
-    let Some(fx) = Fixture::build() else { return };
+    let _g = setup();
+    let fx = Fixture::build();
     let src = fixture_script(&fx, "let s = map();", "s[e.ustack] = count();\n        print(`USTACK${e.ustack}`);");
     let out = trace_fixture(&src, &[], 1, |t| {
         let mut h = fx.hold(&["calls", "5", "hold"]);
@@ -285,10 +278,10 @@ fn check_kernel_stack(def: &[String], raw: &[String], perf: &[String], k3: &[Str
     assert!(k3.len() <= 3 && def.len() >= 3 && k3 == &def[..3], "kstack(3) is {k3:?}, full {def:?}\n{out}");
 }
 
-#[test]
+kernel_test!(kstack_map_keys_with_limit_and_modes, needs: Program("gcc"));
 fn kstack_map_keys_with_limit_and_modes() {
-    let Some(_g) = setup() else { return };
-    let Some(fx) = Fixture::build() else { return };
+    let _g = setup();
+    let fx = Fixture::build();
     let ks = Kallsyms::load();
     let src = fixture_script(
         &fx,
@@ -313,10 +306,10 @@ fn kstack_map_keys_with_limit_and_modes() {
     check_kernel_stack(&def, &raw, &perf, &k3, &ks, &out);
 }
 
-#[test]
+kernel_test!(kstack_limit_and_modes_printed_from_userspace, needs: Program("gcc"));
 fn kstack_limit_and_modes_printed_from_userspace() {
-    let Some(_g) = setup() else { return };
-    let Some(fx) = Fixture::build() else { return };
+    let _g = setup();
+    let fx = Fixture::build();
     let ks = Kallsyms::load();
     // One variant per probe: each probe's record carries one kstack.
     let mut src = String::new();
@@ -342,13 +335,13 @@ fn kstack_limit_and_modes_printed_from_userspace() {
     check_kernel_stack(&get("KDEF"), &get("KRAW"), &get("KPERF"), &get("K3"), &ks, &out);
 }
 
+kernel_test!(kstack_variants_in_one_probe_stay_distinct, needs: Program("gcc"));
 /// Several kstack shapes printed by one probe: each statement must get the
 /// stack it asked for (limit, mode), not one shared value. (A known problem
 /// in docs/stacks.md: all of them print as the last one captured.)
-#[test]
 fn kstack_variants_in_one_probe_stay_distinct() {
-    let Some(_g) = setup() else { return };
-    let Some(fx) = Fixture::build() else { return };
+    let _g = setup();
+    let fx = Fixture::build();
     let ks = Kallsyms::load();
     let src = fixture_script(
         &fx,
@@ -367,12 +360,12 @@ fn kstack_variants_in_one_probe_stay_distinct() {
     check_kernel_stack(&get("KDEF"), &get("KRAW"), &get("KPERF"), &get("K3"), &ks, &out);
 }
 
+kernel_test!(kstack_limit_then_mode_printed_from_userspace, needs: Program("gcc"));
 /// `e.kstack(LIMIT, MODE)`: the kernel side takes the arguments in either
 /// order; a userspace statement must too.
-#[test]
 fn kstack_limit_then_mode_printed_from_userspace() {
-    let Some(_g) = setup() else { return };
-    let Some(fx) = Fixture::build() else { return };
+    let _g = setup();
+    let fx = Fixture::build();
     let src = fixture_script(
         &fx,
         "let m = map();",
@@ -452,10 +445,10 @@ fn parse_folded(line: &str) -> (String, i64) {
     (frames.to_string(), n)
 }
 
-#[test]
+kernel_test!(profile_ustack_folded_output, needs: Program("gcc"));
 fn profile_ustack_folded_output() {
-    let Some(_g) = setup() else { return };
-    let Some(fx) = Fixture::build() else { return };
+    let _g = setup();
+    let fx = Fixture::build();
     let (folded, total, out) = profile_fixture(&fx);
     assert!(total >= 20, "too few samples of a 1.5 s spin at 99 Hz: {total}\n{out}");
     let parsed: Vec<(String, i64)> = folded.iter().map(|l| parse_folded(l)).collect();
@@ -470,9 +463,9 @@ fn profile_ustack_folded_output() {
 // ---------------------------------------------------------------------------
 // 4. ksym / usym
 
-#[test]
+kernel_test!(ksym_in_the_kernel_of_a_function_pointer);
 fn ksym_in_the_kernel_of_a_function_pointer() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let ks = Kallsyms::load();
     let src = r#"let f = map();
 probe("tracepoint:timer:hrtimer_start", |e| {
@@ -511,9 +504,9 @@ probe("tracepoint:timer:hrtimer_start", |e| {
     }
 }
 
-#[test]
+kernel_test!(ksym_in_userspace_of_kallsyms_addresses);
 fn ksym_in_userspace_of_kallsyms_addresses() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let ks = Kallsyms::load();
     let picks: Vec<(&str, u64)> =
         ["do_sys_openat2", "vfs_read", "hrtimer_wakeup", "tick_nohz_handler", "schedule", "do_syscall_64"]
@@ -533,10 +526,10 @@ fn ksym_in_userspace_of_kallsyms_addresses() {
     assert_eq!(got, want, "{out}");
 }
 
-#[test]
+kernel_test!(usym_of_the_fixtures_functions, needs: Program("gcc"));
 fn usym_of_the_fixtures_functions() {
-    let Some(_g) = setup() else { return };
-    let Some(fx) = Fixture::build() else { return };
+    let _g = setup();
+    let fx = Fixture::build();
     let h = fx.hold(&["calls", "0", "hold"]);
     let base = load_base(h.pid, &fx.path);
     let (inner, inner_size) = fx.nm("inner");
@@ -564,13 +557,13 @@ fn usym_of_the_fixtures_functions() {
 // ---------------------------------------------------------------------------
 // 5. A process that exits right after its event
 
+kernel_test!(ustack_of_a_process_that_exited_is_symbolized, needs: Program("gcc"));
 /// The fixture makes one getppid from inner and `_exit`s at once; rtrace
 /// symbolizes when it handles the record, when the process may be gone.
 /// The stacks must still name the functions.
-#[test]
 fn ustack_of_a_process_that_exited_is_symbolized() {
-    let Some(_g) = setup() else { return };
-    let Some(fx) = Fixture::build() else { return };
+    let _g = setup();
+    let fx = Fixture::build();
     let (_, inner_size) = fx.nm("inner");
     let src = fixture_script(&fx, "", "print(`USTACK${e.ustack}`);");
     let runs = 3;
@@ -606,12 +599,12 @@ fn ustack_of_a_process_that_exited_is_symbolized() {
 // ---------------------------------------------------------------------------
 // 6. Stack-id collisions are reported
 
+kernel_test!(stack_id_collisions_are_reported, needs: Program("gcc"));
 /// `RTRACE_STACK_ENTRIES=16` and 200 distinct user stacks: the stacks the
 /// kernel could not store show as bracketed reasons, and stderr says so.
-#[test]
 fn stack_id_collisions_are_reported() {
-    let Some(_g) = setup() else { return };
-    let Some(fx) = Fixture::build() else { return };
+    let _g = setup();
+    let fx = Fixture::build();
     let src = fixture_script(
         &fx,
         "let s = map();\nlet total = map();",
@@ -651,12 +644,12 @@ fn stack_id_collisions_are_reported() {
     );
 }
 
+kernel_test!(stack_loss_report_counts_the_lost_events, needs: Program("gcc"));
 /// The loss report counts lost stacks by events: a map-only script that lost
 /// N events' stacks to collisions says N, not the number of printed keys.
-#[test]
 fn stack_loss_report_counts_the_lost_events() {
-    let Some(_g) = setup() else { return };
-    let Some(fx) = Fixture::build() else { return };
+    let _g = setup();
+    let fx = Fixture::build();
     let src = fixture_script(&fx, "let s = map();", "s[e.ustack] = count();");
     let out = trace_fixture(&src, &[("RTRACE_STACK_ENTRIES", "16")], 1, |_| {
         let mut h = fx.hold(&["recurse", "200", "hold"]);
@@ -676,12 +669,12 @@ fn stack_loss_report_counts_the_lost_events() {
     assert_eq!(reported, Some(lost), "events whose stacks were lost: {lost}; the report says {reported:?}\n{out}");
 }
 
+kernel_test!(ustack_of_kernel_threads_is_empty);
 /// A kernel thread (or the idle task) has no user stack: bpftrace shows an
 /// empty `ustack` for it (`@u[]: N`), not an error, and says nothing on
 /// stderr.
-#[test]
 fn ustack_of_kernel_threads_is_empty() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     // Kernel threads that switch out every now and then, even on a busy machine.
     let src = r#"let u = map();
 probe("tracepoint:sched:sched_switch", |e| {
@@ -693,7 +686,7 @@ probe("tracepoint:sched:sched_switch", |e| {
     assert_eq!(out.code, Some(0), "{out}");
     let keys = stack_map_entries(&out.stdout, "u");
     if keys.is_empty() {
-        eprintln!("skipped: none of the chosen kernel threads ran in 1 s");
+        inconclusive("none of the chosen kernel threads ran in 1 s");
         return;
     }
     assert!(keys.iter().all(|(f, _)| f.is_empty()), "a kernel thread's user stack should be empty: {keys:?}\n{out}");

@@ -5,9 +5,9 @@
 
 use crate::common::*;
 
-#[test]
+kernel_test!(a_stdlib_join_at_the_scripts_statement_position_still_returns_its_value);
 fn a_stdlib_join_at_the_scripts_statement_position_still_returns_its_value() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     // stdlib/hist.rhai's log2_text ends with `join(lines, "\n")` at 69:5,
     // its value; here 69:5 is a `join()` statement of the script.
     let mut src = String::from("probe(\"BEGIN\", || {\n");
@@ -22,9 +22,9 @@ fn a_stdlib_join_at_the_scripts_statement_position_still_returns_its_value() {
     assert!(!out.stdout.contains("distribution"), "the module's join() printed: {out}");
 }
 
-#[test]
+kernel_test!(a_join_statement_in_an_imported_file_prints);
 fn a_join_statement_in_an_imported_file_prints() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let dir = TempDir::new();
     let module = dir.write(
         "stamp.rhai",

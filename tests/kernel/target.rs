@@ -57,10 +57,10 @@ int main(int argc, char **argv) {
 const COUNT: &str = r#"let m = map();
 probe("tracepoint:syscalls:sys_enter_getppid", |e| { m = count(); });"#;
 
-fn target() -> Option<(TempDir, PathBuf)> {
+fn target() -> (TempDir, PathBuf) {
     let dir = TempDir::new();
-    let bin = build_c(&dir, &format!("rtt_{}", token()), TARGET, &["-O2"])?;
-    Some((dir, bin))
+    let bin = build_c(&dir, &format!("rtt_{}", token()), TARGET, &["-O2"]);
+    (dir, bin)
 }
 
 /// getppid() calls from another thread of this process until dropped: events
@@ -93,10 +93,10 @@ impl Drop for Noise {
     }
 }
 
-#[test]
+kernel_test!(c_misses_none_of_the_commands_first_events, needs: Program("gcc"));
 fn c_misses_none_of_the_commands_first_events() {
-    let Some(_g) = setup() else { return };
-    let Some((_dir, bin)) = target() else { return };
+    let _g = setup();
+    let (_dir, bin) = target();
     let _noise = Noise::start();
     for n in [25, 1, 300] {
         let cmd = format!("{} {n}", bin.display());
@@ -106,13 +106,13 @@ fn c_misses_none_of_the_commands_first_events() {
     }
 }
 
+kernel_test!(c_traces_the_processes_the_command_starts, needs: Program("gcc"));
 /// `-c` follows the command's children at any depth (a shell running the
 /// target twice, one of them from a nested shell), and nothing else: a
 /// process rtrace doesn't start, making the same calls meanwhile, is not counted.
-#[test]
 fn c_traces_the_processes_the_command_starts() {
-    let Some(_g) = setup() else { return };
-    let Some((_dir, bin)) = target() else { return };
+    let _g = setup();
+    let (_dir, bin) = target();
     let b = bin.display();
     let name = bin.file_name().unwrap().to_string_lossy().into_owned();
     let src = r#"let m = map(); probe("tracepoint:syscalls:sys_enter_getppid", |e| { m[e.comm] = count(); });"#;
@@ -133,10 +133,10 @@ fn c_traces_the_processes_the_command_starts() {
     assert_eq!(line, Some(format!("@m[{name}]: 7")), "3 + 4 calls from the command's children only\n{out}");
 }
 
-#[test]
+kernel_test!(c_exit_status_is_the_commands_unless_the_script_decides, needs: Program("gcc"));
 fn c_exit_status_is_the_commands_unless_the_script_decides() {
-    let Some(_g) = setup() else { return };
-    let Some((_dir, bin)) = target() else { return };
+    let _g = setup();
+    let (_dir, bin) = target();
     let b = bin.display();
     // The command's status, with every event counted.
     let out = run(&["-c", &format!("{b} 3 7"), "-e", COUNT]);
@@ -156,10 +156,10 @@ fn c_exit_status_is_the_commands_unless_the_script_decides() {
     assert!(out.stderr.contains("over budget"), "{out}");
 }
 
-#[test]
+kernel_test!(c_ends_when_the_command_ends, needs: Program("gcc"));
 fn c_ends_when_the_command_ends() {
-    let Some(_g) = setup() else { return };
-    let Some((_dir, bin)) = target() else { return };
+    let _g = setup();
+    let (_dir, bin) = target();
     let started = Instant::now();
     let out = Tracer::start(&["-c", &format!("{} 2 0 400", bin.display()), "-e", COUNT])
         .finish_within(Duration::from_secs(10));
@@ -215,10 +215,10 @@ impl Drop for Server {
     }
 }
 
-#[test]
+kernel_test!(p_traces_only_that_process_and_ends_with_it, needs: Program("gcc"));
 fn p_traces_only_that_process_and_ends_with_it() {
-    let Some(_g) = setup() else { return };
-    let Some((_dir, bin)) = target() else { return };
+    let _g = setup();
+    let (_dir, bin) = target();
     let mut a = Server::start(&bin);
     let mut b = Server::start(&bin);
     let _noise = Noise::start();
@@ -236,9 +236,9 @@ fn p_traces_only_that_process_and_ends_with_it() {
     b.end();
 }
 
-#[test]
+kernel_test!(p_of_a_missing_process_is_an_error);
 fn p_of_a_missing_process_is_an_error() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     // A pid that was just reaped is free (pid reuse this fast is unlikely).
     let mut c = Command::new("/bin/true").spawn().unwrap();
     let pid = c.id();
@@ -266,9 +266,9 @@ fn assert_kernel_function_events(spec: &str) {
     assert_eq!(out.map_lines("c"), vec!["@c: 3"], "{out}");
 }
 
-#[test]
+kernel_test!(kprobe_says_why_it_cant_attach_and_what_to_use);
 fn kprobe_says_why_it_cant_attach_and_what_to_use() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     if kprobes_here() {
         assert_kernel_function_events("kprobe:vfs_read");
         return;
@@ -285,9 +285,9 @@ fn kprobe_says_why_it_cant_attach_and_what_to_use() {
     assert_tracing_still_works();
 }
 
-#[test]
+kernel_test!(kprobe_program_passes_the_verifier);
 fn kprobe_program_passes_the_verifier() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = r#"let c = map();
 probe("kprobe:vfs_read", |e| { if e.pid == 1 { c[e.comm] = count(); } });"#;
     let out = run(&["--dry-run", "-e", src]);
@@ -296,17 +296,17 @@ probe("kprobe:vfs_read", |e| { if e.pid == 1 { c[e.comm] = count(); } });"#;
     assert!(!out.has_attach_line(), "{out}");
 }
 
-#[test]
+kernel_test!(unknown_kernel_function_suggests_close_names);
 fn unknown_kernel_function_suggests_close_names() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let out = run(&["-e", r#"probe("kprobe:vfs_raed", |e| { print("x"); });"#]);
     let line = assert_clean_error(&out);
     assert!(line.contains("vfs_raed") && line.contains("did you mean") && line.contains("vfs_read"), "{line}");
 }
 
-#[test]
+kernel_test!(fentry_attaches_or_says_why);
 fn fentry_attaches_or_says_why() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let src = r#"probe("fentry:vfs_read", |e| { print("x"); });"#;
     let out = run(&["-d", "1ms", "-e", src]);
     if out.code == Some(0) && out.has_attach_line() {

@@ -15,11 +15,11 @@ use crate::common::*;
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/uprobe_target.c");
 
 /// The uprobe fixture built under a unique name (so only this test's runs hit its probes).
-fn fixture() -> Option<(TempDir, PathBuf)> {
+fn fixture() -> (TempDir, PathBuf) {
     let dir = TempDir::new();
     let src = std::fs::read_to_string(FIXTURE).unwrap();
-    let bin = build_c(&dir, &format!("rtt_{}", token()), &src, &["-O2"])?;
-    Some((dir, bin))
+    let bin = build_c(&dir, &format!("rtt_{}", token()), &src, &["-O2"]);
+    (dir, bin)
 }
 
 /// Run the fixture with N rounds.
@@ -73,9 +73,9 @@ fn bcc_hist_total(text: &str) -> u64 {
         .sum()
 }
 
-#[test]
+kernel_test!(list_tools_and_help);
 fn list_tools_and_help() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let out = run(&["--list-tools"]);
     assert_eq!(out.code, Some(0), "{out}");
     let names: Vec<&str> = out.stdout.lines().filter_map(|l| l.split_whitespace().next()).collect();
@@ -94,9 +94,9 @@ fn list_tools_and_help() {
     }
 }
 
-#[test]
+kernel_test!(bad_tool_arguments_are_one_line_errors);
 fn bad_tool_arguments_are_one_line_errors() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let cases: &[(&[&str], &[&str])] = &[
         (&["argdist", "-C", "x:c:write"], &["argdist: error parsing probe 'x:c:write': probe type must be"]),
         (&["argdist", "-C", "p:c:write(int fd):int:fdx"], &["unknown name 'fdx'"]),
@@ -115,22 +115,18 @@ fn bad_tool_arguments_are_one_line_errors() {
     assert_usage_errors(cases);
 }
 
-#[test]
+kernel_test!(argdist_kernel_function_names_the_tracepoint, needs: NoKprobes);
 fn argdist_kernel_function_names_the_tracepoint() {
-    let Some(_g) = setup() else { return };
-    if std::path::Path::new("/sys/bus/event_source/devices/kprobe/type").exists() {
-        eprintln!("skipped: this kernel has kprobes");
-        return;
-    }
+    let _g = setup();
     let out = run(&["argdist", "-C", "p::do_sys_openat2(int dfd):int:dfd"]);
     let line = assert_clean_error(&out);
     assert!(line.contains("tracepoint:syscalls:sys_enter_openat"), "{line}");
 }
 
-#[test]
+kernel_test!(argdist_counts_and_histograms_of_a_programs_calls, needs: Program("gcc"));
 fn argdist_counts_and_histograms_of_a_programs_calls() {
-    let Some(_g) = setup() else { return };
-    let Some((_d, bin)) = fixture() else { return };
+    let _g = setup();
+    let (_d, bin) = fixture();
     let b = bin.to_str().unwrap();
     let count = format!("p:{b}:rtt_add(int a, int b):int:b");
     let pair = format!("r:{b}:rtt_add(int a, int b):int,int:$entry(a),$retval:$retval>10#sums");
@@ -168,14 +164,11 @@ fn argdist_counts_and_histograms_of_a_programs_calls() {
     assert!(text.contains("     $latency            : count     distribution\n"), "{out}");
 }
 
-#[test]
+kernel_test!(argdist_usdt_arguments, needs: Program("gcc"), Sdt);
 fn argdist_usdt_arguments() {
-    let Some(_g) = setup() else { return };
-    let Some((_d, bin)) = fixture() else { return };
-    if !std::fs::read(&bin).unwrap().windows(7).any(|w| w == b"stapsdt") {
-        eprintln!("skipped: <sys/sdt.h> is missing (install systemtap-sdt-dev)");
-        return;
-    }
+    let _g = setup();
+    let (_d, bin) = fixture();
+    assert!(std::fs::read(&bin).unwrap().windows(7).any(|w| w == b"stapsdt"), "the fixture has USDT probes");
     let spec = format!("u:{}:tick:long,char*:arg3,arg2", bin.display());
     let t = start_tool(&["argdist", "-i", "1", "-C", &spec]);
     run_fixture(&bin, 6);
@@ -185,9 +178,9 @@ fn argdist_usdt_arguments() {
     }
 }
 
-#[test]
+kernel_test!(argdist_libc_calls_and_tracepoints_of_one_process);
 fn argdist_libc_calls_and_tracepoints_of_one_process() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let me = pid().to_string();
     let t = start_tool(&["argdist", "-p", &me, "-i", "1", "-C", "p:c:getppid()", "-C", "t:syscalls:sys_enter_getppid"]);
     for _ in 0..7 {
@@ -200,19 +193,19 @@ fn argdist_libc_calls_and_tracepoints_of_one_process() {
     assert!(tp_rows.contains("\t7          total calls\n"), "{out}");
 }
 
-#[test]
+kernel_test!(argdist_verbose_prints_the_generated_script);
 fn argdist_verbose_prints_the_generated_script() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let mut t = Tracer::start(&["argdist", "-v", "-C", "p:c:write(int fd):int:fd"]);
     t.wait_attached();
     let out = t.interrupt_and_finish();
     assert!(out.stdout.contains("probe(\"uprobe:c:write\", \"|e| { __m0["), "{out}");
 }
 
-#[test]
+kernel_test!(trace_prints_calls_with_a_predicate, needs: Program("gcc"));
 fn trace_prints_calls_with_a_predicate() {
-    let Some(_g) = setup() else { return };
-    let Some((_d, bin)) = fixture() else { return };
+    let _g = setup();
+    let (_d, bin) = fixture();
     let spec = format!("p:{}:rtt_add(int a, int b) (b == 20) \"a=%d b=%d\", a, b", bin.display());
     let ret = format!("r:{}:rtt_mul \"ret %d\" retval", bin.display());
     let mut t = start_tool(&["trace", &spec, &ret]);
@@ -229,10 +222,10 @@ fn trace_prints_calls_with_a_predicate() {
     }
 }
 
-#[test]
+kernel_test!(funccount_funclatency_stackcount_on_a_program, needs: Program("gcc"));
 fn funccount_funclatency_stackcount_on_a_program() {
-    let Some(_g) = setup() else { return };
-    let Some((_d, bin)) = fixture() else { return };
+    let _g = setup();
+    let (_d, bin) = fixture();
     let b = bin.to_str().unwrap();
     let pattern = format!("{b}:rtt_*");
     let t = start_tool(&["funccount", &pattern]);
@@ -260,9 +253,9 @@ fn funccount_funclatency_stackcount_on_a_program() {
     assert!(folded[0].ends_with(" 6"), "{out}");
 }
 
-#[test]
+kernel_test!(funccount_over_tracepoints);
 fn funccount_over_tracepoints() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let me = pid().to_string();
     let t = start_tool(&["funccount", "-p", &me, "t:syscalls:sys_enter_getppid"]);
     getppid_n(9);
@@ -270,9 +263,9 @@ fn funccount_over_tracepoints() {
     assert_eq!(lines_with(&out, &[&format!("{:<36} {:>8}", "sys_enter_getppid", 9)]).len(), 1, "{out}");
 }
 
-#[test]
+kernel_test!(opensnoop_statsnoop_show_paths_and_errors);
 fn opensnoop_statsnoop_show_paths_and_errors() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let me = pid().to_string();
     let missing = format!("/tmp/rtt_{}_missing", token());
     let out = tool_until(&["opensnoop", "-p", &me, "-x"], || drop(std::fs::File::open(&missing)), &missing);
@@ -285,9 +278,9 @@ fn opensnoop_statsnoop_show_paths_and_errors() {
     assert!(!hits.is_empty() && hits.iter().all(|l| l.ends_with(&format!("  -1   2 {missing}"))), "{out}");
 }
 
-#[test]
+kernel_test!(execsnoop_exitsnoop_see_a_child);
 fn execsnoop_exitsnoop_see_a_child() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let dir = TempDir::new();
     let name = format!("rtt_{}", token());
     let prog = dir.true_named(&name);
@@ -312,9 +305,9 @@ fn execsnoop_exitsnoop_see_a_child() {
     assert!(only_line_with(&out, &[&format!(" {shpid} ")]).ends_with(" 3"), "{out}");
 }
 
-#[test]
+kernel_test!(killsnoop_setuids_syncsnoop_see_this_process);
 fn killsnoop_setuids_syncsnoop_see_this_process() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let me = pid().to_string();
     let t1 = start_tool(&["killsnoop", "-p", &me]);
     let t2 = start_tool(&["syncsnoop", "-p", &me]);
@@ -343,9 +336,9 @@ fn killsnoop_setuids_syncsnoop_see_this_process() {
     assert!(hit.ends_with("setuid     uid=0 (ret=0)"), "{out}");
 }
 
-#[test]
+kernel_test!(threadsnoop_and_pidpersec);
 fn threadsnoop_and_pidpersec() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let me = pid().to_string();
     let spawn = || std::thread::spawn(|| {}).join().unwrap();
     let out = tool_until(&["threadsnoop", "-p", &me], spawn, &format!(" {me} "));
@@ -361,9 +354,9 @@ fn threadsnoop_and_pidpersec() {
     assert!(total >= 5, "{out}");
 }
 
-#[test]
+kernel_test!(syscount_counts_this_process);
 fn syscount_counts_this_process() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let me = pid().to_string();
     // Hundreds of tracepoints: detaching them may take a while on a busy machine.
     let t = start_tool(&["syscount", "-p", &me, "-T", "50"]);
@@ -378,9 +371,9 @@ fn syscount_counts_this_process() {
     only_line_with(&out, &[&format!("{:<22} {:>8} ", "getppid", 4)]);
 }
 
-#[test]
+kernel_test!(scheduler_tools_see_this_thread_sleep);
 fn scheduler_tools_see_this_thread_sleep() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let me = tid().to_string();
     for tool in ["runqlat", "cpudist"] {
         let t = start_tool(&[tool, "-p", &me]);
@@ -417,9 +410,9 @@ fn scheduler_tools_see_this_thread_sleep() {
     assert!(lines_with(&out, &["        0   : "]).len() == 1, "{out}");
 }
 
-#[test]
+kernel_test!(profile_samples_a_busy_thread);
 fn profile_samples_a_busy_thread() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let comm = unique_comm();
     let t = start_tool(&["profile", "-f", "-F", "199", "-p", &pid().to_string()]);
     let until = std::time::Instant::now() + Duration::from_millis(500);
@@ -439,9 +432,9 @@ fn dd_named(dir: &TempDir, name: &str) -> PathBuf {
     p
 }
 
-#[test]
+kernel_test!(block_tools_see_direct_writes);
 fn block_tools_see_direct_writes() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let dir = TempDir::new();
     let name = format!("rtt_{}", token());
     let dd = dd_named(&dir, &name);
@@ -474,7 +467,7 @@ fn block_tools_see_direct_writes() {
     let out = t.interrupt_and_finish();
     let hits = lines_with(&out, &[&format!(" {} ", &name[..name.len().min(14)])]);
     if hits.is_empty() && !out.stdout.lines().any(|l| l.contains(" W")) {
-        eprintln!("skipped: no block I/O reached a device (the temporary directory is not on a disk)");
+        inconclusive("no block I/O reached a device (the temporary directory is not on a disk)");
         return;
     }
     assert!(!hits.is_empty(), "{out}");
@@ -536,9 +529,9 @@ pub(crate) fn tcpretrans_with_a_full_accept_queue(listener: &TcpListener) -> Out
     t.interrupt_and_finish()
 }
 
-#[test]
+kernel_test!(tcp_tools_see_a_loopback_connection);
 fn tcp_tools_see_a_loopback_connection() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let me = pid().to_string();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port().to_string();
@@ -553,9 +546,9 @@ fn tcp_tools_see_a_loopback_connection() {
     only_line_with(&out, &[&format!("127.0.0.1       {port:<5} 127.0.0.1       {cport:<5}")]);
 }
 
-#[test]
+kernel_test!(tcpretrans_sees_syn_retransmits);
 fn tcpretrans_sees_syn_retransmits() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let out = tcpretrans_with_a_full_accept_queue(&listener);
@@ -563,9 +556,9 @@ fn tcpretrans_sees_syn_retransmits() {
     assert!(!hits.is_empty(), "{out}");
 }
 
-#[test]
+kernel_test!(gethostlatency_and_naptime_see_this_process);
 fn gethostlatency_and_naptime_see_this_process() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let me = pid().to_string();
     let t1 = start_tool(&["gethostlatency", "-p", &me]);
     let t2 = start_tool(&["naptime", "-p", &me]);
@@ -578,9 +571,9 @@ fn gethostlatency_and_naptime_see_this_process() {
     assert!(!lines_with(&out, &[&format!(" {me} ")]).is_empty(), "{out}");
 }
 
-#[test]
+kernel_test!(writeback_sees_a_sync, needs: Path("/sys/kernel/tracing/events/writeback"));
 fn writeback_sees_a_sync() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let dir = TempDir::new();
     let t = start_tool(&["writeback"]);
     let mut f = std::fs::File::create(dir.join("dirty")).unwrap();
@@ -589,23 +582,15 @@ fn writeback_sees_a_sync() {
     unsafe { libc::sync() };
     let out = t.interrupt_and_finish();
     let rows: Vec<&str> = out.stdout.lines().skip_while(|l| !l.starts_with("TIME")).skip(1).collect();
-    if rows.is_empty() && !std::path::Path::new("/sys/kernel/tracing/events/writeback").exists() {
-        eprintln!("skipped: no writeback tracepoints");
-        return;
-    }
     assert!(
         rows.iter().any(|l| l.contains(" sync ") || l.contains(" background ") || l.contains(" periodic ")),
         "{out}"
     );
 }
 
-#[test]
+kernel_test!(bashreadline_sees_a_typed_command, needs: Program("script"), Program("bash"));
 fn bashreadline_sees_a_typed_command() {
-    let Some(_g) = setup() else { return };
-    if Command::new("script").arg("--version").output().is_err() || !std::path::Path::new("/bin/bash").exists() {
-        eprintln!("skipped: needs script(1) and /bin/bash for an interactive shell");
-        return;
-    }
+    let _g = setup();
     let word = format!("rtt_{}", token());
     let t = start_tool(&["bashreadline"]);
     let mut sh = Command::new("script")
@@ -651,6 +636,11 @@ impl MemCgroup {
     }
 }
 
+/// Whether a memory cgroup can be made here.
+fn memory_cgroup() -> bool {
+    MemCgroup::new(32 << 20).is_some()
+}
+
 impl Drop for MemCgroup {
     fn drop(&mut self) {
         for _ in 0..50 {
@@ -662,16 +652,16 @@ impl Drop for MemCgroup {
     }
 }
 
-#[test]
+kernel_test!(
+    oomkill_sees_a_memory_limited_child_killed,
+    needs: Program("gcc"), Check("a memory cgroup to limit a child in", memory_cgroup)
+);
 fn oomkill_sees_a_memory_limited_child_killed() {
-    let Some(_g) = setup() else { return };
-    let Some(cg) = MemCgroup::new(32 << 20) else {
-        eprintln!("skipped: no memory cgroup to limit a child in");
-        return;
-    };
+    let _g = setup();
+    let cg = MemCgroup::new(32 << 20).expect("a memory cgroup to limit a child in");
     let dir = TempDir::new();
     let src = "#include <stdlib.h>\n#include <string.h>\nint main(void) { for (int i = 0; i < 1024; i++) { char *p = malloc(1 << 20); if (!p) return 1; memset(p, 1, 1 << 20); } return 0; }\n";
-    let Some(hog) = build_c(&dir, "rtt_hog", src, &["-O0"]) else { return };
+    let hog = build_c(&dir, "rtt_hog", src, &["-O0"]);
     let t = start_tool(&["oomkill"]);
     let child = Command::new("sh")
         .arg("-c")
@@ -682,7 +672,7 @@ fn oomkill_sees_a_memory_limited_child_killed() {
     let st = child.wait_with_output().unwrap();
     let out = t.interrupt_and_finish();
     if st.status.success() {
-        eprintln!("skipped: the limited child was not killed (swap, or no OOM killer in this cgroup)");
+        inconclusive("the limited child was not killed (swap, or no OOM killer in this cgroup)");
         return;
     }
     only_line_with(&out, &[&format!("OOM kill of PID {cpid} (\"rtt_hog\")")]);

@@ -15,9 +15,9 @@ use crate::tools::{
     tcpretrans_with_a_full_accept_queue, tool_until,
 };
 
-#[test]
+kernel_test!(argdist_follows_btf_struct_pointers_with_c_expressions);
 fn argdist_follows_btf_struct_pointers_with_c_expressions() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let me = pid();
     let comm = unique_comm();
     // A user struct through a tracepoint's `struct __kernel_timespec *`
@@ -43,19 +43,14 @@ fn argdist_follows_btf_struct_pointers_with_c_expressions() {
     assert!(text.contains("\t2          args->child->pid > 0 = 1\n"), "{out}");
 }
 
-/// Whether this kernel can attach to kernel functions at all.
-fn kernel_functions_attach() -> bool {
-    std::path::Path::new("/sys/bus/event_source/devices/kprobe/type").exists()
-        || run(&["--dry-run", "-e", "probe(\"fentry:vfs_read\", |e| { });"]).code == Some(0)
+/// Whether this machine has an IPv6 loopback (::1).
+fn ipv6_loopback() -> bool {
+    TcpListener::bind("[::1]:0").is_ok()
 }
 
-#[test]
+kernel_test!(kernel_function_errors_name_the_specifier_part, needs: NoKprobes, NoFentry);
 fn kernel_function_errors_name_the_specifier_part() {
-    let Some(_g) = setup() else { return };
-    if kernel_functions_attach() {
-        eprintln!("skipped: this kernel attaches to kernel functions");
-        return;
-    }
+    let _g = setup();
     let cases: &[(&[&str], &[&str])] = &[
         (
             &["argdist", "-H", "p::vfs_read(struct file *file):u64:file->f_pos"],
@@ -78,9 +73,9 @@ fn kernel_function_errors_name_the_specifier_part() {
     assert_usage_errors(cases);
 }
 
-#[test]
+kernel_test!(specifier_parts_that_do_not_exist_are_named);
 fn specifier_parts_that_do_not_exist_are_named() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let cases: &[(&[&str], &[&str])] = &[
         (&["argdist", "-C", "p:c:rtt_no_such_fn(int x):int:x"], &["function 'rtt_no_such_fn' in 'c': "]),
         (&["argdist", "-C", "t:syscalls:rtt_no_such():int:args->x"], &["tracepoint 'syscalls:rtt_no_such': "]),
@@ -96,13 +91,13 @@ fn specifier_parts_that_do_not_exist_are_named() {
     assert_usage_errors(cases);
 }
 
-#[test]
+kernel_test!(
+    tcp_tools_see_an_ipv6_loopback_connection_and_its_bytes,
+    needs: Check("an IPv6 loopback (::1)", ipv6_loopback)
+);
 fn tcp_tools_see_an_ipv6_loopback_connection_and_its_bytes() {
-    let Some(_g) = setup() else { return };
-    let Ok(listener) = TcpListener::bind("[::1]:0") else {
-        eprintln!("skipped: this machine has no IPv6 loopback (::1)");
-        return;
-    };
+    let _g = setup();
+    let listener = TcpListener::bind("[::1]:0").expect("a listener on ::1");
     let me = pid().to_string();
     let port = listener.local_addr().unwrap().port();
     let ps = port.to_string();
@@ -128,22 +123,19 @@ fn tcp_tools_see_an_ipv6_loopback_connection_and_its_bytes() {
     assert!(lines_with(&out, &[&format!("::1             {cport:<5} ::1")]).is_empty(), "-L let the client in\n{out}");
 }
 
-#[test]
+kernel_test!(tcpretrans_sees_ipv6_syn_retransmits, needs: Check("an IPv6 loopback (::1)", ipv6_loopback));
 fn tcpretrans_sees_ipv6_syn_retransmits() {
-    let Some(_g) = setup() else { return };
-    let Ok(listener) = TcpListener::bind("[::1]:0") else {
-        eprintln!("skipped: this machine has no IPv6 loopback (::1)");
-        return;
-    };
+    let _g = setup();
+    let listener = TcpListener::bind("[::1]:0").expect("a listener on ::1");
     let port = listener.local_addr().unwrap().port();
     let out = tcpretrans_with_a_full_accept_queue(&listener);
     let hits = lines_with(&out, &[" 6  ::1:", &format!("R> ::1:{port} ")]);
     assert!(!hits.is_empty(), "{out}");
 }
 
-#[test]
+kernel_test!(stackcount_prints_frames_then_the_count);
 fn stackcount_prints_frames_then_the_count() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let me = pid();
     let comm = unique_comm();
     // sched_process_fork fires in the parent with a kernel stack on every
@@ -163,9 +155,9 @@ fn stackcount_prints_frames_then_the_count() {
     assert_eq!(out.lines().last(), Some(&"Detaching..."), "{out}");
 }
 
-#[test]
+kernel_test!(profile_prints_frames_then_the_process_and_count);
 fn profile_prints_frames_then_the_process_and_count() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let comm = unique_comm();
     let me = pid();
     let t = start_tool(&["profile", "-U", "-F", "199", "-p", &me.to_string()]);
@@ -184,9 +176,9 @@ fn profile_prints_frames_then_the_process_and_count() {
     assert!(at > 0 && lines[at - 1].starts_with("    ") && !lines[at - 1].starts_with("     "), "{out}");
 }
 
-#[test]
+kernel_test!(statsnoop_shows_paths_of_240_bytes);
 fn statsnoop_shows_paths_of_240_bytes() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let me = pid().to_string();
     let mut missing = format!("/tmp/rtt_{}_", token());
     while missing.len() < 240 {
@@ -197,9 +189,9 @@ fn statsnoop_shows_paths_of_240_bytes() {
     assert!(!hits.is_empty() && hits.iter().all(|l| l.ends_with(&format!("  -1   2 {missing}"))), "{out}");
 }
 
-#[test]
+kernel_test!(a_struct_that_begins_with_another_is_reached_by_its_name);
 fn a_struct_that_begins_with_another_is_reached_by_its_name() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let ok =
         "let m = map(); probe(\"tp_btf:inet_sock_set_state\", |e| { m[e.args.sk.tcp_sock.bytes_acked] = count(); });";
     let out = run(&["--dry-run", "-e", ok]);

@@ -19,20 +19,13 @@ struct Target {
 }
 
 impl Target {
-    /// None (after printing why) when there is no C compiler.
-    fn build() -> Option<Target> {
+    fn build() -> Target {
         let dir = TempDir::new();
         let name = format!("rtt_{}", token());
         let path = dir.join(&name);
-        let out = match Command::new("gcc").args(["-O2", "-o"]).arg(&path).arg(FIXTURE).output() {
-            Ok(o) => o,
-            Err(e) => {
-                eprintln!("skipped: cannot run gcc: {e}");
-                return None;
-            }
-        };
+        let out = gcc().args(["-O2", "-o"]).arg(&path).arg(FIXTURE).output().expect("cannot run gcc");
         assert!(out.status.success(), "gcc failed:\n{}", String::from_utf8_lossy(&out.stderr));
-        Some(Target { dir, path })
+        Target { dir, path }
     }
 
     fn p(&self) -> &str {
@@ -69,16 +62,13 @@ impl Target {
     }
 }
 
-/// `setup()` and the fixture built with its USDT probes; `None` (after
-/// saying why) when a test of USDT probes can't run here.
-fn usdt_setup() -> Option<(std::sync::MutexGuard<'static, ()>, Target)> {
-    let guard = setup()?;
-    let t = Target::build()?;
-    if !t.has_usdt() {
-        eprintln!("skipped: <sys/sdt.h> is missing (install systemtap-sdt-dev)");
-        return None;
-    }
-    Some((guard, t))
+/// `setup()` and the fixture built with its USDT probes (the test needs
+/// `Program("gcc"), Sdt`).
+fn usdt_setup() -> (std::sync::MutexGuard<'static, ()>, Target) {
+    let guard = setup();
+    let t = Target::build();
+    assert!(t.has_usdt(), "the fixture, built with <sys/sdt.h>, has USDT probes");
+    (guard, t)
 }
 
 /// (label, count) of each row of the histogram under `header`.
@@ -100,10 +90,10 @@ fn trace_run(src: &str, t: &Target, n: usize) -> (usize, u64, Outcome) {
     (attached, guarded, out)
 }
 
-#[test]
+kernel_test!(uprobe_reads_arguments_exactly, needs: Program("gcc"));
 fn uprobe_reads_arguments_exactly() {
-    let Some(_g) = setup() else { return };
-    let Some(t) = Target::build() else { return };
+    let _g = setup();
+    let t = Target::build();
     let src = fill(
         r#"
 let sums = map();
@@ -123,12 +113,12 @@ probe("uprobe:__BIN__:rtt_add", |e| {
     assert_eq!(out.map_lines("sums"), want, "{out}");
 }
 
+kernel_test!(uprobe_reads_stack_arguments, needs: Program("gcc"));
 /// `many_args(i, 1, 2, 3, 4, 5, 100 + i, 200 + i)`: arguments 7 and 8
 /// come from the stack (`e.arg6`, `e.arg7`), the rest from registers.
-#[test]
 fn uprobe_reads_stack_arguments() {
-    let Some(_g) = setup() else { return };
-    let Some(t) = Target::build() else { return };
+    let _g = setup();
+    let t = Target::build();
     let src = fill(
         r#"
 let seventh = map();
@@ -147,10 +137,10 @@ probe("uprobe:__BIN__:many_args", |e| {
     assert_eq!(out.map_lines("regs"), vec!["@regs: 60"], "{out}");
 }
 
-#[test]
+kernel_test!(uretprobe_sees_return_values, needs: Program("gcc"));
 fn uretprobe_sees_return_values() {
-    let Some(_g) = setup() else { return };
-    let Some(t) = Target::build() else { return };
+    let _g = setup();
+    let t = Target::build();
     let src = fill(
         r#"
 let h = map();
@@ -181,10 +171,10 @@ probe("uretprobe:__BIN__:rtt_mul", |e| { total = sum(e.retval); });
     assert_eq!(rows, want, "{out}");
 }
 
-#[test]
+kernel_test!(uprobe_wildcard_attaches_each_function, needs: Program("gcc"));
 fn uprobe_wildcard_attaches_each_function() {
-    let Some(_g) = setup() else { return };
-    let Some(t) = Target::build() else { return };
+    let _g = setup();
+    let t = Target::build();
     let src = fill(
         r#"
 let c = map();
@@ -208,10 +198,10 @@ probe("u:__BIN__:rtt_*", |e| { c[e.func] = count(); p[e.probe] = count(); });
     );
 }
 
-#[test]
+kernel_test!(uprobe_by_address_and_offset, needs: Program("gcc"));
 fn uprobe_by_address_and_offset() {
-    let Some(_g) = setup() else { return };
-    let Some(t) = Target::build() else { return };
+    let _g = setup();
+    let t = Target::build();
     let addr = t.addr_of("rtt_mul");
     let src = fill(
         r#"
@@ -228,9 +218,9 @@ probe("uprobe:__BIN__:rtt_add+0", |e| { o = count(); });
     assert_eq!(out.map_lines("o"), vec!["@o: 4"], "{out}");
 }
 
-#[test]
+kernel_test!(uprobe_on_libc_by_library_name);
 fn uprobe_on_libc_by_library_name() {
-    let Some(_g) = setup() else { return };
+    let _g = setup();
     let comm = format!("rtt_{}", token());
     let ccomm = std::ffi::CString::new(comm.clone()).unwrap();
     let src = fill(
@@ -259,10 +249,10 @@ probe("uprobe:libc:getpid", |e| {
     assert!(p[0].starts_with("@p[uprobe:/") && p[0].ends_with("libc.so.6:getpid]: 7"), "{out}");
 }
 
-#[test]
+kernel_test!(uprobe_errors_name_what_is_wrong, needs: Program("gcc"));
 fn uprobe_errors_name_what_is_wrong() {
-    let Some(_g) = setup() else { return };
-    let Some(t) = Target::build() else { return };
+    let _g = setup();
+    let t = Target::build();
     let bin = t.p();
     let cases: Vec<(String, Vec<String>)> = vec![
         (format!("uprobe:{bin}:rtt_ad"), vec![format!("no function 'rtt_ad' in {bin}"), "did you mean rtt_add".into()]),
@@ -283,9 +273,9 @@ fn uprobe_errors_name_what_is_wrong() {
     assert_tracing_still_works();
 }
 
-#[test]
+kernel_test!(usdt_arguments_strings_and_memory_operands, needs: Program("gcc"), Sdt);
 fn usdt_arguments_strings_and_memory_operands() {
-    let Some((_g, t)) = usdt_setup() else { return };
+    let (_g, t) = usdt_setup();
     let src = fill(
         r#"
 let by_name = map();
@@ -313,9 +303,9 @@ probe("usdt:__BIN__:rtt:tick", |e| {
     assert_eq!(out.map_lines("seen"), want, "{out}");
 }
 
-#[test]
+kernel_test!(usdt_semaphore_is_set_while_attached, needs: Program("gcc"), Sdt);
 fn usdt_semaphore_is_set_while_attached() {
-    let Some((_g, t)) = usdt_setup() else { return };
+    let (_g, t) = usdt_setup();
     let src = fill(
         r#"
 let c = map();
@@ -333,9 +323,9 @@ probe("U:__BIN__:guarded", |e| { c[e.probe] = count(); s = sum(e.arg0); });
     assert_eq!(t.run(3), 0);
 }
 
-#[test]
+kernel_test!(usdt_wildcards_and_errors, needs: Program("gcc"), Sdt);
 fn usdt_wildcards_and_errors() {
-    let Some((_g, t)) = usdt_setup() else { return };
+    let (_g, t) = usdt_setup();
     let bin = t.p();
     let src = fill(r#"let c = map(); probe("usdt:__BIN__:rtt:*", |e| { c[e.probe] = count(); });"#, &[("BIN", &bin)]);
     let (attached, guarded, out) = trace_run(&src, &t, 4);
@@ -359,12 +349,12 @@ fn usdt_wildcards_and_errors() {
     }
 }
 
+kernel_test!(usdt_arguments_in_globals, needs: Program("gcc"), Sdt);
 /// `rttg:global(rtt_counter, rtt_small)`: the note reads both globals
 /// `%rip`-relative (`-8@rtt_counter(%rip) -4@rtt_small(%rip)`); rtrace finds
 /// them through the binary's symbols, wherever the PIE is loaded.
-#[test]
 fn usdt_arguments_in_globals() {
-    let Some((_g, t)) = usdt_setup() else { return };
+    let (_g, t) = usdt_setup();
     let src = fill(
         r#"
 let counter = map();

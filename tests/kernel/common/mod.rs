@@ -2,10 +2,12 @@
 //! until it has attached, make known events happen from the test itself, end
 //! the run, and pick apart the bpftrace-style output.
 //!
-//! Every test takes [`setup`] first: it skips (with a printed reason) when not
-//! root, and serialises the tests of one binary so that the events one test
-//! makes (getppid calls from this process, reads, opens) never land in another
-//! test's counts.
+//! Each test is registered beside its function with `kernel_test!`
+//! (registry.rs), which declares what it needs besides root ([`Needs`]);
+//! where that is missing the test is reported ignored with the reason. Every
+//! test body takes [`setup`] first: it serialises the tests of one binary so
+//! that the events one test makes (getppid calls from this process, reads,
+//! opens) never land in another test's counts.
 
 use std::ffi::CString;
 use std::fmt;
@@ -32,31 +34,17 @@ pub const EXIT_TIMEOUT: Duration = Duration::from_secs(15);
 
 mod cases;
 pub use cases::*;
+#[macro_use]
+mod registry;
+pub use registry::*;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
-/// Start of every test: `let Some(_guard) = common::setup() else { return };`.
-/// `None` (after printing why) when the test can't run here.
-pub fn setup() -> Option<MutexGuard<'static, ()>> {
-    if let Some(why) = lacks_root() {
-        skip(why);
-        return None;
-    }
-    Some(SERIAL.lock().unwrap_or_else(|e| e.into_inner()))
-}
-
-/// A test that can't run here says why, and is listed as skipped: libtest
-/// counts it as passed, so each skip is also written to `$RTRACE_SKIP_LOG`
-/// (scripts/test.sh prints them as skipped, never as passed).
-pub fn skip(reason: &str) {
-    let test = std::thread::current().name().unwrap_or("?").to_string();
-    eprintln!("skipped: {reason}");
-    if let Ok(path) = std::env::var("RTRACE_SKIP_LOG") {
-        use std::io::Write;
-        if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
-            let _ = writeln!(f, "{test}: {reason} (kernel {})", kernel_release());
-        }
-    }
+/// Start of every test body: `let _g = setup();`, held to the end, runs
+/// one test at a time. (Whether the test can run here was settled before
+/// it started, from its registration.)
+pub fn setup() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The running kernel's release (`uname -r`).
@@ -64,40 +52,88 @@ pub fn kernel_release() -> String {
     std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim().to_string()
 }
 
-/// `setup()` for a test that needs kernel-function probes of one kind:
-/// kprobes (the kprobe PMU) or fentry/fexit (BPF trampolines). None, listed
-/// as skipped with the reason, on a kernel without them.
-pub fn setup_with(needs: Needs) -> Option<MutexGuard<'static, ()>> {
-    let guard = setup()?;
-    match kernel_lacks(needs) {
-        Some(why) => {
-            skip(why);
-            None
-        }
-        None => Some(guard),
-    }
-}
-
 /// Why a real-kernel test can't run as this user; None as root.
 pub fn lacks_root() -> Option<&'static str> {
     (unsafe { libc::geteuid() } != 0).then_some("needs root")
 }
 
-/// Why this kernel can't run a test that needs `needs`; None when it can.
-pub fn kernel_lacks(needs: Needs) -> Option<&'static str> {
-    match needs {
-        Needs::Kprobes if !Path::new("/sys/bus/event_source/devices/kprobe").exists() => {
-            Some("needs kprobes (this kernel has no kprobe PMU)")
-        }
-        Needs::Fentry if !fentry_loads() => Some("needs fentry/fexit (this kernel refuses BPF trampolines)"),
-        _ => None,
-    }
-}
-
+/// What a test needs besides root, declared where it is registered
+/// (`kernel_test!(f, needs: Kprobes, Program("gcc"))`): kernel features,
+/// files, programs. A test whose need this machine lacks is ignored, saying why.
 #[derive(Clone, Copy, Debug)]
 pub enum Needs {
+    /// Kprobes and kretprobes: the kprobe PMU.
     Kprobes,
+    /// fentry/fexit: BPF trampolines load and attach (as `rtrace --info` says).
     Fentry,
+    /// A kernel without kprobes: a test of the error rtrace gives there.
+    NoKprobes,
+    /// A kernel that refuses fentry/fexit: a test of the error rtrace gives there.
+    NoFentry,
+    /// Kernel BTF (/sys/kernel/btf/vmlinux).
+    Btf,
+    /// `<sys/sdt.h>` (systemtap-sdt-dev), so that C fixtures get USDT probes.
+    Sdt,
+    /// A file or directory: a tracepoint group, a tracing file.
+    Path(&'static str),
+    /// A program found on `$PATH` (or at that path when it has a `/`).
+    Program(&'static str),
+    /// The machine's architecture, as `std::env::consts::ARCH` names it.
+    Arch(&'static str),
+    /// What no path says: (what is needed, whether this machine has it).
+    Check(&'static str, fn() -> bool),
+}
+
+/// Why this machine can't run a test that needs `needs`; None when it can.
+pub fn kernel_lacks(needs: Needs) -> Option<String> {
+    let kprobes = || Path::new("/sys/bus/event_source/devices/kprobe").exists();
+    let why = match needs {
+        Needs::Kprobes if !kprobes() => "needs kprobes: this kernel has no kprobe PMU".to_string(),
+        Needs::Fentry if !fentry_loads() => "needs fentry/fexit: this kernel refuses BPF trampolines".to_string(),
+        Needs::NoKprobes if kprobes() => "needs a kernel without kprobes: it tests the error there".to_string(),
+        Needs::NoFentry if fentry_loads() => {
+            "needs a kernel that refuses fentry/fexit: it tests the error there".to_string()
+        }
+        Needs::Btf if !Path::new("/sys/kernel/btf/vmlinux").exists() => {
+            "needs kernel BTF: this kernel has no /sys/kernel/btf/vmlinux".to_string()
+        }
+        Needs::Sdt if !sdt_header() => "needs <sys/sdt.h>: install systemtap-sdt-dev".to_string(),
+        Needs::Path(p) if !Path::new(p).exists() => format!("needs {p}: not on this machine"),
+        Needs::Program(p) if !on_path(p) => format!("needs {p}: not found on PATH"),
+        Needs::Arch(a) if std::env::consts::ARCH != a => {
+            format!("needs {a}: this machine is {}", std::env::consts::ARCH)
+        }
+        Needs::Check(what, holds) if !holds() => format!("needs {what}"),
+        _ => return None,
+    };
+    Some(why)
+}
+
+/// Whether `program` runs from `$PATH` (a name) or is there (a path).
+fn on_path(program: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let runnable = |p: &Path| p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+    if program.contains('/') {
+        return runnable(Path::new(program));
+    }
+    std::env::var_os("PATH").is_some_and(|dirs| std::env::split_paths(&dirs).any(|d| runnable(&d.join(program))))
+}
+
+/// Whether gcc finds `<sys/sdt.h>`.
+fn sdt_header() -> bool {
+    static OK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *OK.get_or_init(|| {
+        use std::io::Write;
+        let child = Command::new("gcc")
+            .args(["-E", "-x", "c", "-o", "/dev/null", "-"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn();
+        let Ok(mut child) = child else { return false };
+        let wrote = child.stdin.take().is_some_and(|mut i| i.write_all(b"#include <sys/sdt.h>\n").is_ok());
+        child.wait().is_ok_and(|s| s.success()) && wrote
+    })
 }
 
 /// Whether rtrace can attach fentry here: asked of rtrace itself (`--info`).
@@ -815,17 +851,11 @@ impl Kallsyms {
 // C fixtures built at test time (kernel_list.rs, kernel_target.rs)
 
 /// Compile the C `source` with gcc (plus `flags`) into `dir/name`; returns
-/// its path, or None (after printing why) when there is no C compiler.
-pub fn build_c(dir: &TempDir, name: &str, source: &str, flags: &[&str]) -> Option<PathBuf> {
+/// its path. The test declares `needs: Program("gcc")`.
+pub fn build_c(dir: &TempDir, name: &str, source: &str, flags: &[&str]) -> PathBuf {
     let src = dir.write(&format!("{name}.c"), source);
     let bin = dir.join(name);
-    let out = match Command::new("gcc").args(flags).arg("-o").arg(&bin).arg(&src).output() {
-        Ok(o) => o,
-        Err(e) => {
-            skip(&format!("cannot run gcc: {e}"));
-            return None;
-        }
-    };
+    let out = gcc().args(flags).arg("-o").arg(&bin).arg(&src).output().expect("cannot run gcc");
     assert!(out.status.success(), "gcc failed on {}:\n{}", src.display(), String::from_utf8_lossy(&out.stderr));
-    Some(bin)
+    bin
 }
