@@ -1,6 +1,10 @@
-//! Located errors: a [`Diagnostic`] names the script file, the position in
-//! it (when there is one), what is wrong and what to do. This is the one
-//! place that formats them: `file:line:col: error: message`.
+//! Errors, warnings and notes: one [`Diagnostic`] type for everything rtrace
+//! tells the user about a script or a run. It names the script file and the
+//! position in it when there is one (else `rtrace` speaks for itself), the
+//! severity, what is wrong, and what to do. This is the one place that
+//! formats them — `file:line:col: error: message; hint`; `output` renders them as JSON
+//! records, and [`crate::output::sink::report`] is the one place that
+//! writes them (so `-f json` and `--no-warnings` hold for every one).
 
 use std::fmt;
 
@@ -35,44 +39,130 @@ impl fmt::Display for Pos {
     }
 }
 
-/// An error in (or about) a script.
+/// How serious a [`Diagnostic`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Severity {
+    /// The script can't run (or stopped): rtrace exits non-zero.
+    Error,
+    /// Something the user should know; the run goes on. `--no-warnings`
+    /// silences these.
+    Warning,
+    /// A remark beside a result (how to see more, what was left out).
+    Note,
+}
+
+impl Severity {
+    pub fn name(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Note => "note",
+        }
+    }
+}
+
+/// Where in the script a diagnostic points.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Place {
+    /// About rtrace or the run as a whole: `rtrace: error: ...`.
+    Nowhere,
+    /// About the script, at no one place: `t.rhai: error: ...`.
+    File,
+    /// In the script at a position rtrace could not recover: `t.rhai:?: ...`.
+    Unknown,
+    At(Pos),
+}
+
+/// An error, warning or note for the user.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Diagnostic {
-    /// The script's file name (`-e` for a script given with -e).
+    pub severity: Severity,
+    /// The script's file name (`-e` for a script given with -e); empty for
+    /// [`Place::Nowhere`].
     pub file: String,
-    pub pos: Option<Pos>,
+    pub place: Place,
+    /// What is wrong.
     pub message: String,
+    /// What to do about it, when the message doesn't already say.
+    pub hint: Option<String>,
+    /// A wrong command line (an option's value, a missing script): exit
+    /// status 2, as clap's own and bpftrace's; every other error exits 1.
+    pub usage: bool,
 }
 
 impl Diagnostic {
+    /// An error in `file` at `pos` (or about the file as a whole).
     pub fn new(file: &str, pos: Option<Pos>, message: impl Into<String>) -> Diagnostic {
-        Diagnostic { file: file.to_string(), pos, message: message.into() }
+        let place = pos.map_or(Place::File, Place::At);
+        Diagnostic::with(Severity::Error, file, place, message)
     }
 
-    /// At `line:col` text (`?` where it is not one).
+    fn with(severity: Severity, file: &str, place: Place, message: impl Into<String>) -> Diagnostic {
+        Diagnostic { severity, file: file.to_string(), place, message: message.into(), hint: None, usage: false }
+    }
+
+    /// An error at `line:col` text (`?` where it is not one).
     pub fn at_text(file: &str, at: &str, message: impl Into<String>) -> Diagnostic {
-        let mut d = Diagnostic::new(file, Pos::parse(at), message);
-        if d.pos.is_none() {
-            d.file.push_str(":?");
-        }
-        d
+        let place = Pos::parse(at).map_or(Place::Unknown, Place::At);
+        Diagnostic::with(Severity::Error, file, place, message)
     }
 
-    /// At a Rhai position (`?` where it has none).
+    /// An error at a Rhai position (`?` where it has none).
     pub fn at(file: &str, pos: rhai::Position, message: impl Into<String>) -> Diagnostic {
-        let mut d = Diagnostic::new(file, Pos::of(pos), message);
-        if d.pos.is_none() {
-            d.file.push_str(":?");
+        let place = Pos::of(pos).map_or(Place::Unknown, Place::At);
+        Diagnostic::with(Severity::Error, file, place, message)
+    }
+
+    /// An error of rtrace's own, at no place in a script.
+    pub fn tool(message: impl Into<String>) -> Diagnostic {
+        Diagnostic::with(Severity::Error, "", Place::Nowhere, message)
+    }
+
+    /// A usage error (exit status 2) of rtrace's own.
+    pub fn usage(message: impl Into<String>) -> Diagnostic {
+        Diagnostic { usage: true, ..Diagnostic::tool(message) }
+    }
+
+    /// The same, as a warning.
+    pub fn warning(self) -> Diagnostic {
+        Diagnostic { severity: Severity::Warning, ..self }
+    }
+
+    /// The same, as a note.
+    pub fn note(self) -> Diagnostic {
+        Diagnostic { severity: Severity::Note, ..self }
+    }
+
+    /// The same, with what to do.
+    pub fn hint(self, hint: impl Into<String>) -> Diagnostic {
+        Diagnostic { hint: Some(hint.into()), ..self }
+    }
+
+    /// `file:line:col`, `file:?`, `file` or `rtrace`: who speaks.
+    pub fn location(&self) -> String {
+        match self.place {
+            Place::Nowhere => "rtrace".to_string(),
+            Place::File => self.file.clone(),
+            Place::Unknown => format!("{}:?", self.file),
+            Place::At(pos) => format!("{}:{pos}", self.file),
         }
-        d
+    }
+
+    /// The position, when there is one.
+    pub fn pos(&self) -> Option<Pos> {
+        match self.place {
+            Place::At(pos) => Some(pos),
+            _ => None,
+        }
     }
 }
 
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.pos {
-            Some(pos) => write!(f, "{}:{pos}: error: {}", self.file, self.message),
-            None => write!(f, "{}: error: {}", self.file, self.message),
+        write!(f, "{}: {}: {}", self.location(), self.severity.name(), self.message)?;
+        match &self.hint {
+            Some(hint) => write!(f, "; {hint}"),
+            None => Ok(()),
         }
     }
 }
@@ -92,6 +182,19 @@ mod tests {
         assert_eq!(Pos::of(rhai::Position::new(2, 5)), Some(Pos { line: 2, col: 5 }));
         assert_eq!(Pos::of_span(probes_ebpf::ir::Span { line: 0, col: 0 }), None);
         assert_eq!(Diagnostic::at_text("t.rhai", "4:2", "x").to_string(), "t.rhai:4:2: error: x");
+        assert_eq!(Diagnostic::at_text("t.rhai", "?", "x").place, Place::Unknown);
         assert_eq!(Pos::parse("?"), None);
+    }
+
+    #[test]
+    fn severity_hint_and_who_speaks() {
+        let d = Diagnostic::at("t.rhai", rhai::Position::new(1, 2), "syntax error: x").hint("write y");
+        assert_eq!(d.to_string(), "t.rhai:1:2: error: syntax error: x; write y");
+        assert_eq!(d.clone().warning().to_string(), "t.rhai:1:2: warning: syntax error: x; write y");
+        assert_eq!(Diagnostic::tool("lost 3").note().to_string(), "rtrace: note: lost 3");
+        assert_eq!(Diagnostic::tool("x").location(), "rtrace");
+        assert!(Diagnostic::usage("-d x").usage && !Diagnostic::tool("x").usage);
+        assert_eq!(d.pos(), Some(Pos { line: 1, col: 2 }));
+        assert_eq!(Diagnostic::new("f", None, "x").pos(), None);
     }
 }

@@ -81,11 +81,13 @@ pub fn run(
         };
         (session, plan) = match next {
             Ok(built) => {
-                eprintln!("rtrace: reloaded {}", script.file_name);
+                crate::output::sink::report(&Diagnostic::tool(format!("reloaded {}", script.file_name)).note());
                 built
             }
             Err(e) => {
-                eprintln!("rtrace: reload failed, running the previous script again: {}", super::one_line(&e));
+                let d = super::diagnostic_of(&e);
+                let why = format!("reload failed, running the previous script again: {d}");
+                crate::output::sink::report(&Diagnostic::tool(why).warning());
                 current = good.clone();
                 build(script, &good, opts)?
             }

@@ -39,7 +39,7 @@ pub fn run(pattern: Option<&str>, verbose: bool) -> Result<i32> {
     let mut notes = std::mem::take(&mut listing.notes);
     notes.dedup();
     for n in &notes {
-        eprintln!("rtrace: {n}");
+        crate::output::sink::report(&crate::diag::Diagnostic::tool(n.clone()).note());
     }
     // A closed pipe (`rtrace -l | head`) just ends the listing.
     let stdout = std::io::stdout();

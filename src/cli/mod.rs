@@ -20,6 +20,8 @@ use anyhow::{anyhow, bail, Result};
 use clap::Parser;
 use usage::usage;
 
+use crate::diag::Diagnostic;
+
 use crate::compile;
 use crate::config::{Config, ProcessEnv, Trace};
 use crate::output::sink;
@@ -48,20 +50,20 @@ pub fn main() -> i32 {
     crate::output::sink::flush_all();
     // Output that could not be written is an error, whatever else happened.
     let result = result.and_then(|code| crate::runtime::limits::check_output().map(|()| code));
-    let error = result.as_ref().err().map(one_line);
-    let report = crate::script::checks::write_junit(error.as_deref());
-    if let Some(line) = &error {
-        crate::runtime::limits::end_partial_line();
-        eprintln!("{line}");
+    let error = result.as_ref().err().map(diagnostic_of);
+    let report = crate::script::checks::write_junit(error.as_ref().map(ToString::to_string).as_deref());
+    let status = match (&result, &error) {
+        (Ok(code), _) => *code,
+        (Err(_), Some(d)) if d.usage => 2,
+        (Err(_), _) => 1,
+    };
+    let mut status = status;
+    for d in error.iter().chain(report.as_ref().err()) {
+        crate::output::sink::report(d);
+        status = status.max(1);
     }
-    match (result, report) {
-        (Ok(code), Ok(())) => code,
-        (Ok(_), Err(line)) => {
-            eprintln!("{line}");
-            1
-        }
-        (Err(e), _) => usage::exit_status(&e),
-    }
+    crate::output::sink::flush_all();
+    status
 }
 
 /// A usage error as one line (clap's own text for --help and --version).
@@ -72,18 +74,28 @@ fn usage_error(e: clap::Error) -> i32 {
     }
     let text = e.render().to_string();
     let first = text.lines().next().unwrap_or("").trim_start_matches("error: ");
-    eprintln!("rtrace: error: {first} (see rtrace --help)");
+    crate::output::sink::report(&Diagnostic::usage(format!("{first} (see rtrace --help)")));
     2
 }
 
-pub(crate) fn one_line(e: &anyhow::Error) -> String {
-    let msg = format!("{e:#}");
-    let first = without_errno_numbers(msg.lines().next().unwrap_or(""));
-    if first.starts_with("rtrace") || first.contains(": error:") {
-        first
-    } else {
-        format!("rtrace: error: {first}")
+/// The error a run ended with, as the one diagnostic the user sees: a
+/// [`Diagnostic`] as it was made (with what the code around it added in
+/// front of its message), anything else as rtrace's own error, on one line.
+pub(crate) fn diagnostic_of(e: &anyhow::Error) -> Diagnostic {
+    let mut context = Vec::new();
+    for cause in e.chain() {
+        if let Some(d) = cause.downcast_ref::<Diagnostic>() {
+            let mut d = d.clone();
+            if !context.is_empty() {
+                d.message = format!("{}: {}", context.join(": "), d.message);
+            }
+            d.message = without_errno_numbers(&d.message);
+            return d;
+        }
+        context.push(cause.to_string());
     }
+    let msg = format!("{e:#}");
+    Diagnostic::tool(without_errno_numbers(msg.lines().next().unwrap_or("")))
 }
 
 /// Drop the ` (os error N)` that system errors carry: the text before it
@@ -130,7 +142,7 @@ fn run(cli: Cli, tool: Option<(String, Vec<String>)>) -> Result<i32> {
         (None, None) => {
             let Some(path) = cli.rest.first() else {
                 return Err(usage(
-                    "rtrace: error: no script given: run `rtrace SCRIPT.rhai`, `rtrace -e 'SOURCE'` or `rtrace -` (see --help)",
+                    "no script given: run `rtrace SCRIPT.rhai`, `rtrace -e 'SOURCE'` or `rtrace -` (see --help)",
                 ));
             };
             if path != "-" {
@@ -145,7 +157,7 @@ fn run(cli: Cli, tool: Option<(String, Vec<String>)>) -> Result<i32> {
     let format = match cli.format.as_str() {
         "text" => sink::Format::Text,
         "json" => sink::Format::Json,
-        other => return Err(usage(format!("rtrace: error: unknown output format '{other}' (use text or json)"))),
+        other => return Err(usage(format!("unknown output format '{other}' (use text or json)"))),
     };
     sink::set_buffering(match cli.buffering.as_deref() {
         Some("none") => sink::Buffering::None,
@@ -155,17 +167,16 @@ fn run(cli: Cli, tool: Option<(String, Vec<String>)>) -> Result<i32> {
     });
     sink::init(format, cli.output.as_deref()).map_err(|e| anyhow!("cannot open output: {e}"))?;
     let duration: Option<Duration> = match &cli.duration {
-        Some(d) => Some(
-            parse_duration(d)
-                .ok_or_else(|| usage(format!("rtrace: error: -d {d}: not a duration; write e.g. 5s or 100ms")))?,
-        ),
+        Some(d) => {
+            Some(parse_duration(d).ok_or_else(|| usage(format!("-d {d}: not a duration; write e.g. 5s or 100ms")))?)
+        }
         None => None,
     };
     if cli.pid.is_some() && cli.command.is_some() {
-        return Err(usage("rtrace: error: -p and -c can't be used together"));
+        return Err(usage("-p and -c can't be used together"));
     }
     if let Some(text) = &cli.ring_size {
-        crate::config::ring_size(text).map_err(|e| usage(format!("rtrace: error: {e}")))?;
+        crate::config::ring_size(text).map_err(|e| usage(format!("{e}")))?;
     }
 
     safety::check_text(&file_name, &source)?;

@@ -11,8 +11,9 @@ use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use anyhow::{anyhow, bail, Result};
 
 use super::Cli;
+use crate::diag::{Diagnostic, Pos};
 use crate::script::system::{self, Mode};
-use crate::script::{position_text, Session};
+use crate::script::Session;
 
 /// The largest script rtrace reads.
 pub const MAX_SCRIPT: u64 = 4 << 20;
@@ -60,7 +61,8 @@ pub fn check_text(file: &str, source: &str) -> Result<()> {
     if let Some(at) = source.find('\0') {
         let line = source[..at].matches('\n').count() + 1;
         let col = at - source[..at].rfind('\n').map_or(0, |n| n + 1) + 1;
-        bail!("{file}:{line}:{col}: error: the script contains a NUL byte; remove it");
+        let at = Pos { line: line as u32, col: col as u32 };
+        return Err(Diagnostic::new(file, Some(at), "the script contains a NUL byte").hint("remove it").into());
     }
     Ok(())
 }
@@ -70,7 +72,7 @@ pub fn check_text(file: &str, source: &str) -> Result<()> {
 pub fn prepare(session: &mut Session, cli: &Cli) -> Result<()> {
     if !cli.allow_unsafe {
         if let Some((pos, why)) = system::find_action_call(&session.ast) {
-            bail!("{}:{}: error: {why}", session.file_name, position_text(pos));
+            return Err(Diagnostic::at(&session.file_name, pos, why).into());
         }
     }
     system::set_mode(match (cli.allow_unsafe, cli.explain || cli.dry_run) {
@@ -87,10 +89,8 @@ pub fn prepare(session: &mut Session, cli: &Cli) -> Result<()> {
 pub fn require_probes(session: &Session) -> Result<()> {
     let reg = session.registry.lock().unwrap_or_else(|e| e.into_inner());
     if reg.probes.is_empty() && reg.timers.is_empty() {
-        bail!(
-            "{}: error: No probes to attach: register one with probe(SPEC, |e| {{ ... }}) (or BEGIN, every())",
-            session.file_name
-        );
+        let hint = "register one with probe(SPEC, |e| { ... }) (or BEGIN, every())";
+        return Err(Diagnostic::new(&session.file_name, None, "No probes to attach").hint(hint).into());
     }
     Ok(())
 }

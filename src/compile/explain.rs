@@ -32,7 +32,16 @@ fn statement_text(lines: &[&str], line: u32, col: u32) -> String {
     }
 }
 
+/// What `--explain` prints: the maps, and per probe where each statement
+/// runs, each record's layout and the code.
 pub fn render(session: &Session, plan: &Plan, source: &str) -> String {
+    render_with(session, plan, source, true)
+}
+
+/// The same, with the code (instruction count, stack size, disassembly)
+/// only when `code`: without it the text says what the split decided and
+/// nothing a code generator change would move.
+pub fn render_with(session: &Session, plan: &Plan, source: &str, code: bool) -> String {
     let mut out = String::new();
     let lines: Vec<&str> = source.lines().collect();
     let handles = session.registry.lock().unwrap().maps.clone();
@@ -71,15 +80,12 @@ pub fn render(session: &Session, plan: &Plan, source: &str) -> String {
     }
     for prog in &plan.programs {
         let sites: Vec<_> = plan.sites.iter().filter(|s| prog.site_ids.contains(&s.site.id)).collect();
-        let _ = writeln!(
-            out,
-            "\nprobe {} — {} attach point(s), {}, {} instructions, {} bytes of stack",
-            prog.name,
-            prog.points.len(),
-            if sites.is_empty() { "kernel only" } else { "kernel + userspace" },
-            prog.code.insns.len(),
-            prog.code.stack_size
-        );
+        let place = if sites.is_empty() { "kernel only" } else { "kernel + userspace" };
+        let _ = write!(out, "\nprobe {} — {} attach point(s), {place}", prog.name, prog.points.len());
+        let _ = match code {
+            true => writeln!(out, ", {} instructions, {} bytes of stack", prog.code.insns.len(), prog.code.stack_size),
+            false => writeln!(out),
+        };
         if prog.dispatch > 0 {
             let _ = writeln!(
                 out,
@@ -142,7 +148,8 @@ pub fn render(session: &Session, plan: &Plan, source: &str) -> String {
             }
         }
         let mut last_line = u32::MAX;
-        for (i, text) in disasm::disassemble(&prog.code.insns) {
+        let insns = if code { &prog.code.insns[..] } else { &[] };
+        for (i, text) in disasm::disassemble(insns) {
             let span = prog.code.spans[i];
             if span.line != last_line && span.line > 0 {
                 let src = lines.get(span.line as usize - 1).map(|s| s.trim()).unwrap_or("");

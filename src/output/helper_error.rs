@@ -2,6 +2,7 @@
 //! line on stderr or a bpftrace-style `helper_error` NDJSON record.
 
 use super::json::escape_json;
+use crate::diag::{Diagnostic, Pos};
 
 /// Failed calls of one helper at one statement of one probe, since the
 /// last report.
@@ -29,20 +30,12 @@ pub fn errno_text(retcode: i64) -> String {
     }
 }
 
-/// `FILE:L:C: warning: 3 failed probe_read_user_str in PROBE: Bad address (-14)`
-/// (bpftrace: `WARNING: Failed to probe_read_user_str: Bad address (-14)`).
-pub fn format_text(e: &HelperError) -> String {
-    format!(
-        "{}:{}:{}: warning: {} failed {} in {}: {} ({})",
-        e.file,
-        e.line,
-        e.col,
-        e.count,
-        e.helper,
-        e.probe,
-        errno_text(e.retcode),
-        e.retcode
-    )
+/// As a warning: `FILE:L:C: warning: 3 failed probe_read_user_str in PROBE:
+/// Bad address (-14)` (bpftrace: `WARNING: Failed to probe_read_user_str:
+/// Bad address (-14)`).
+pub fn diagnostic(e: &HelperError) -> Diagnostic {
+    let msg = format!("{} failed {} in {}: {} ({})", e.count, e.helper, e.probe, errno_text(e.retcode), e.retcode);
+    Diagnostic::new(e.file, Some(Pos { line: e.line, col: e.col }), msg).warning()
 }
 
 /// bpftrace's `helper_error` record (`msg`, `helper`, `retcode`, `line`,
@@ -80,7 +73,7 @@ mod tests {
     #[test]
     fn text_names_the_statement_count_and_error() {
         assert_eq!(
-            format_text(&sample()),
+            diagnostic(&sample()).to_string(),
             "t.rhai:3:5: warning: 12 failed probe_read_user_str in tracepoint:syscalls:sys_enter_openat: Bad address (-14)"
         );
         assert_eq!(errno_text(-7), "Argument list too long");

@@ -5,6 +5,7 @@ use std::fmt::Write;
 
 use super::layout::{average, hist_rows, join_key, lhist_rows, sorted_entries, MapKind, Row, Span};
 use super::value::{MapDump, MapValue};
+use crate::diag::{Diagnostic, Place};
 
 /// The map as one `map`, `hist` or `stats` record; an empty map gives an
 /// empty string, as bpftrace prints nothing for it.
@@ -114,6 +115,25 @@ fn push_rows_json(out: &mut String, rows: &[Row]) {
     out.push(']');
 }
 
+/// A [`Diagnostic`] as one record, in bpftrace's record shape:
+/// `{"type": "error", "data": {"file": .., "line": .., "col": .., "message":
+/// .., "hint": ..}}` (`type` is the severity; `file`, `line`, `col` and
+/// `hint` only where known).
+pub fn format_diagnostic_json(d: &Diagnostic) -> String {
+    let mut data = String::new();
+    if d.place != Place::Nowhere {
+        let _ = write!(data, "\"file\": \"{}\", ", escape_json(&d.file));
+    }
+    if let Some(pos) = d.pos() {
+        let _ = write!(data, "\"line\": {}, \"col\": {}, ", pos.line, pos.col);
+    }
+    let _ = write!(data, "\"message\": \"{}\"", escape_json(&d.message));
+    if let Some(hint) = &d.hint {
+        let _ = write!(data, ", \"hint\": \"{}\"", escape_json(hint));
+    }
+    format!("{{\"type\": \"{}\", \"data\": {{{data}}}}}\n", d.severity.name())
+}
+
 /// bpftrace's JSON string escaping: `"`, `\`, `\n`, `\r`, `\t` by name,
 /// other control characters as `\u00XX`, everything else as is.
 pub(super) fn escape_json(s: &str) -> String {
@@ -141,6 +161,20 @@ mod tests {
 
     use super::super::fixtures;
     use super::*;
+
+    #[test]
+    fn diagnostics_are_records_with_what_is_known() {
+        use crate::diag::{Diagnostic, Pos};
+        let d = Diagnostic::new("t.rhai", Some(Pos { line: 2, col: 5 }), "say \"x\"").hint("do y");
+        let v: serde_json::Value = serde_json::from_str(&format_diagnostic_json(&d)).unwrap();
+        assert_eq!(v["type"], "error");
+        assert_eq!(v["data"]["file"], "t.rhai");
+        assert_eq!((v["data"]["line"].as_u64(), v["data"]["col"].as_u64()), (Some(2), Some(5)));
+        assert_eq!(v["data"]["message"], "say \"x\"");
+        assert_eq!(v["data"]["hint"], "do y");
+        let w = format_diagnostic_json(&Diagnostic::tool("lost 3").warning());
+        assert_eq!(w, "{\"type\": \"warning\", \"data\": {\"message\": \"lost 3\"}}\n");
+    }
 
     #[test]
     fn keyless_count() {

@@ -21,7 +21,9 @@ pub mod records;
 pub mod sink;
 mod value;
 
-pub use json::{format_attached_json, format_lost_events_json, format_map_json, format_printf_json};
+pub use json::{
+    format_attached_json, format_diagnostic_json, format_lost_events_json, format_map_json, format_printf_json,
+};
 pub use layout::{lhist_len, HIST_LEN};
 pub use maps::{format_attached_text, format_map_text};
 pub use value::{KeyPart, MapDump, MapValue};

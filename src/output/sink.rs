@@ -6,6 +6,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
+use crate::diag::{Diagnostic, Severity};
+
 use super::{format_map_json, format_map_text, format_printf_json, MapDump};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,11 +69,30 @@ pub fn set_no_warnings(off: bool) {
     NO_WARNINGS.store(off, Ordering::Relaxed);
 }
 
-/// A warning on stderr (`rtrace: warning: ...` is the caller's text), unless `--no-warnings`.
-pub fn warn(text: &str) {
-    if !NO_WARNINGS.load(Ordering::Relaxed) {
-        eprintln!("{text}");
+/// Tell the user: every error, warning and note rtrace writes goes through
+/// here. As text it is one line on stderr (after any script output waiting
+/// in the buffer, and on a line of its own); with `-f json` it is also a
+/// record in the output (an error stays on stderr too: that is where a
+/// failed run is explained). `--no-warnings` drops warnings and notes.
+pub fn report(d: &Diagnostic) {
+    if d.severity != Severity::Error && NO_WARNINGS.load(Ordering::Relaxed) {
+        return;
     }
+    let json = SINK.lock().unwrap().as_ref().is_some_and(|s| s.format == Format::Json);
+    if json {
+        raw(&super::format_diagnostic_json(d));
+        if d.severity != Severity::Error {
+            return;
+        }
+    }
+    flush();
+    end_partial_line();
+    eprintln!("{d}");
+}
+
+/// A warning of rtrace's own (`rtrace: warning: ...`): [`report`]ed.
+pub fn warn(message: impl Into<String>) {
+    report(&Diagnostic::tool(message).warning());
 }
 
 /// Send output to `path` (or stdout) in `format`.
@@ -188,4 +209,22 @@ pub fn raw(text: &str) {
     with(|s| {
         note(s.out.write_all(text.as_bytes()));
     });
+}
+
+/// Before an error line on stderr: when stdout and stderr are the same
+/// terminal, pipe or file and the script's output stopped in the middle of
+/// a line, end that line first, so the error starts a line of its own.
+pub fn end_partial_line() {
+    if !partial_line() {
+        return;
+    }
+    let id = |fd: i32| {
+        // SAFETY: fstat only writes into the zeroed stat buffer it is given.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        (unsafe { libc::fstat(fd, &mut st) } == 0).then_some((st.st_dev, st.st_ino))
+    };
+    let (out, err) = (id(1), id(2));
+    if out.is_some() && out == err {
+        eprintln!();
+    }
 }

@@ -6,6 +6,7 @@
 
 use rhai::{Dynamic, Scope, AST};
 
+use crate::diag::Diagnostic;
 use crate::plan::site::RecordField;
 use crate::plan::Plan;
 use std::sync::Arc;
@@ -184,15 +185,15 @@ impl Continuations {
 
     /// A runtime error in a probe's statements (userspace or kernel): it
     /// stops tracing, or with `--keep-going` is counted (the first shown).
-    pub fn error(&mut self, msg: String) -> anyhow::Result<()> {
+    pub fn error(&mut self, d: Diagnostic) -> anyhow::Result<()> {
         self.errors += 1;
         if self.keep_going {
             if self.errors <= self.errors_shown {
-                eprintln!("{msg}");
+                crate::output::sink::report(&d);
             }
             Ok(())
         } else {
-            Err(anyhow::anyhow!(msg))
+            Err(d.into())
         }
     }
 
@@ -211,7 +212,8 @@ impl Continuations {
             Err(why) => {
                 self.malformed += 1;
                 if self.malformed == 1 {
-                    crate::output::sink::warn(&format!("{why}: skipped (records that can't be decoded are counted)"));
+                    let msg = format!("{why}: skipped (records that can't be decoded are counted)");
+                    crate::output::sink::report(&Diagnostic::tool(msg).warning());
                 }
                 return Ok(());
             }
@@ -228,17 +230,10 @@ impl Continuations {
                     Ok(())
                 }
                 Err(e) => {
-                    self.errors += 1;
-                    let msg = format!(
-                        "{} (in the on_event callback of probe {})",
-                        session.runtime_error(&e),
-                        plan.probes[site.probe]
-                    );
-                    if self.keep_going {
-                        Ok(())
-                    } else {
-                        Err(anyhow::anyhow!(msg))
-                    }
+                    let mut d = session.runtime_error(&e);
+                    d.message =
+                        format!("{} (in the on_event callback of probe {})", d.message, plan.probes[site.probe]);
+                    self.error(d)
                 }
             };
         }
@@ -309,13 +304,9 @@ impl Continuations {
                 Ok(())
             }
             Err(e) => {
-                let msg = format!(
-                    "{} (in probe {}, statements at {})",
-                    session.runtime_error(&e),
-                    plan.probes[site.probe],
-                    site.at
-                );
-                self.error(msg)
+                let mut d = session.runtime_error(&e);
+                d.message = format!("{} (in probe {}, statements at {})", d.message, plan.probes[site.probe], site.at);
+                self.error(d)
             }
         }
     }

@@ -201,7 +201,12 @@ fn control(
         CONTROL_ERROR => {
             let (what, line, col) = probes_ebpf::record::decode_arith_error(arg);
             let name = plan.probes.get(probe as usize).map(String::as_str).unwrap_or("?");
-            return conts.error(format!("{}:{line}:{col}: error: {what} (in probe {name})", session.file_name));
+            let at = crate::diag::Pos { line, col };
+            return conts.error(crate::diag::Diagnostic::new(
+                &session.file_name,
+                Some(at),
+                format!("{what} (in probe {name})"),
+            ));
         }
         CONTROL_EXIT => {
             let mut reg = session.registry.lock().unwrap();
@@ -218,7 +223,7 @@ fn control(
                 _ => m.zero(),
             };
             if let Err(e) = r {
-                eprintln!("rtrace: map {}: {e}", m.name);
+                crate::output::sink::warn(format!("map {}: {e}", m.name));
             }
             if kind == CONTROL_CLEAR {
                 session.registry.lock().unwrap().maps[arg as usize].mark_handled();

@@ -104,7 +104,7 @@ pub fn report_new(session: &Session, plan: &Plan, loaded: &Loaded) {
         };
         *seen = total;
         match sink::format() {
-            sink::Format::Text => sink::warn(&helper_error::format_text(&e)),
+            sink::Format::Text => sink::report(&helper_error::diagnostic(&e)),
             sink::Format::Json => sink::raw(&helper_error::format_json(&e)),
         }
     }

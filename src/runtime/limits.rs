@@ -4,7 +4,7 @@
 //! `exit()` taken from the reader's side slot, output write errors ending the
 //! run, and lost control messages reported.
 
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 
 use super::reader::Reader;
 use crate::output::sink;
@@ -39,7 +39,7 @@ fn stop_flag(stop: &libbpf_rs::MapHandle) -> Option<u64> {
 /// A failed write to the output (a full disk, `/dev/full`, a closed pipe) ends the run.
 pub fn check_output() -> Result<()> {
     match sink::write_error() {
-        Some(e) => Err(anyhow!("rtrace: error: {e}")),
+        Some(e) => Err(crate::diag::Diagnostic::tool(e).into()),
         None => Ok(()),
     }
 }
@@ -71,26 +71,8 @@ pub fn report_lost_controls(probes: &[String], lost: &libbpf_rs::MapHandle, read
     }
     let n = reader.lost_controls();
     if n > 0 {
-        eprintln!(
-            "rtrace: lost {n} control message(s) (print/clear/zero from probes): userspace fell behind; exit() is never lost"
-        );
-    }
-}
-
-/// Before an error line on stderr: when stdout and stderr are the same
-/// terminal, pipe or file and the script's output stopped in the middle of
-/// a line, end that line first, so the error starts a line of its own.
-pub fn end_partial_line() {
-    if !sink::partial_line() {
-        return;
-    }
-    let id = |fd: i32| {
-        // SAFETY: fstat only writes into the zeroed stat buffer it is given.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        (unsafe { libc::fstat(fd, &mut st) } == 0).then_some((st.st_dev, st.st_ino))
-    };
-    let (out, err) = (id(1), id(2));
-    if out.is_some() && out == err {
-        eprintln!();
+        sink::warn(format!(
+            "lost {n} control message(s) (print/clear/zero from probes): userspace fell behind; exit() is never lost"
+        ));
     }
 }

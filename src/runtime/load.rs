@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Arc;
 
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 use probes_ebpf::insn::Insn;
 
 use crate::config::Config;
@@ -142,12 +142,11 @@ pub fn attach_all(session: &Session, plan: &Plan, loaded: &Loaded) -> Result<Vec
             }
             Err(e) => {
                 link::detach_all(attachments);
-                let text = format!("{e:#}");
-                if text.contains(": error:") {
+                if e.downcast_ref::<Diagnostic>().is_some() {
                     return Err(e);
                 }
                 let at = probe_position(session, plan, prog);
-                return Err(anyhow!("{}:{at}: error: {text}", session.file_name));
+                return Err(Diagnostic::at_text(&session.file_name, &at, format!("{e:#}")).into());
             }
         }
     }
@@ -158,18 +157,16 @@ pub fn attach_all(session: &Session, plan: &Plan, loaded: &Loaded) -> Result<Vec
         let first = reasons[0].strip_prefix("cannot attach ").unwrap_or(&reasons[0]);
         if reasons.len() == total {
             link::detach_all(attachments);
-            return Err(anyhow!(
-                "{}:{at}: error: none of the {total} points of {} could be attached (first: {first})",
-                session.file_name,
-                plan.probes[probe]
-            ));
+            let msg =
+                format!("none of the {total} points of {} could be attached (first: {first})", plan.probes[probe]);
+            return Err(Diagnostic::at_text(&session.file_name, &at, msg).into());
         }
-        sink::warn(&format!(
-            "{}:{at}: warning: {} of the {total} points of {} can't be attached here and are skipped (first: {first})",
-            session.file_name,
+        let msg = format!(
+            "{} of the {total} points of {} can't be attached here and are skipped (first: {first})",
             reasons.len(),
             plan.probes[probe]
-        ));
+        );
+        sink::report(&Diagnostic::at_text(&session.file_name, &at, msg).warning());
     }
     Ok(attachments)
 }

@@ -84,7 +84,7 @@ pub fn run(session: &Session, plan: &Plan, opts: &Config, traced: Option<&mut tr
     // kernel: tens of ms per tracepoint) waits until the output is out.
     let mut attachments = attachments;
     if let Err(e) = kmaps::set_stop_flag(&loaded.stop) {
-        eprintln!("rtrace: {e}; detaching now");
+        sink::warn(format!("{e}; detaching now"));
         link::detach_all(std::mem::take(&mut attachments));
     }
     reader.stop();
@@ -92,10 +92,10 @@ pub fn run(session: &Session, plan: &Plan, opts: &Config, traced: Option<&mut tr
     let skipped = event_loop::drain(session, plan, &loaded, &reader, &mut conts, &mut result) + conts.skipped;
     reader.join();
     if skipped > 0 {
-        sink::warn(&format!("rtrace: {skipped} queued event(s) were not processed because tracing stopped"));
+        sink::warn(format!("{skipped} queued event(s) were not processed because tracing stopped"));
     }
     if conts.malformed > 0 {
-        sink::warn(&format!("rtrace: {} record(s) could not be decoded and were skipped", conts.malformed));
+        sink::warn(format!("{} record(s) could not be decoded and were skipped", conts.malformed));
     }
     let reloading = opts.exporter && exporter::reload_requested();
     if result.is_ok() && !reloading {
@@ -113,15 +113,12 @@ pub fn run(session: &Session, plan: &Plan, opts: &Config, traced: Option<&mut tr
     }
     loaded.stacks.report();
     if conts.errors > 0 && conts.keep_going {
-        eprintln!(
-            "rtrace: {} runtime error(s) in probe statements (the first {} shown above)",
-            conts.errors,
-            if opts.errors_shown == 1 {
-                "is".to_string()
-            } else {
-                format!("{} are", opts.errors_shown.min(conts.errors))
-            }
-        );
+        let shown = match opts.errors_shown {
+            1 => "is".to_string(),
+            n => format!("{} are", n.min(conts.errors)),
+        };
+        let msg = format!("{} runtime error(s) in probe statements (the first {shown} shown above)", conts.errors);
+        sink::report(&crate::diag::Diagnostic::tool(msg).note());
     }
     crate::script::system::finish();
     sink::flush();

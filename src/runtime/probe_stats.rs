@@ -65,7 +65,9 @@ pub fn per_probe(probes: &[String], programs: &[(usize, OwnedFd)]) -> Vec<ProbeS
 /// `probe_stats` record in JSON output.
 pub fn report(plan: &Plan, programs: &[OwnedFd], enabled: &Result<Enabled, String>) {
     if let Err(why) = enabled {
-        eprintln!("rtrace: per-probe overhead is not available: {why}");
+        crate::output::sink::report(
+            &crate::diag::Diagnostic::tool(format!("per-probe overhead is not available: {why}")).note(),
+        );
         return;
     }
     let stats = per_probe(&plan.probes, &probe_programs(plan, programs));

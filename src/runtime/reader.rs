@@ -153,13 +153,13 @@ fn read_loop(
             })
         });
     if let Err(e) = added {
-        eprintln!("rtrace: cannot read ring buffers: {e}");
+        crate::output::sink::report(&crate::diag::Diagnostic::tool(format!("cannot read ring buffers: {e}")));
         return;
     }
     let ring = match builder.build() {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("rtrace: cannot read ring buffers: {e}");
+            crate::output::sink::report(&crate::diag::Diagnostic::tool(format!("cannot read ring buffers: {e}")));
             return;
         }
     };

@@ -22,7 +22,7 @@ use crate::output::metrics::{self, Family, Format, Number, Type};
 use crate::output::{KeyPart, MapDump, MapValue};
 use crate::plan::site::ValueMeaning;
 use crate::plan::Plan;
-use crate::script::{position_text, Session};
+use crate::script::Session;
 
 /// Records handed to userspace statements so far (updated by the event loop).
 static RECORDS: AtomicU64 = AtomicU64::new(0);
@@ -131,7 +131,9 @@ fn sources(prefix: &str, stats: bool, session: &Session, plan: &Plan, loaded: &L
     let mut maps: Vec<Served> = Vec::new();
     for (handle, km) in handles.iter().zip(&loaded.maps) {
         let opts = &handle.options().metrics;
-        let at = || format!("{}:{}", session.file_name, position_text(handle.options().pos));
+        let refuse = |msg: String| -> anyhow::Error {
+            crate::diag::Diagnostic::at(&session.file_name, handle.options().pos, msg).into()
+        };
         let shape = &km.shape;
         let stacks = shape.key_sems.iter().any(|s| matches!(s, ValueMeaning::Stack { .. }));
         if !opts.enabled || (stacks && !opts.folded_stacks) {
@@ -140,7 +142,7 @@ fn sources(prefix: &str, stats: bool, session: &Session, plan: &Plan, loaded: &L
         let parts = if stacks { 1 } else { shape.layout.key.len() };
         if let Some(l) = &opts.labels {
             if shape.layout.key.is_empty() && !l.is_empty() {
-                bail!("{}: error: map '{}' has no key, so it takes no labels: drop `labels`", at(), km.name);
+                return Err(refuse(format!("map '{}' has no key, so it takes no labels: drop `labels`", km.name)));
             }
             if !shape.layout.key.is_empty() && l.len() != parts {
                 let what = if stacks {
@@ -148,21 +150,19 @@ fn sources(prefix: &str, stats: bool, session: &Session, plan: &Plan, loaded: &L
                 } else {
                     format!("its keys have {parts} part(s)")
                 };
-                bail!(
-                    "{}: error: map '{}' names {} label(s) but {what}: give one name per key part",
-                    at(),
+                return Err(refuse(format!(
+                    "map '{}' names {} label(s) but {what}: give one name per key part",
                     km.name,
                     l.len()
-                );
+                )));
             }
         }
         let metric = metrics::metric_name(prefix, &km.name);
         if BUILTIN.contains(&metric.as_str()) || maps.iter().any(|m| m.metric == metric) {
-            bail!(
-                "{}: error: map '{}' would be served as {metric}, a name already in use: rename the map, change --metrics-prefix or set `metrics: false`",
-                at(),
+            return Err(refuse(format!(
+                "map '{}' would be served as {metric}, a name already in use: rename the map, change --metrics-prefix or set `metrics: false`",
                 km.name
-            );
+            )));
         }
         let counter = matches!(shape.agg, Some(probes_ebpf::ir::AggOp::Count | probes_ebpf::ir::AggOp::Sum));
         let help = opts.help.clone().unwrap_or_else(|| format!("rtrace map @{}", km.name));

@@ -112,25 +112,25 @@ impl StackMaps {
     pub fn report(&self) {
         let (collisions, full) = self.lost_in_kernel();
         if collisions > 0 {
-            crate::output::sink::warn(&format!(
-                "rtrace: {collisions} stack(s) lost to stack-id hash collisions (raise RTRACE_STACK_ENTRIES)"
+            crate::output::sink::warn(format!(
+                "{collisions} stack(s) lost to stack-id hash collisions (raise RTRACE_STACK_ENTRIES)"
             ));
         }
         if full > 0 {
-            crate::output::sink::warn(&format!(
-                "rtrace: {full} stack(s) lost because the stack map was full (raise RTRACE_STACK_ENTRIES)"
+            crate::output::sink::warn(format!(
+                "{full} stack(s) lost because the stack map was full (raise RTRACE_STACK_ENTRIES)"
             ));
         }
         let tracking = crate::symbols::procmaps::TRACKING_LOST.load(Ordering::Relaxed);
         if tracking > 0 {
-            crate::output::sink::warn(&format!(
-                "rtrace: {tracking} process mapping change(s) were lost; some user stacks may print as addresses"
+            crate::output::sink::warn(format!(
+                "{tracking} process mapping change(s) were lost; some user stacks may print as addresses"
             ));
         }
         let f = self.failed.load(Ordering::Relaxed);
         if f > 0 {
-            crate::output::sink::warn(&format!(
-                "rtrace: {f} stack(s) shown as unavailable (see the bracketed reasons in the output)"
+            crate::output::sink::warn(format!(
+                "{f} stack(s) shown as unavailable (see the bracketed reasons in the output)"
             ));
         }
     }

@@ -121,7 +121,7 @@ pub fn finish(registry: &SharedRegistry) {
 
 /// Write the JUnit report, if one was asked for; `error` is the run's
 /// error line, if it ended with one. Returns a write error as one line.
-pub fn write_junit(error: Option<&str>) -> Result<(), String> {
+pub fn write_junit(error: Option<&str>) -> Result<(), crate::diag::Diagnostic> {
     let Some(mut report) = REPORT.lock().unwrap().take() else { return Ok(()) };
     if let Some(e) = error {
         report.results.push(CheckResult {
@@ -134,5 +134,6 @@ pub fn write_junit(error: Option<&str>) -> Result<(), String> {
     }
     report.results.extend(report.command.take());
     let xml = junit::junit_xml(&report.suite, &report.file, &report.results, report.started.elapsed().as_secs_f64());
-    std::fs::write(&report.path, xml).map_err(|e| format!("rtrace: error: --junit {}: {e}", report.path))
+    std::fs::write(&report.path, xml)
+        .map_err(|e| crate::diag::Diagnostic::tool(format!("--junit {}: {e}", report.path)))
 }

@@ -145,8 +145,11 @@ impl Session {
         bufs::install(&mut engine);
         modules::install(&mut engine, source);
         let ast = engine.compile(source).map_err(|e| {
-            let hint = habits::syntax_hint(source, e.1).map(|h| format!(": {h}")).unwrap_or_default();
-            Diagnostic::at(file_name, e.1, format!("syntax error: {}{hint}", e.0))
+            let d = Diagnostic::at(file_name, e.1, format!("syntax error: {}", e.0));
+            match habits::syntax_hint(source, e.1) {
+                Some(hint) => d.hint(hint),
+                None => d,
+            }
         })?;
         statements::collect(&ast);
         let mut scope = Scope::new();
@@ -171,7 +174,7 @@ impl Session {
             Ok(()) => {}
             // exit() at the top level: nothing will be attached.
             Err(e) if matches!(*e, rhai::EvalAltResult::ErrorTerminated(..)) => return Ok(()),
-            Err(e) => return Err(self.runtime_error(&e)),
+            Err(e) => return Err(self.runtime_error(&e).into()),
         }
         self.name_maps();
         self.keep_constants();
@@ -314,7 +317,7 @@ impl Session {
     pub fn call(&self, probe_ast: &AST, f: &FnPtr) -> Result<()> {
         let result = self.call_closure(probe_ast, f, ()).map(|_| ()).or_else(|e| match *e {
             rhai::EvalAltResult::ErrorTerminated(..) => Ok(()),
-            _ => Err(self.runtime_error_near(&e, self.registered_at(f))),
+            _ => Err(self.runtime_error_near(&e, self.registered_at(f)).into()),
         });
         crate::output::sink::flush();
         result
@@ -332,13 +335,13 @@ impl Session {
     }
 
     /// A Rhai runtime error as one line naming the script position.
-    pub fn runtime_error(&self, e: &rhai::EvalAltResult) -> anyhow::Error {
+    pub fn runtime_error(&self, e: &rhai::EvalAltResult) -> Diagnostic {
         self.runtime_error_near(e, Position::NONE)
     }
 
     /// `near`: the innermost known call position, for errors without one
     /// of their own (a stack overflow).
-    fn runtime_error_near(&self, e: &rhai::EvalAltResult, near: Position) -> anyhow::Error {
+    fn runtime_error_near(&self, e: &rhai::EvalAltResult, near: Position) -> Diagnostic {
         let pos = if e.position().is_none() { near } else { e.position() };
         let mut msg = e.to_string();
         if let Some(i) = msg.rfind(" (line ") {
@@ -357,7 +360,7 @@ impl Session {
                 self.engine.max_call_levels()
             );
         }
-        Diagnostic::at(&self.file_name, pos, msg).into()
+        Diagnostic::at(&self.file_name, pos, msg)
     }
 }
 

@@ -43,7 +43,7 @@ pub fn install(engine: &mut Engine, script: &str) {
                 engine.register_static_module(*name, module.clone().into());
                 embedded.insert(*name, module);
             }
-            Err(e) => eprintln!("rtrace: stdlib module {name}: {e}"),
+            Err(e) => crate::output::sink::report(&crate::diag::Diagnostic::tool(format!("stdlib module {name}: {e}"))),
         }
     }
     let mut resolvers = ModuleResolversCollection::new();

@@ -20,11 +20,13 @@ fn kernel_control_losses(stderr: &str) -> Vec<(u64, String)> {
         .collect()
 }
 
-/// `rtrace: lost N control message(s) ...`: those userspace dropped.
+/// `rtrace: warning: lost N control message(s) ...`: those userspace dropped.
 fn dropped_controls(stderr: &str) -> u64 {
     stderr
         .lines()
-        .filter_map(|l| l.strip_prefix("rtrace: lost ")?.split_once(" control message(s)")?.0.parse::<u64>().ok())
+        .filter_map(|l| {
+            l.strip_prefix("rtrace: warning: lost ")?.split_once(" control message(s)")?.0.parse::<u64>().ok()
+        })
         .sum()
 }
 

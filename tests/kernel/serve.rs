@@ -381,10 +381,10 @@ fn exporter_reloads_the_script_on_sighup_and_keeps_the_port() {
     assert_eq!(out.code, Some(0), "{out}");
     assert_eq!(out.stdout, "", "an exporter writes nothing unless the script prints\n{out}");
     let file = path.display().to_string();
-    assert!(out.stderr.contains(&format!("rtrace: reloaded {file}\n")), "{out}");
+    assert!(out.stderr.contains(&format!("rtrace: note: reloaded {file}\n")), "{out}");
     assert!(
         out.stderr.contains(&format!(
-            "rtrace: reload failed, running the previous script again: {file}:1:1: error: unknown probe type 'nosuch'"
+            "rtrace: warning: reload failed, running the previous script again: {file}:1:1: error: unknown probe type 'nosuch'"
         )),
         "{out}"
     );

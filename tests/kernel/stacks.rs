@@ -661,7 +661,7 @@ fn stack_loss_report_counts_the_lost_events() {
     let lost: i64 = keys.iter().filter(|(f, _)| f.len() == 1 && f[0] == "[stack id collision]").map(|(_, n)| n).sum();
     assert!(lost > 0, "no collisions with 200 stacks in 16 entries\n{out}");
     let reported: Option<i64> = out.stderr.lines().find_map(|l| {
-        l.strip_prefix("rtrace: ")?
+        l.strip_prefix("rtrace: warning: ")?
             .strip_suffix(" stack(s) lost to stack-id hash collisions (raise RTRACE_STACK_ENTRIES)")?
             .parse()
             .ok()

@@ -182,7 +182,7 @@ pub fn gcc() -> Command {
 
 /// A test that can't run here (or whose run was inconclusive) is written to
 /// `$RTRACE_SKIP_LOG` (scripts/test.sh lists them as skipped, never passed).
-fn log_skip(test: &str, reason: &str) {
+pub fn log_skip(test: &str, reason: &str) {
     if let Ok(path) = std::env::var("RTRACE_SKIP_LOG") {
         use std::io::Write;
         if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
