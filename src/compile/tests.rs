@@ -93,3 +93,46 @@ fn golden_scripts() {
         failures.join("\n")
     );
 }
+
+/// Each embedded tool (stdlib/tools/), with the arguments of a typical run,
+/// compiles against the fixture kernel: the split, lowering and map layout
+/// of every tool are checked without root. Tools that take a probe take a
+/// tracepoint here (the fixture kernel has no kprobes, as this machine).
+#[test]
+fn every_tool_compiles_against_the_fixture_kernel() {
+    let kernel = FakeKernel::from_fixtures();
+    let config = Config::from_env(&NoSettings, None).expect("default settings");
+    let args_of = |tool: &str| -> Vec<String> {
+        let args: &[&str] = match tool {
+            "argdist" => &[
+                "-H",
+                "t:syscalls:sys_enter_read():u64:args->count",
+                "-C",
+                "t:syscalls:sys_enter_openat():int:args->dfd",
+            ],
+            "funccount" => &["t:syscalls:sys_enter_open*"],
+            "funclatency" => &["c:malloc"],
+            "stackcount" => &["t:syscalls:sys_enter_read"],
+            "trace" => &["t:syscalls:sys_enter_openat \"%d\", args->dfd"],
+            _ => &[],
+        };
+        args.iter().map(|a| a.to_string()).collect()
+    };
+    let mut failures = Vec::new();
+    let tools = crate::script::tools::list();
+    assert!(tools.len() >= 30, "{} tools", tools.len());
+    for (name, _) in &tools {
+        let source = crate::script::tools::find(name).expect("an embedded tool");
+        let args = args_of(name);
+        let outcome = Session::new(&format!("tools/{name}.rhai"), source, &args).and_then(|mut session| {
+            session.run_top_level()?;
+            super::compile(&session, &config, &kernel).map(|plan| plan.programs.len())
+        });
+        match outcome {
+            Ok(0) => failures.push(format!("{name} {}: no kernel program", args.join(" "))),
+            Ok(_) => {}
+            Err(e) => failures.push(format!("{name} {}: {e:#}", args.join(" "))),
+        }
+    }
+    assert!(failures.is_empty(), "{} of {} tools don't compile:\n{}", failures.len(), tools.len(), failures.join("\n"));
+}
