@@ -67,14 +67,14 @@ fn list_item(item: &str, verbose: bool, out: &mut Listing) -> Result<()> {
     let searched = || listed().filter(|t| !NOT_SEARCHED.contains(&t.kind));
     let Some((ty, rest)) = item.split_once(':') else {
         // `-l tracepoint`, `-l software`: the whole type.
-        if let Some(t) = listed().find(|t| t.name == item) {
+        if let Some(t) = listed().find(|t| t.name() == item) {
             return list_type(t, "", verbose, true, out);
         }
         // A bare word: the name part of every probe that needs no binary.
         for t in searched() {
             let rest = if t.kind == Kind::Tracepoint { format!("*:{item}") } else { item.to_string() };
             if let Err(e) = list_type(t, &rest, verbose, false, out) {
-                out.notes.push(format!("{}: {e:#}", t.name));
+                out.notes.push(format!("{}: {e:#}", t.name()));
             }
         }
         return Ok(());
@@ -82,9 +82,9 @@ fn list_item(item: &str, verbose: bool, out: &mut Listing) -> Result<()> {
     if has_wildcard(ty) {
         // `*:./prog:*`: each type lists what fits its own syntax (uprobe
         // and usdt a binary's probes, kernel types none for a path).
-        for t in searched().filter(|t| wildcard_match(ty, t.name)) {
+        for t in searched().filter(|t| wildcard_match(ty, t.name())) {
             if let Err(e) = list_type(t, rest, verbose, false, out) {
-                out.notes.push(format!("{}: {e:#}", t.name));
+                out.notes.push(format!("{}: {e:#}", t.name()));
             }
         }
         return Ok(());

@@ -14,10 +14,9 @@
 use probes_ebpf::ir::{BinOp, Expr, Stmt, StmtKind};
 
 use super::pending::Pending;
-use crate::kernel::syscalls;
 use crate::kernel::Kernel;
 use crate::probes::spec::{ProbeKind, ProbeSpec};
-use crate::probes::{AttachPoint, AttachTarget, ProgramSpec};
+use crate::probes::{tracepoint, AttachPoint, ProgramSpec};
 
 /// The attach points of one probe() call that get programs together: the
 /// points of one spec (`kind`, `name`), or a set of syscall tracepoints of
@@ -50,7 +49,8 @@ pub fn units(specs: &[ProbeSpec], expanded: Vec<Vec<AttachPoint>>, min: usize, k
                 continue;
             }
             for (j, p) in pts.iter().enumerate() {
-                if direction(p) == Some(dir) && number(p).is_some_and(|nr| seen.insert(nr)) {
+                let syscall = tracepoint::syscall_of(p);
+                if syscall.is_some_and(|(d, nr)| d == dir && seen.insert(nr)) {
                     at.push((i, j));
                 }
             }
@@ -58,14 +58,7 @@ pub fn units(specs: &[ProbeSpec], expanded: Vec<Vec<AttachPoint>>, min: usize, k
         if at.len() < min {
             continue;
         }
-        let event = format!("sys_{dir}");
-        if !k.tracepoint_exists("raw_syscalls", &event).unwrap_or(false) {
-            continue;
-        }
-        let raw = AttachPoint {
-            name: format!("tracepoint:raw_syscalls:{event}"),
-            target: AttachTarget::Tracepoint { category: "raw_syscalls".into(), event },
-        };
+        let Some(raw) = tracepoint::raw_syscalls(dir, k) else { continue };
         let mut from: Vec<usize> = at.iter().map(|&(i, _)| i).collect();
         from.dedup();
         let points = at.iter().map(|&(i, j)| expanded[i][j].clone()).collect();
@@ -95,31 +88,9 @@ pub fn units(specs: &[ProbeSpec], expanded: Vec<Vec<AttachPoint>>, min: usize, k
     units
 }
 
-/// `enter` or `exit` for a `syscalls:sys_{enter,exit}_NAME` point.
-fn direction(p: &AttachPoint) -> Option<&'static str> {
-    match &p.target {
-        AttachTarget::Tracepoint { category, event } if category == "syscalls" => {
-            if event.starts_with("sys_enter_") {
-                Some("enter")
-            } else if event.starts_with("sys_exit_") {
-                Some("exit")
-            } else {
-                None
-            }
-        }
-        _ => None,
-    }
-}
-
 /// The syscall number of a `syscalls:sys_{enter,exit}_NAME` point.
 fn number(p: &AttachPoint) -> Option<i64> {
-    match &p.target {
-        AttachTarget::Tracepoint { event, .. } => {
-            let name = event.strip_prefix("sys_enter_").or_else(|| event.strip_prefix("sys_exit_"))?;
-            syscalls::number(name)
-        }
-        _ => None,
-    }
+    tracepoint::syscall_of(p).map(|(_, nr)| nr)
 }
 
 /// Join the programs `pending[first..]` into one on `raw` (loaded as

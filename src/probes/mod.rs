@@ -2,7 +2,8 @@
 //! how a spec expands to attach points, the program for a point (program
 //! type, context, load attributes, and the [`EventContext`] that resolves
 //! `e.argN`, `e.args.X`, `e.retval` and `e.func`), and attaching. [`TYPES`]
-//! is the one list of probe types (names and aliases) for specs and `-l`.
+//! is the one list of probe types and their implementations for `-l` and
+//! compile; their spellings are in `spec::SPELLINGS`.
 
 pub mod check;
 pub mod event;
@@ -135,48 +136,65 @@ pub trait ProbeType: Sync {
     }
 }
 
-/// One probe type: its name and aliases as bpftrace spells them, and the
-/// module that answers for it.
+/// One probe type and the module that answers for it (its spelling is in
+/// [`spec::SPELLINGS`]).
 pub struct TypeEntry {
-    pub name: &'static str,
-    pub aliases: &'static [&'static str],
     pub kind: ProbeKind,
     /// Spelled `TYPE:target` and listed by `-l` (not BEGIN/END).
     pub listed: bool,
     pub imp: &'static dyn ProbeType,
 }
 
-const fn entry(
-    name: &'static str,
-    aliases: &'static [&'static str],
-    kind: ProbeKind,
-    imp: &'static dyn ProbeType,
-) -> TypeEntry {
-    TypeEntry { name, aliases, kind, listed: true, imp }
+impl TypeEntry {
+    /// Its full name, as bpftrace spells it.
+    pub fn name(&self) -> &'static str {
+        self.kind.name()
+    }
 }
 
-/// The probe types, in bpftrace's order: the one list that specs, `-l` and
+const fn entry(kind: ProbeKind, imp: &'static dyn ProbeType) -> TypeEntry {
+    TypeEntry { kind, listed: true, imp }
+}
+
+/// The probe types, in bpftrace's order: the one list that `-l` and
 /// compile use.
 pub static TYPES: &[TypeEntry] = &[
-    TypeEntry { name: "BEGIN", aliases: &[], kind: ProbeKind::Begin, listed: false, imp: &special::Special },
-    TypeEntry { name: "END", aliases: &[], kind: ProbeKind::End, listed: false, imp: &special::Special },
-    entry("tracepoint", &["t"], ProbeKind::Tracepoint, &tracepoint::Tracepoint),
-    entry("rawtracepoint", &["rt"], ProbeKind::RawTracepoint, &rawtracepoint::RawTracepoint),
-    entry("tp_btf", &["btf"], ProbeKind::TpBtf, &tp_btf::TpBtf),
-    entry("kprobe", &["k"], ProbeKind::Kprobe, &kernel_function::KPROBE),
-    entry("kretprobe", &["kr"], ProbeKind::Kretprobe, &kernel_function::KRETPROBE),
-    entry("fentry", &["f", "kfunc"], ProbeKind::Fentry, &kernel_function::FENTRY),
-    entry("fexit", &["fr", "kretfunc"], ProbeKind::Fexit, &kernel_function::FEXIT),
-    entry("uprobe", &["u"], ProbeKind::Uprobe, &uprobe::UPROBE),
-    entry("uretprobe", &["ur"], ProbeKind::Uretprobe, &uprobe::URETPROBE),
-    entry("usdt", &["U"], ProbeKind::Usdt, &usdt::Usdt),
-    entry("profile", &["p"], ProbeKind::Profile, &perf_event::PROFILE),
-    entry("interval", &["i"], ProbeKind::Interval, &perf_event::INTERVAL),
-    entry("software", &["s"], ProbeKind::Software, &perf_event::SOFTWARE),
-    entry("hardware", &["h"], ProbeKind::Hardware, &perf_event::HARDWARE),
+    TypeEntry { kind: ProbeKind::Begin, listed: false, imp: &special::Special },
+    TypeEntry { kind: ProbeKind::End, listed: false, imp: &special::Special },
+    entry(ProbeKind::Tracepoint, &tracepoint::Tracepoint),
+    entry(ProbeKind::RawTracepoint, &rawtracepoint::RawTracepoint),
+    entry(ProbeKind::TpBtf, &tp_btf::TpBtf),
+    entry(ProbeKind::Kprobe, &kernel_function::KPROBE),
+    entry(ProbeKind::Kretprobe, &kernel_function::KRETPROBE),
+    entry(ProbeKind::Fentry, &kernel_function::FENTRY),
+    entry(ProbeKind::Fexit, &kernel_function::FEXIT),
+    entry(ProbeKind::Uprobe, &uprobe::UPROBE),
+    entry(ProbeKind::Uretprobe, &uprobe::URETPROBE),
+    entry(ProbeKind::Usdt, &usdt::Usdt),
+    entry(ProbeKind::Profile, &perf_event::PROFILE),
+    entry(ProbeKind::Interval, &perf_event::INTERVAL),
+    entry(ProbeKind::Software, &perf_event::SOFTWARE),
+    entry(ProbeKind::Hardware, &perf_event::HARDWARE),
 ];
 
 /// The implementation for a probe kind.
 pub fn probe_type(kind: ProbeKind) -> &'static dyn ProbeType {
     TYPES.iter().find(|t| t.kind == kind).map(|t| t.imp).unwrap_or(&special::Special)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every type that is spelled has one implementation, in the same
+    /// (bpftrace's) order, and only BEGIN/END are left unlisted.
+    #[test]
+    fn each_spelled_type_has_its_implementation() {
+        let spelled: Vec<ProbeKind> = spec::SPELLINGS.iter().map(|(kind, ..)| *kind).collect();
+        let implemented: Vec<ProbeKind> = TYPES.iter().map(|t| t.kind).collect();
+        assert_eq!(spelled, implemented);
+        assert!(TYPES.iter().all(|t| t.listed != t.kind.is_userspace()));
+        assert_eq!(spec::kind_named("kfunc"), Some(ProbeKind::Fentry));
+        assert_eq!(spec::kind_named("BEGIN"), None, "BEGIN is not written TYPE:target");
+    }
 }

@@ -1,10 +1,8 @@
 //! Probe specs in bpftrace's syntax: `tracepoint:syscalls:sys_enter_openat`,
-//! short aliases (`t:`, `rt:`, ...), comma lists. The names and aliases
-//! come from [`super::TYPES`].
+//! short aliases (`t:`, `rt:`, ...), comma lists. [`SPELLINGS`] is the one
+//! list of the types' names and aliases.
 
 use anyhow::{bail, Result};
-
-use super::TYPES;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ProbeKind {
@@ -26,19 +24,46 @@ pub enum ProbeKind {
     Hardware,
 }
 
+/// How each probe type is spelled, as bpftrace spells it: its name and
+/// short aliases, in bpftrace's order (BEGIN and END first, never written
+/// `TYPE:target`).
+pub static SPELLINGS: &[(ProbeKind, &str, &[&str])] = &[
+    (ProbeKind::Begin, "BEGIN", &[]),
+    (ProbeKind::End, "END", &[]),
+    (ProbeKind::Tracepoint, "tracepoint", &["t"]),
+    (ProbeKind::RawTracepoint, "rawtracepoint", &["rt"]),
+    (ProbeKind::TpBtf, "tp_btf", &["btf"]),
+    (ProbeKind::Kprobe, "kprobe", &["k"]),
+    (ProbeKind::Kretprobe, "kretprobe", &["kr"]),
+    (ProbeKind::Fentry, "fentry", &["f", "kfunc"]),
+    (ProbeKind::Fexit, "fexit", &["fr", "kretfunc"]),
+    (ProbeKind::Uprobe, "uprobe", &["u"]),
+    (ProbeKind::Uretprobe, "uretprobe", &["ur"]),
+    (ProbeKind::Usdt, "usdt", &["U"]),
+    (ProbeKind::Profile, "profile", &["p"]),
+    (ProbeKind::Interval, "interval", &["i"]),
+    (ProbeKind::Software, "software", &["s"]),
+    (ProbeKind::Hardware, "hardware", &["h"]),
+];
+
+/// The types written `TYPE:target` (not BEGIN/END).
+fn listed() -> impl Iterator<Item = &'static (ProbeKind, &'static str, &'static [&'static str])> {
+    SPELLINGS.iter().filter(|(kind, ..)| !kind.is_userspace())
+}
+
 /// The probe kind a type name or alias stands for (not BEGIN/END).
 pub fn kind_named(ty: &str) -> Option<ProbeKind> {
-    TYPES.iter().filter(|t| t.listed).find(|t| t.name == ty || t.aliases.contains(&ty)).map(|t| t.kind)
+    listed().find(|(_, name, aliases)| *name == ty || aliases.contains(&ty)).map(|(kind, ..)| *kind)
 }
 
 /// Every probe type's full name (not BEGIN/END), in bpftrace's order.
 pub fn type_names() -> impl Iterator<Item = &'static str> {
-    TYPES.iter().filter(|t| t.listed).map(|t| t.name)
+    listed().map(|(_, name, _)| *name)
 }
 
 impl ProbeKind {
     pub fn name(self) -> &'static str {
-        TYPES.iter().find(|t| t.kind == self).map(|t| t.name).unwrap_or("?")
+        SPELLINGS.iter().find(|(kind, ..)| *kind == self).map_or("?", |(_, name, _)| name)
     }
     /// Runs wholly in userspace.
     pub fn is_userspace(self) -> bool {

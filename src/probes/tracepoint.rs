@@ -153,6 +153,32 @@ fn expand_one_tracepoint(
     Ok(())
 }
 
+/// The direction (`enter`, `exit`) and syscall number of a
+/// `syscalls:sys_{enter,exit}_NAME` point; None for any other point, or a
+/// syscall whose number rtrace doesn't know.
+pub fn syscall_of(p: &AttachPoint) -> Option<(&'static str, i64)> {
+    let AttachTarget::Tracepoint { category, event } = &p.target else { return None };
+    if category != "syscalls" {
+        return None;
+    }
+    let (dir, name) = match (event.strip_prefix("sys_enter_"), event.strip_prefix("sys_exit_")) {
+        (Some(name), _) => ("enter", name),
+        (None, Some(name)) => ("exit", name),
+        _ => return None,
+    };
+    Some((dir, crate::kernel::syscalls::number(name)?))
+}
+
+/// `tracepoint:raw_syscalls:sys_{dir}`, the point every syscall of a
+/// direction passes, when this kernel has it.
+pub fn raw_syscalls(dir: &str, k: &dyn Kernel) -> Option<AttachPoint> {
+    let event = format!("sys_{dir}");
+    k.tracepoint_exists("raw_syscalls", &event).unwrap_or(false).then(|| AttachPoint {
+        name: format!("tracepoint:raw_syscalls:{event}"),
+        target: AttachTarget::Tracepoint { category: "raw_syscalls".into(), event },
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
