@@ -184,7 +184,7 @@ impl Lowerer<'_> {
     /// followed by the arguments as text.
     pub(crate) fn stack_expr(&mut self, path: &[String], pos: Position) -> Result<Expr> {
         let user = path[0] == "ustack";
-        let mut depth = self.target.stack_depth;
+        let mut depth = self.target.settings.stack_depth;
         let mut mode = StackMode::Bpftrace;
         for arg in &path[1..] {
             if let Ok(n) = arg.parse::<u32>() {
@@ -203,7 +203,7 @@ impl Lowerer<'_> {
         }
         let map = self.target.stack_map(depth, user, mode);
         let skip = if user { 0 } else { self.target.event.kernel_stack_skip() };
-        Ok(Expr::StackId { map, user, lost: self.target.stack_lost, skip })
+        Ok(Expr::StackId { map, user, lost: self.target.stack_lost(), skip })
     }
 
     pub(crate) fn event_field(&mut self, name: &str, pos: Position) -> Result<Expr> {
@@ -222,9 +222,11 @@ impl Lowerer<'_> {
             Field::Cgroup => Expr::Builtin(Builtin::Cgroup),
             Field::Rand => self.event_rand(),
             Field::Comm => Expr::Comm,
-            Field::Elapsed => {
-                Expr::Binary(BinOp::Sub, Box::new(self.event_nsecs()), Box::new(Expr::Int(self.target.start_ns)))
-            }
+            Field::Elapsed => Expr::Binary(
+                BinOp::Sub,
+                Box::new(self.event_nsecs()),
+                Box::new(Expr::Int(self.target.settings.start_ns)),
+            ),
             Field::Probe => str_literal(self.target.probe_name),
             Field::Args => return err(pos, "`e.args` needs a field name, e.g. `e.args.filename`"),
             Field::Arg(i) => match self.target.event.arg(i, self.target.probe_name) {
@@ -370,7 +372,7 @@ impl Lowerer<'_> {
                 signed: f.signed && !matches!(f.kind, FieldKind::Pointer { .. }),
             },
             FieldKind::CharArray => Expr::CtxCharArray { offset: f.offset, len: f.size },
-            FieldKind::DataLocString => Expr::CtxDataLocStr { offset: f.offset, max: self.target.str_max },
+            FieldKind::DataLocString => Expr::CtxDataLocStr { offset: f.offset, max: self.target.settings.str_max },
             _ => return err(pos, format!("field `{field}` has type `{}`, which probes can't read yet", f.c_type)),
         })
     }

@@ -206,25 +206,14 @@ fn split_and_lower(
     let program = unit.ptype.program(&group[0], unit.per_point, kernel).map_err(|e| at(file, def, e.to_string()))?;
     let probe_name = if unit.per_point { group[0].name.clone() } else { unit.name.clone() };
     let target = lower::ProgramCtx {
-        no_split: opts.no_split,
-        allow_unsafe: opts.allow_unsafe,
+        probe_name: &probe_name,
+        probe_index: probe.index as u32,
+        context: program.context,
         event: program.event.as_ref(),
         btf: kernel.btf(),
-        probe_name: &probe_name,
-        context: program.context,
-        start_ns: opts.start_ns,
-        str_max: opts.str_max,
-        control_ring: table.borrow().control_ring(),
-        probe_index: probe.index as u32,
-        data_ring: table.borrow().data_ring(),
-        lost_map: table.borrow().lost(),
-        wake_map: table.borrow().wake(),
         first_site: first_site as u32,
-        wake_bytes: opts.wake_bytes(),
-        join_max: opts.join_max,
+        settings: opts,
         maps: table,
-        stack_lost: table.borrow().stack_lost(),
-        stack_depth: opts.stack_depth,
     };
     let event = (body.params.len() > def.closure.curry().len()).then(|| body.params.last().cloned()).flatten();
     let captures = values::captured(&body.params, def.closure.curry());

@@ -175,7 +175,7 @@ impl Lowerer<'_> {
             Call::Str => {
                 let v = self.expr(&args[0])?;
                 let max = match args.get(1) {
-                    None => self.target.str_max,
+                    None => self.target.settings.str_max,
                     Some(a) => match self.const_int(a) {
                         Some(n) if n > 0 && n <= 256 => n as u32,
                         _ => return err(a.position(), "str(ptr, len): len must be a constant from 1 to 256"),

@@ -27,6 +27,7 @@ pub(crate) use expr::{bin_op, fold, str_literal, ty_name};
 
 use super::maps::{MapUse, UseKind};
 use super::split::Split;
+use crate::config::Config;
 use crate::kernel::btf::BtfTypes;
 use crate::kernel::tracepoint_format::FieldKind;
 use crate::plan::maps::MapTable;
@@ -36,46 +37,29 @@ use crate::script::MapHandle;
 use crate::symbols::stacks::StackMode;
 use probes_ebpf::record::{CONTROL_CLEAR, CONTROL_EXIT, CONTROL_PRINT, CONTROL_ZERO};
 
-/// What a closure is being compiled for.
+/// What a closure is being compiled for: the program point (its probe,
+/// context and event), the run's settings, and the maps every program
+/// shares.
 pub struct ProgramCtx<'a> {
-    /// `--no-split`: the whole closure is userspace; aggregations there
-    /// are done by userspace (see `compile/no_split.rs`).
-    pub no_split: bool,
-    /// `--unsafe`: `signal()` may be lowered.
-    pub allow_unsafe: bool,
     /// Full probe name (`tracepoint:syscalls:sys_enter_read`), the value of `e.probe`.
     pub probe_name: &'a str,
+    /// Index of this probe, reported in control messages.
+    pub probe_index: u32,
     pub context: ContextKind,
     /// What the probe type says the event holds: `e.argN`, `e.retval`,
     /// `e.func`, `e.args.*`, and whether pointers are user memory.
     pub event: &'a dyn EventContext,
     /// The kernel's types (`e.curtask`, member chains); None without BTF.
     pub btf: Option<&'a dyn BtfTypes>,
-    /// `ktime` at start, for `e.elapsed`.
-    pub start_ns: i64,
-    /// Default maximum length of `str()`.
-    pub str_max: u32,
-    /// Map id of the control ring buffer.
-    pub control_ring: MapId,
-    /// Index of this probe, reported in control messages.
-    pub probe_index: u32,
-    /// The data ring buffer and the per-probe lost-records array.
-    pub data_ring: MapId,
-    pub lost_map: MapId,
-    /// The reader's "about to sleep" flag (see `ir::StmtKind::Emit`).
-    pub wake_map: MapId,
     /// Id of this probe's first userspace site (ids are global).
     pub first_site: u32,
-    /// Pending bytes in the data ring that trigger a wake-up of the reader.
-    pub wake_bytes: u32,
-    /// Strings read from a `char **` field for `join()` (RTRACE_JOIN_MAX).
-    pub join_max: u32,
-    /// Every map id; stack maps are added as probes ask for them (shared by all probes).
+    /// The run's settings: `--no-split`, `--unsafe`, the start time (for
+    /// `e.elapsed`), `str()`'s default length, RTRACE_JOIN_MAX, the stack
+    /// depth, the ring size.
+    pub settings: &'a Config,
+    /// Every map id (the rings, the loss counters); stack maps are added as
+    /// probes ask for them.
     pub maps: &'a std::cell::RefCell<MapTable>,
-    /// The per-CPU counts of failed stack captures.
-    pub stack_lost: MapId,
-    /// Frames kept per stack unless the script gives a limit.
-    pub stack_depth: u32,
 }
 
 impl ProgramCtx<'_> {
@@ -86,6 +70,31 @@ impl ProgramCtx<'_> {
 
     pub(crate) fn stack_info(&self, map: MapId) -> Option<(u32, bool, StackMode)> {
         self.maps.borrow().stack_info(map)
+    }
+
+    /// The control ring buffer (print/clear/zero/exit, runtime errors).
+    pub(crate) fn control_ring(&self) -> MapId {
+        self.maps.borrow().control_ring()
+    }
+
+    /// The data ring buffer (userspace statements' records).
+    pub(crate) fn data_ring(&self) -> MapId {
+        self.maps.borrow().data_ring()
+    }
+
+    /// The per-probe lost-records array.
+    pub(crate) fn lost_map(&self) -> MapId {
+        self.maps.borrow().lost()
+    }
+
+    /// The reader's "about to sleep" flag (see `ir::StmtKind::Emit`).
+    pub(crate) fn wake_map(&self) -> MapId {
+        self.maps.borrow().wake()
+    }
+
+    /// The per-CPU counts of failed stack captures.
+    pub(crate) fn stack_lost(&self) -> MapId {
+        self.maps.borrow().stack_lost()
     }
 }
 

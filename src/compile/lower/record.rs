@@ -85,7 +85,7 @@ impl Lowerer<'_> {
         }
         let mut bad: Option<(String, Position)> = None;
         let mut acts: Option<(String, Position)> = None;
-        let no_split = self.target.no_split;
+        let no_split = self.target.settings.no_split;
         s.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
             if let Some(ASTNode::Expr(RExpr::FnCall(call, pos))) = path.last() {
                 let kernel_only = (is_aggregation(call.name.as_str()) && !no_split)
@@ -158,15 +158,55 @@ impl Lowerer<'_> {
         }
     }
 
-    /// Emit the record for a run of userspace statements.
+    /// Emit the record for a run of userspace statements: collect what the
+    /// statements read from the kernel side, check that it can be shipped,
+    /// lay out the record, and keep the run as a [`Site`].
     pub(crate) fn flush_site(&mut self, run: &mut Vec<RStmt>, id: u32, out: &mut Vec<Stmt>) -> Result<()> {
         if run.is_empty() {
             return Ok(());
         }
         let stmts = std::mem::take(run);
         let first_pos = stmts[0].position();
+        let mut reads = self.collect_reads(&stmts)?;
+        if reads.whole {
+            self.add_whole_event(&mut reads.wanted, first_pos);
+        }
+        let mut raw_args = std::collections::HashSet::new();
+        self.expand_whole_args(&mut reads.wanted, &mut raw_args)?;
+        one_value_per_path(&reads.wanted, self.event.as_deref())?;
+        // Locals visible before the run: the run's own `let`s (the last entries
+        // of the innermost scope) are created when it runs.
+        let mut visible: Vec<(String, Option<LocalId>, u32)> = self.scopes.iter().flatten().cloned().collect();
+        let own = stmts.iter().filter(|s| matches!(s, RStmt::Var(..))).count();
+        let own_decls: Vec<u32> =
+            visible.split_off(visible.len().saturating_sub(own)).into_iter().map(|d| d.2).collect();
+        let carry = self.split.carries();
+        let layout = self.lay_out(reads, &raw_args, &visible, carry)?;
+        out.push(Stmt { kind: self.emit_stmt(id, layout.exprs), span: span(first_pos) });
+        let decls = visible.iter().map(|(_, local, decl)| (*decl, local.is_some())).collect();
+        let scope = visible.into_iter().map(|(n, _, _)| n).collect();
+        self.sites.push(Site {
+            id,
+            stmts,
+            fields: layout.fields,
+            sems: layout.sems,
+            scope,
+            decls,
+            own: own_decls,
+            carry,
+            at: at(first_pos),
+            emit: false,
+            emit_array: false,
+        });
+        Ok(())
+    }
+
+    /// What a run of userspace statements reads from the kernel side:
+    /// event fields, kernel locals, `str()` reads and map reads shipped at
+    /// the event, members of `kptr()`s; an error for a use that can't be
+    /// shipped (a kernel pointer's members, a stack with computed arguments).
+    fn collect_reads(&self, stmts: &[RStmt]) -> Result<Reads> {
         let event = self.event.clone();
-        // What the statements read: event fields and kernel locals.
         let mut wanted: Vec<(RecordField, Position)> = Vec::new();
         let mut problem: Option<LowerError> = None;
         let reads = &self.split.memory_reads;
@@ -175,7 +215,7 @@ impl Lowerer<'_> {
         let mut kptr_uses: Vec<(RExpr, RExpr, Position)> = Vec::new();
         let mut map_reads: Vec<(Span, RExpr)> = Vec::new();
         let shipped = &self.split.map_reads;
-        for s in &stmts {
+        for s in stmts {
             s.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
                 let is_read = |n: &ASTNode| {
                     matches!(n, ASTNode::Expr(RExpr::FnCall(c, p)) if c.name == "str" && reads.contains(&span(*p)))
@@ -244,64 +284,47 @@ impl Lowerer<'_> {
                 true
             });
         }
-        if let Some(p) = problem {
-            return Err(p);
+        match problem {
+            Some(p) => Err(p),
+            None => Ok(Reads { wanted, read_args, kptr_uses, map_reads, whole }),
         }
-        if whole {
-            // `e` as a whole value: the fields the closure (and the functions
-            // it passes `e` to) read, and the common ones.
-            let common = crate::builtins::FIELDS.iter().filter(|f| f.common).map(|f| vec![f.name.to_string()]);
-            // Every argument too: where `e` goes (an alias, a closure, a
-            // method call) its reads can't always be followed.
-            let has_args = self.target.event.format().is_some() || self.target.event.btf_args().is_some();
-            let args = has_args.then(|| vec!["args".to_string()]);
-            for path in common.into_iter().chain(self.split.whole_event.iter().cloned()).chain(args) {
-                // A whole `e.args` is expanded below, next to the fields read by name.
-                let clash = path != ["args"]
-                    && wanted.iter().any(|(c, _)| match c {
-                        RecordField::Event(p) => p.starts_with(&path) || path.starts_with(p),
-                        _ => false,
-                    });
-                if !clash {
-                    wanted.push((RecordField::Event(path), first_pos));
-                }
+    }
+
+    /// `e` used as a whole value: the fields the closure (and the functions
+    /// it passes `e` to) read, and the common ones.
+    fn add_whole_event(&self, wanted: &mut Vec<(RecordField, Position)>, first_pos: Position) {
+        let common = crate::builtins::FIELDS.iter().filter(|f| f.common).map(|f| vec![f.name.to_string()]);
+        // Every argument too: where `e` goes (an alias, a closure, a
+        // method call) its reads can't always be followed.
+        let has_args = self.target.event.format().is_some() || self.target.event.btf_args().is_some();
+        let args = has_args.then(|| vec!["args".to_string()]);
+        for path in common.into_iter().chain(self.split.whole_event.iter().cloned()).chain(args) {
+            // A whole `e.args` is expanded below, next to the fields read by name.
+            let clash = path != ["args"]
+                && wanted.iter().any(|(c, _)| match c {
+                    RecordField::Event(p) => p.starts_with(&path) || path.starts_with(p),
+                    _ => false,
+                });
+            if !clash {
+                wanted.push((RecordField::Event(path), first_pos));
             }
         }
-        let mut raw_args = std::collections::HashSet::new();
-        self.expand_whole_args(&mut wanted, &mut raw_args)?;
-        // `e.curtask` arrives as an object map when its members are used too,
-        // so it can't also be a number in the same run.
-        for (a, _) in &wanted {
-            for (b, bpos) in &wanted {
-                if let (RecordField::Event(short), RecordField::Event(long)) = (a, b) {
-                    if long.len() > short.len()
-                        && long.starts_with(short)
-                        && !crate::builtins::is_stack(short[0].as_str())
-                    {
-                        let ev = event.as_deref().unwrap_or("e");
-                        return err(
-                            *bpos,
-                            format!(
-                                "`{ev}.{}` and `{ev}.{}` are both used here; in userspace one value can't be both: keep one in a `let` first (`let x = {ev}.{};`)",
-                                short.join("."),
-                                long.join("."),
-                                long.join(".")
-                            ),
-                        );
-                    }
-                }
-            }
-        }
-        // Locals visible before the run: the run's own `let`s (the last entries
-        // of the innermost scope) are created when it runs.
-        let mut visible: Vec<(String, Option<LocalId>, u32)> = self.scopes.iter().flatten().cloned().collect();
-        let own = stmts.iter().filter(|s| matches!(s, RStmt::Var(..))).count();
-        let own_decls: Vec<u32> =
-            visible.split_off(visible.len().saturating_sub(own)).into_iter().map(|d| d.2).collect();
+    }
+
+    /// The record for what the run reads: each field's type, meaning and the
+    /// kernel expression that fills it (the event's CPU and time first when
+    /// the run's values are carried between runs).
+    fn lay_out(
+        &mut self,
+        reads: Reads,
+        raw_args: &std::collections::HashSet<String>,
+        visible: &[(String, Option<LocalId>, u32)],
+        carry: bool,
+    ) -> Result<Layout> {
+        let Reads { wanted, read_args, kptr_uses, map_reads, .. } = reads;
         let mut fields: Vec<(RecordField, Ty)> = Vec::new();
         let mut sems = Vec::new();
         let mut exprs = Vec::new();
-        let carry = self.split.carries();
         if carry {
             // Which event: its CPU and its time (read once at the start).
             let key = [Expr::Builtin(probes_ebpf::ir::Builtin::Cpu), self.event_nsecs()];
@@ -381,23 +404,7 @@ impl Lowerer<'_> {
                 exprs.push(expr);
             }
         }
-        out.push(Stmt { kind: self.emit_stmt(id, exprs), span: span(first_pos) });
-        let decls = visible.iter().map(|(_, local, decl)| (*decl, local.is_some())).collect();
-        let scope = visible.into_iter().map(|(n, _, _)| n).collect();
-        self.sites.push(Site {
-            id,
-            stmts,
-            fields,
-            sems,
-            scope,
-            decls,
-            own: own_decls,
-            carry,
-            at: at(first_pos),
-            emit: false,
-            emit_array: false,
-        });
-        Ok(())
+        Ok(Layout { fields, sems, exprs })
     }
 
     /// For a `char **` tracepoint field (`e.args.argv`): reads of its first
@@ -417,7 +424,7 @@ impl Lowerer<'_> {
         if !(f.c_type.contains("char") && f.c_type.matches('*').count() == 2) {
             return Ok(None);
         }
-        let count = self.target.join_max as i64;
+        let count = self.target.settings.join_max as i64;
         let base = self.tracepoint_arg(field, pos)?;
         Ok(Some(
             (0..count)
@@ -433,13 +440,13 @@ impl Lowerer<'_> {
     /// The statement sending the record of site `id`.
     pub(crate) fn emit_stmt(&self, id: u32, fields: Vec<Expr>) -> StmtKind {
         StmtKind::Emit {
-            ring: self.target.data_ring,
-            lost: self.target.lost_map,
-            wake: Some(self.target.wake_map),
+            ring: self.target.data_ring(),
+            lost: self.target.lost_map(),
+            wake: Some(self.target.wake_map()),
             site: id,
             probe: self.target.probe_index,
             fields,
-            wake_bytes: self.target.wake_bytes,
+            wake_bytes: self.target.settings.wake_bytes(),
         }
     }
 
@@ -456,7 +463,7 @@ impl Lowerer<'_> {
                 let pointer = self.target.event.format().and_then(|f| f.field(field)).map(|f| f.kind.clone());
                 Ok(match pointer {
                     Some(FieldKind::Pointer { user, to_char: true }) => {
-                        Expr::ReadStr { ptr: Box::new(v), max: self.target.str_max, mem: Memory::user(user) }
+                        Expr::ReadStr { ptr: Box::new(v), max: self.target.settings.str_max, mem: Memory::user(user) }
                     }
                     _ => v,
                 })
@@ -467,7 +474,7 @@ impl Lowerer<'_> {
                 Ok(if a.char_pointer {
                     Expr::ReadStr {
                         ptr: Box::new(a.expr),
-                        max: self.target.str_max,
+                        max: self.target.settings.str_max,
                         mem: self.target.event.pointer_memory(),
                     }
                 } else {
@@ -477,4 +484,49 @@ impl Lowerer<'_> {
             _ => err(pos, "unsupported event field"),
         }
     }
+}
+
+/// What a run of userspace statements reads, as [`Lowerer::collect_reads`]
+/// finds it: the record fields in first-use order, and the expressions the
+/// `str()` reads, map reads and `kptr()` members are computed from.
+struct Reads {
+    wanted: Vec<(RecordField, Position)>,
+    read_args: Vec<(Span, Vec<RExpr>, Position)>,
+    kptr_uses: Vec<(RExpr, RExpr, Position)>,
+    map_reads: Vec<(Span, RExpr)>,
+    /// `e` is used as a whole value.
+    whole: bool,
+}
+
+/// A record's fields, their meanings, and the kernel expressions that fill
+/// them, in order.
+struct Layout {
+    fields: Vec<(RecordField, Ty)>,
+    sems: Vec<ValueMeaning>,
+    exprs: Vec<Expr>,
+}
+
+/// `e.curtask` arrives as an object map when its members are used too, so
+/// it can't also be a number in the same run.
+fn one_value_per_path(wanted: &[(RecordField, Position)], event: Option<&str>) -> Result<()> {
+    for (a, _) in wanted {
+        for (b, bpos) in wanted {
+            if let (RecordField::Event(short), RecordField::Event(long)) = (a, b) {
+                if long.len() > short.len() && long.starts_with(short) && !crate::builtins::is_stack(short[0].as_str())
+                {
+                    let ev = event.unwrap_or("e");
+                    return err(
+                        *bpos,
+                        format!(
+                            "`{ev}.{}` and `{ev}.{}` are both used here; in userspace one value can't be both: keep one in a `let` first (`let x = {ev}.{};`)",
+                            short.join("."),
+                            long.join("."),
+                            long.join(".")
+                        ),
+                    );
+                }
+            }
+        }
+    }
+    Ok(())
 }

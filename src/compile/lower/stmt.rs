@@ -241,8 +241,8 @@ impl Lowerer<'_> {
     /// Statement-level function calls: `exit()`, `print(m)`.
     pub(crate) fn call_stmt(&mut self, name: &str, args: &[RExpr], pos: Position) -> Result<StmtKind> {
         let control = |s: &Self, kind: u32, arg: Expr| StmtKind::Control {
-            ring: s.target.control_ring,
-            lost: s.target.lost_map,
+            ring: s.target.control_ring(),
+            lost: s.target.lost_map(),
             kind,
             probe: s.target.probe_index,
             arg,
@@ -254,7 +254,7 @@ impl Lowerer<'_> {
                 Ok(control(self, CONTROL_EXIT, code))
             }
             (Some(Call::Signal), _) => {
-                if !self.target.allow_unsafe {
+                if !self.target.settings.allow_unsafe {
                     return err(pos, "signal() sends a signal to the traced process and needs --unsafe");
                 }
                 let sig = match &args[0] {
@@ -332,8 +332,8 @@ impl Lowerer<'_> {
                 ("clear", 0) | ("zero", 0) => {
                     let kind = if call.name == "clear" { CONTROL_CLEAR } else { CONTROL_ZERO };
                     return Ok(StmtKind::Control {
-                        ring: self.target.control_ring,
-                        lost: self.target.lost_map,
+                        ring: self.target.control_ring(),
+                        lost: self.target.lost_map(),
                         kind,
                         probe: self.target.probe_index,
                         arg: Expr::Int(map.id() as i64),

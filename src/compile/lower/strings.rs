@@ -86,7 +86,7 @@ impl Lowerer<'_> {
             Some(n) if (0..=256).contains(&n) => (Expr::Int(n), n as u32),
             Some(_) => return err(args[1].position(), "buf(ptr, len): a constant len must be from 0 to 256"),
             // A runtime length reads at most the string limit (RTRACE_STRLEN).
-            None => (self.int_expr(&args[1])?, self.target.str_max),
+            None => (self.int_expr(&args[1])?, self.target.settings.str_max),
         };
         Ok(Expr::ReadBuf { ptr: Box::new(ptr), len: Box::new(len), max, mem })
     }
@@ -150,7 +150,7 @@ impl Lowerer<'_> {
         let ty = self.const_arg(&c.args[1]).unwrap_or_default();
         let path: Vec<String> = property_chain(rhs).0.into_iter().map(|c| c.0).collect();
         let member = if access.char_pointer {
-            Expr::ReadStr { ptr: Box::new(access.expr), max: self.target.str_max, mem: Memory::Kernel }
+            Expr::ReadStr { ptr: Box::new(access.expr), max: self.target.settings.str_max, mem: Memory::Kernel }
         } else {
             access.expr
         };
