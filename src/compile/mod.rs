@@ -134,6 +134,7 @@ fn compile_with(
         maps: table,
         sites,
         probes: probes.kernel.iter().map(|p| p.def.spec.clone()).collect(),
+        probe_at: probes.kernel.iter().map(|p| p.def.pos).collect(),
         syscall_dispatch: opts.syscall_dispatch,
     };
     Ok((plan, found))

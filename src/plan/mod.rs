@@ -66,6 +66,9 @@ pub struct Plan {
     pub sites: Vec<SitePlan>,
     /// Kernel probes' spec text, indexed by probe number (as in control messages).
     pub probes: Vec<String>,
+    /// Where each kernel probe's `probe()` was called, by probe number (a
+    /// spec written twice has two).
+    pub probe_at: Vec<rhai::Position>,
     /// The fewest syscall tracepoints of one direction in one probe() that
     /// go on one dispatching `raw_syscalls` program (0: never).
     pub syscall_dispatch: usize,

@@ -16,7 +16,7 @@ use crate::kernel::link::{self, Attachment};
 use crate::kernel::{sys, verifier};
 use crate::output::sink;
 use crate::plan::{CompiledProgram, Plan};
-use crate::script::{position_text, Session};
+use crate::script::Session;
 
 use super::{kmaps, stacks};
 
@@ -45,10 +45,7 @@ pub fn load_all(session: &Session, plan: &Plan, opts: &Config) -> Result<Loaded>
     let mut programs = Vec::new();
     for prog in &plan.programs {
         let insns = patch_maps(prog, fds);
-        let attrs = prog
-            .load
-            .clone()
-            .map_err(|e| Diagnostic::at_text(&session.file_name, &probe_position(session, plan, prog), e))?;
+        let attrs = prog.load.clone().map_err(|e| Diagnostic::at(&session.file_name, probe_position(plan, prog), e))?;
         match sys::prog_load(prog.prog_type, attrs, &prog.name, &insns) {
             Ok(fd) => programs.push(fd),
             Err(e) => return Err(verifier_error(session, plan, prog, &e, opts.verifier_log)),
@@ -77,13 +74,8 @@ fn patch_maps(prog: &CompiledProgram, fds: &[i32]) -> Vec<Insn> {
 }
 
 /// `line:col` of the `probe(...)` call a program comes from.
-pub(super) fn probe_position(session: &Session, plan: &Plan, prog: &CompiledProgram) -> String {
-    let reg = session.registry.lock().unwrap();
-    reg.probes
-        .iter()
-        .find(|p| p.spec == plan.probes[prog.probe])
-        .map(|p| position_text(p.pos))
-        .unwrap_or_else(|| "?".into())
+pub(super) fn probe_position(plan: &Plan, prog: &CompiledProgram) -> rhai::Position {
+    plan.probe_at.get(prog.probe).copied().unwrap_or(rhai::Position::NONE)
 }
 
 /// A verifier rejection, pointed at the script statement that caused it.
@@ -108,7 +100,7 @@ fn verifier_error(
     let span = e.failing_insn().and_then(|i| prog.code.spans.get(i)).filter(|s| s.line > 0);
     let at = match span {
         Some(s) => Pos::of_span(*s),
-        None => Pos::parse(&probe_position(session, plan, prog)),
+        None => Pos::of(probe_position(plan, prog)),
     };
     if full_log {
         eprintln!("{}", e.log);
@@ -145,28 +137,28 @@ pub fn attach_all(session: &Session, plan: &Plan, loaded: &Loaded) -> Result<Vec
                 if e.downcast_ref::<Diagnostic>().is_some() {
                     return Err(e);
                 }
-                let at = probe_position(session, plan, prog);
-                return Err(Diagnostic::at_text(&session.file_name, &at, format!("{e:#}")).into());
+                let at = probe_position(plan, prog);
+                return Err(Diagnostic::at(&session.file_name, at, format!("{e:#}")).into());
             }
         }
     }
     for (probe, reasons) in skipped {
         let total = points_of_probe[&probe];
         let prog = plan.programs.iter().find(|p| p.probe == probe).expect("a program of the probe");
-        let at = probe_position(session, plan, prog);
+        let at = probe_position(plan, prog);
         let first = reasons[0].strip_prefix("cannot attach ").unwrap_or(&reasons[0]);
         if reasons.len() == total {
             link::detach_all(attachments);
             let msg =
                 format!("none of the {total} points of {} could be attached (first: {first})", plan.probes[probe]);
-            return Err(Diagnostic::at_text(&session.file_name, &at, msg).into());
+            return Err(Diagnostic::at(&session.file_name, at, msg).into());
         }
         let msg = format!(
             "{} of the {total} points of {} can't be attached here and are skipped (first: {first})",
             reasons.len(),
             plan.probes[probe]
         );
-        sink::report(&Diagnostic::at_text(&session.file_name, &at, msg).warning());
+        sink::report(&Diagnostic::at(&session.file_name, at, msg).warning());
     }
     Ok(attachments)
 }
