@@ -3,7 +3,7 @@
 //! position in it when there is one (else `rtrace` speaks for itself), the
 //! severity, what is wrong, and what to do. This is the one place that
 //! formats them — `file:line:col: error: message; hint`; `output` renders them as JSON
-//! records, and [`crate::output::sink::report`] is the one place that
+//! records, and `output::sink::report` is the one place that
 //! writes them (so `-f json` and `--no-warnings` hold for every one).
 
 use std::fmt;
