@@ -308,7 +308,7 @@ fn tools_on_kernel_functions() {
 
     let t = start_tool(&["funccount", "-p", &me.to_string(), "vfs_read"]);
     Zero::open().reads(&[1, 1, 1, 1, 1]);
-    std::thread::sleep(Duration::from_millis(200));
+    // No wait: the counts are the kernel's, read when rtrace ends.
     let out = t.interrupt_and_finish();
     let row: Vec<&str> = out.stdout.lines().filter(|l| l.starts_with("vfs_read ")).collect();
     assert_eq!(row.len(), 1, "{out}");

@@ -324,7 +324,8 @@ fn a_probe_looping_in_userspace_ends_on_sigint() {
     let mut t = Tracer::start(&["-e", &src]);
     t.wait_attached();
     getppid_n(1);
-    std::thread::sleep(Duration::from_millis(100));
+    // SIGINT once the probe is in its loop.
+    t.wait_line("the probe's loop", ATTACH_TIMEOUT, |l| l == "looping");
     let out = t.interrupt_and_finish();
     assert_eq!(out.code, Some(0), "{out}");
     assert!(out.lines().contains(&"looping"), "the loop's probe ran\n{out}");
