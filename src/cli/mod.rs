@@ -20,10 +20,9 @@ use anyhow::{anyhow, bail, Result};
 use clap::Parser;
 use usage::usage;
 
-use crate::diag::Diagnostic;
-
 use crate::compile;
 use crate::config::{Config, ProcessEnv, Trace};
+use crate::diag::Diagnostic;
 use crate::output::sink;
 use crate::runtime;
 use crate::runtime::traced::TracedProcess;
@@ -52,18 +51,15 @@ pub fn main() -> i32 {
     let result = result.and_then(|code| crate::runtime::limits::check_output().map(|()| code));
     let error = result.as_ref().err().map(diagnostic_of);
     let report = crate::script::checks::write_junit(error.as_ref().map(ToString::to_string).as_deref());
-    let status = match (&result, &error) {
-        (Ok(code), _) => *code,
-        (Err(_), Some(d)) if d.usage => 2,
-        (Err(_), _) => 1,
-    };
-    let mut status = status;
     for d in error.iter().chain(report.as_ref().err()) {
         crate::output::sink::report(d);
-        status = status.max(1);
     }
     crate::output::sink::flush_all();
-    status
+    match (result, error, report) {
+        (_, Some(d), _) if d.usage => 2,
+        (Err(_), ..) | (_, _, Err(_)) => 1,
+        (Ok(code), ..) => code,
+    }
 }
 
 /// A usage error as one line (clap's own text for --help and --version).
@@ -176,7 +172,7 @@ fn run(cli: Cli, tool: Option<(String, Vec<String>)>) -> Result<i32> {
         return Err(usage("-p and -c can't be used together"));
     }
     if let Some(text) = &cli.ring_size {
-        crate::config::ring_size(text).map_err(|e| usage(format!("{e}")))?;
+        crate::config::ring_size(text).map_err(|e| usage(e.to_string()))?;
     }
 
     safety::check_text(&file_name, &source)?;

@@ -214,7 +214,7 @@ pub fn raw(text: &str) {
 /// Before an error line on stderr: when stdout and stderr are the same
 /// terminal, pipe or file and the script's output stopped in the middle of
 /// a line, end that line first, so the error starts a line of its own.
-pub fn end_partial_line() {
+fn end_partial_line() {
     if !partial_line() {
         return;
     }
