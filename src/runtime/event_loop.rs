@@ -65,8 +65,7 @@ pub fn event_loop(
             return Ok(());
         }
     }
-    let timers = session.registry.lock().unwrap().timers.clone();
-    let mut next_due: Vec<Option<Instant>> = timers.iter().map(|t| Some(start + t.period)).collect();
+    let mut timers = Timers::new(session.registry.lock().unwrap().timers.clone(), start);
     loop {
         limits::note_kernel_exit(session, reader, &loaded.stop);
         limits::check_output()?;
@@ -76,15 +75,17 @@ pub fn event_loop(
         if traced.as_deref_mut().is_some_and(|t| t.ended()) {
             return Ok(());
         }
+        // Timers due by now run in the order they fell due; with -d, only
+        // those due before the end (so `-d 1s` runs every("100ms") 10 times).
         let now = Instant::now();
-        if deadline.is_some_and(|d| now >= d) {
+        let ended = deadline.is_some_and(|d| now >= d);
+        timers.run_due(session, deadline.map_or(now, |d| now.min(d)))?;
+        sink::flush();
+        if ended || exit_requested(session) {
             return Ok(());
         }
         let mut wait = Duration::from_millis(50);
-        if let Some(d) = deadline {
-            wait = wait.min(d.saturating_duration_since(now));
-        }
-        for due in next_due.iter().flatten() {
+        for due in deadline.into_iter().chain(timers.next_due()) {
             wait = wait.min(due.saturating_duration_since(now));
         }
         crossbeam_channel::select! {
@@ -113,12 +114,86 @@ pub fn event_loop(
             dump::report_new_losses(plan, loaded);
             super::helper_errors::report_new(session, plan, loaded);
         }
-        for (i, t) in timers.iter().enumerate() {
-            if next_due[i].is_some_and(|d| now >= d) {
-                next_due[i] = if t.repeat { Some(now + t.period) } else { None };
-                session.call(&session.ast, &t.closure)?;
+    }
+}
+
+/// The script's `every()` and `after()` callbacks and when each is next
+/// due. `every(P)` falls due at start + P, start + 2P, ...: a call that runs
+/// late does not move the ones after it, and calls missed while rtrace was
+/// held up all run, in order (as queued `interval` events would).
+struct Timers {
+    timers: Vec<crate::script::Timer>,
+    next: Vec<Option<Instant>>,
+}
+
+impl Timers {
+    fn new(timers: Vec<crate::script::Timer>, start: Instant) -> Timers {
+        let next = timers.iter().map(|t| Some(start + t.period)).collect();
+        Timers { timers, next }
+    }
+
+    /// When the first timer falls due.
+    fn next_due(&self) -> Option<Instant> {
+        self.next.iter().flatten().min().copied()
+    }
+
+    /// Run every call due at or before `until`, earliest first, until one
+    /// calls exit().
+    fn run_due(&mut self, session: &Session, until: Instant) -> Result<()> {
+        while let Some(i) = self.pop_due(until) {
+            session.call(&session.ast, &self.timers[i].closure)?;
+            if exit_requested(session) {
+                break;
             }
         }
+        Ok(())
+    }
+
+    /// The timer whose call falls due first at or before `until` (a tie:
+    /// the one registered first), its next call scheduled.
+    fn pop_due(&mut self, until: Instant) -> Option<usize> {
+        let due = self.next.iter().enumerate().filter_map(|(i, d)| d.filter(|d| *d <= until).map(|d| (d, i)));
+        let (at, i) = due.min()?;
+        let t = &self.timers[i];
+        self.next[i] = t.repeat.then(|| at + t.period);
+        Some(i)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn timer(ms: u64, repeat: bool) -> crate::script::Timer {
+        crate::script::Timer {
+            period: Duration::from_millis(ms),
+            repeat,
+            closure: rhai::FnPtr::new("f").unwrap(),
+            pos: rhai::Position::NONE,
+        }
+    }
+
+    /// The calls due by `until`, as timer numbers, in the order they run.
+    fn calls(t: &mut Timers, until: Instant) -> Vec<usize> {
+        std::iter::from_fn(|| t.pop_due(until)).collect()
+    }
+
+    #[test]
+    fn timers_run_on_a_fixed_schedule_in_the_order_they_fell_due() {
+        let start = Instant::now();
+        let ms = |n| start + Duration::from_millis(n);
+        let mut t = Timers::new(vec![timer(100, true), timer(250, false), timer(100, true)], start);
+        assert_eq!(t.next_due(), Some(ms(100)));
+        // Looked at late, all at once (rtrace was held up): each call that
+        // fell due runs, earliest first, ties in registration order.
+        assert_eq!(calls(&mut t, ms(320)), [0, 2, 0, 2, 1, 0, 2]);
+        // The late calls did not move the schedule; after() ran once.
+        assert_eq!(t.next_due(), Some(ms(400)));
+        assert_eq!(calls(&mut t, ms(399)), [] as [usize; 0]);
+        // Up to 1000 ms (the call due exactly then included): each
+        // every(100ms) has run 10 times in all.
+        assert_eq!(calls(&mut t, ms(1000)), [0, 2].repeat(7));
+        assert_eq!(t.next_due(), Some(ms(1100)));
     }
 }
 

@@ -82,7 +82,7 @@ probe("tracepoint:syscalls:sys_enter_getppid", |e| { if e.tid == __ME__ { m[2] =
     );
     let mut t = Tracer::start(&["-e", &src]);
     let pid = t.pid();
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let deadline = deadline_in(Duration::from_secs(20));
     while !catches(pid, libc::SIGUSR1) {
         assert!(t.is_running() && std::time::Instant::now() < deadline, "rtrace never handled SIGUSR1");
         std::thread::sleep(Duration::from_millis(1));

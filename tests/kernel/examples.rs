@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::common::rtrace_bin;
+use crate::common::{deadline_in, rtrace_bin};
 
 /// The examples the tests below run; `every_example_is_exercised` compares
 /// this list with the directory.
@@ -104,7 +104,7 @@ fn rtrace(args: &[&str]) -> Run {
         let _ = err.read_to_string(&mut s);
         s
     });
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let deadline = deadline_in(Duration::from_secs(60));
     let status = loop {
         if let Some(st) = child.try_wait().expect("waiting for rtrace") {
             break Some(st);

@@ -141,7 +141,7 @@ fn maps_are_served_as_counters_histograms_and_labels() {
     assert!(value(&body, "process_cpu_seconds_total").is_some(), "{body}");
     assert_eq!(value(&body, "rtrace_callback_errors_total").as_deref(), Some("0"), "{body}");
     // Records delivered: the event loop publishes its count after each batch.
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = deadline_in(Duration::from_secs(10));
     while value(&metrics(port), "rtrace_records_total").as_deref() != Some("2") {
         assert!(Instant::now() < deadline, "rtrace_records_total never reached 2\n{}", metrics(port));
         std::thread::sleep(Duration::from_millis(20));
@@ -306,7 +306,7 @@ fn prometheus_scrapes_rtrace_and_answers_a_query() {
             .expect("cannot start prometheus"),
     );
     let query = url_encode(&format!("rtrace_calls_total{{comm=\"{comm}\"}}"));
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let deadline = deadline_in(Duration::from_secs(60));
     let mut last = String::new();
     let answer = loop {
         assert!(Instant::now() < deadline, "Prometheus never returned the value; last answer:\n{last}");
@@ -332,7 +332,7 @@ fn prometheus_scrapes_rtrace_and_answers_a_query() {
 /// Make one getppid call at a time until the served `series` satisfies
 /// `pred`; returns its value.
 fn poll_getppid(port: u16, series: &str, pred: impl Fn(u64) -> bool) -> u64 {
-    let deadline = Instant::now() + Duration::from_secs(20);
+    let deadline = deadline_in(Duration::from_secs(20));
     loop {
         getppid_n(1);
         // Before rtrace listens, the connection is refused.

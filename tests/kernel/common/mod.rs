@@ -32,6 +32,18 @@ pub const ATTACH_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long rtrace may take to end once it has been told to (or was due to).
 pub const EXIT_TIMEOUT: Duration = Duration::from_secs(15);
 
+/// When a wait for something that should come gives up: `timeout` from
+/// now, stretched `$RTRACE_TEST_PATIENCE` times (scripts/vm-tests.sh sets it
+/// under emulation, where everything runs several times slower). These are
+/// hang detectors, never measurements: a test that passes waits no longer.
+pub fn deadline_in(timeout: Duration) -> Instant {
+    static PATIENCE: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    let k = *PATIENCE.get_or_init(|| {
+        std::env::var("RTRACE_TEST_PATIENCE").ok().and_then(|v| v.parse().ok()).filter(|&k| k >= 1).unwrap_or(1)
+    });
+    Instant::now() + timeout * k
+}
+
 mod cases;
 pub use cases::*;
 #[macro_use]
@@ -410,7 +422,7 @@ impl Tracer {
         if let Some(l) = self.lines.iter().find(|l| pred(l)) {
             return l.clone();
         }
-        let deadline = Instant::now() + timeout;
+        let deadline = deadline_in(timeout);
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.lines_rx.recv_timeout(left) {
@@ -436,7 +448,7 @@ impl Tracer {
 
     /// Wait until `n` stdout lines in all satisfy `pred`.
     pub fn wait_count(&mut self, what: &str, timeout: Duration, n: usize, pred: impl Fn(&str) -> bool) {
-        let deadline = Instant::now() + timeout;
+        let deadline = deadline_in(timeout);
         while self.lines.iter().filter(|l| pred(l)).count() < n {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.lines_rx.recv_timeout(left) {
@@ -458,7 +470,7 @@ impl Tracer {
     /// `timeout` passes (then rtrace is still running: it has hung).
     #[allow(dead_code)] // used by the script-case runner (tests/scripts.rs)
     pub fn wait_for(&mut self, timeout: Duration, pred: impl Fn(&[String]) -> bool) -> Waited {
-        let deadline = Instant::now() + timeout;
+        let deadline = deadline_in(timeout);
         loop {
             if pred(&self.lines) {
                 return Waited::Met;
@@ -492,7 +504,7 @@ impl Tracer {
     /// Wait (up to `timeout`) for rtrace to end by itself; collect its output.
     /// Panics, after killing it, if it doesn't end in time.
     pub fn finish_within(mut self, timeout: Duration) -> Outcome {
-        let deadline = Instant::now() + timeout;
+        let deadline = deadline_in(timeout);
         let status = loop {
             match self.child.try_wait() {
                 Ok(Some(st)) => break st,
@@ -517,7 +529,7 @@ impl Tracer {
     /// every 10 ms (one may find the ring full) until rtrace has ended;
     /// collect its output.
     pub fn finish_by_getpgid(mut self, timeout: Duration) -> Outcome {
-        let until = Instant::now() + timeout;
+        let until = deadline_in(timeout);
         while self.is_running() && Instant::now() < until {
             unsafe { libc::getpgid(0) };
             std::thread::sleep(Duration::from_millis(10));
@@ -533,7 +545,7 @@ impl Tracer {
 
     fn collect(&mut self, code: Option<i32>, ended_at: Instant) -> Outcome {
         // The reader threads end at EOF; the child is gone, so that is soon.
-        let deadline = Instant::now() + Duration::from_secs(5);
+        let deadline = deadline_in(Duration::from_secs(5));
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.lines_rx.recv_timeout(left) {
@@ -724,7 +736,7 @@ pub fn lost_reports(stderr: &str) -> Vec<(u64, String)> {
 /// Poll the file at `path` until one of its lines satisfies `pred`; returns
 /// the whole text. Panics after `timeout` with what the file held.
 pub fn wait_file_line(path: &Path, what: &str, timeout: Duration, pred: impl Fn(&str) -> bool) -> String {
-    let deadline = Instant::now() + timeout;
+    let deadline = deadline_in(timeout);
     loop {
         let text = std::fs::read_to_string(path).unwrap_or_default();
         if text.lines().any(&pred) {
