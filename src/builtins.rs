@@ -203,6 +203,8 @@ pub enum Call {
     Exit,
     /// `signal(SIG)`: a signal to the process the event is in (`--unsafe`).
     Signal,
+    /// `deny([ERRNO])`: an `lsm:` hook's operation fails (`--unsafe`).
+    Deny,
     /// `print(m)`, `clear(m)`, `zero(m)` of a map.
     Print,
     Clear,
@@ -244,6 +246,7 @@ pub const CALLS: &[CallRow] = &[
     call("emit", Call::Emit, &[1], Runs::Kernel, None),
     call("exit", Call::Exit, &[0, 1], Runs::Both, None),
     call("signal", Call::Signal, &[1], Runs::Kernel, None),
+    call("deny", Call::Deny, &[0, 1], Runs::Kernel, None),
     call("print", Call::Print, &[1], Runs::Both, None),
     call("clear", Call::Clear, &[1], Runs::Both, None),
     call("zero", Call::Zero, &[1], Runs::Both, None),

@@ -76,6 +76,8 @@ pub struct Config {
     pub check_helpers: u8,
     /// `--unsafe`: scripts may act (run commands, send signals).
     pub allow_unsafe: bool,
+    /// `--monitor`: every action is audited but none is taken.
+    pub monitor: bool,
 }
 
 /// Where settings come from: the environment in a run, a map in tests.
@@ -127,6 +129,7 @@ impl Config {
             exporter: false,
             check_helpers: 0,
             allow_unsafe: false,
+            monitor: false,
         })
     }
 

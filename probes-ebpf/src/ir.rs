@@ -349,11 +349,31 @@ pub enum StmtKind {
         fields: Vec<Expr>,
         wake_bytes: u32,
     },
+    /// An action at the event (`signal()`, `deny()`): first an audit
+    /// message on the control `ring` (a [`crate::record::CONTROL_ACTION`]
+    /// with `code` and the current task; a full ring adds 1 to the control
+    /// count of slot `probe` of `lost`), then, when `perform`, the action.
+    /// A deny leaves the program either way (returning 0 when not performed).
+    Act {
+        action: KernelAction,
+        ring: MapId,
+        lost: MapId,
+        probe: u32,
+        code: i64,
+        perform: bool,
+    },
+    /// Leave the program.
+    Return,
+}
+
+/// What a kernel action does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KernelAction {
     /// Send this signal to the current process (`bpf_send_signal`: it is
     /// delivered on the way back to user space).
     Signal(u32),
-    /// Leave the program.
-    Return,
+    /// Return `-errno` from the program: an LSM hook's operation fails.
+    Deny(u32),
 }
 
 /// How a map is stored, as far as generated code is concerned.

@@ -42,12 +42,37 @@ pub const CONTROL_KIND_AT: i16 = 0;
 pub const CONTROL_PROBE_AT: i16 = 4;
 pub const CONTROL_ARG_AT: i16 = 8;
 
-/// A control message as `(kind, probe, payload)`; None when too short.
-pub fn decode_control(rec: &[u8]) -> Option<(u32, u32, i64)> {
+/// An action's message ([`CONTROL_ACTION`]) is longer: after the payload,
+/// the `u64` pid_tgid and the 16-byte comm of the task the action hit.
+pub const CONTROL_ACTION_SIZE: u32 = 40;
+pub const CONTROL_PID_TGID_AT: i16 = 16;
+pub const CONTROL_COMM_AT: i16 = 24;
+
+/// A control message from a probe.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ControlMsg {
+    pub kind: u32,
+    pub probe: u32,
+    pub arg: i64,
+    /// For an action: the task it hit, as `(pid, tid, comm)`.
+    pub task: Option<(u32, u32, String)>,
+}
+
+/// A control message; None when too short.
+pub fn decode_control(rec: &[u8]) -> Option<ControlMsg> {
     let word =
         |at: i16| rec.get(at as usize..at as usize + 4).map(|b| u32::from_le_bytes(b.try_into().unwrap_or([0; 4])));
     let arg = rec.get(CONTROL_ARG_AT as usize..CONTROL_SIZE as usize)?;
-    Some((word(CONTROL_KIND_AT)?, word(CONTROL_PROBE_AT)?, i64::from_le_bytes(arg.try_into().ok()?)))
+    let kind = word(CONTROL_KIND_AT)?;
+    let task = match kind {
+        CONTROL_ACTION => {
+            let comm = rec.get(CONTROL_COMM_AT as usize..CONTROL_ACTION_SIZE as usize)?;
+            let comm = comm.split(|&b| b == 0).next().unwrap_or_default();
+            Some((word(CONTROL_PID_TGID_AT + 4)?, word(CONTROL_PID_TGID_AT)?, String::from_utf8_lossy(comm).into_owned()))
+        }
+        _ => None,
+    };
+    Some(ControlMsg { kind, probe: word(CONTROL_PROBE_AT)?, arg: i64::from_le_bytes(arg.try_into().ok()?), task })
 }
 
 /// Slot of the stack-loss counters counting stack-id hash collisions.
@@ -85,6 +110,39 @@ pub const CONTROL_ZERO: u32 = 4;
 /// A runtime error in a kernel statement: the argument is
 /// [`arith_error_code`]'s `(what, line, column)`.
 pub const CONTROL_ERROR: u32 = 5;
+
+/// An action a probe took in the kernel (`signal()`, `deny()`), for the
+/// audit: the argument is [`action_code`]'s `(action, value, line, column)`.
+pub const CONTROL_ACTION: u32 = 6;
+
+/// The actions, as [`CONTROL_ACTION`] codes them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// `signal(SIG)`: the signal number.
+    Signal = 1,
+    /// `deny([ERRNO])`: the errno the operation fails with.
+    Deny = 2,
+}
+
+/// The argument of a [`CONTROL_ACTION`] message; `monitored`: the action
+/// was only reported (`--monitor`), not taken.
+pub fn action_code(action: Action, value: u16, monitored: bool, line: u32, col: u32) -> i64 {
+    ((action as i64) << 56)
+        | ((monitored as i64) << 55)
+        | ((value as i64) << 32)
+        | ((line as i64 & 0xffff) << 16)
+        | (col as i64 & 0xffff)
+}
+
+/// `(action, value, monitored, line, column)` of a [`CONTROL_ACTION`] argument.
+pub fn decode_action(code: i64) -> (Option<Action>, u16, bool, u32, u32) {
+    let action = match (code >> 56) & 0x7f {
+        1 => Some(Action::Signal),
+        2 => Some(Action::Deny),
+        _ => None,
+    };
+    (action, (code >> 32) as u16, (code >> 55) & 1 == 1, ((code >> 16) & 0xffff) as u32, (code & 0xffff) as u32)
+}
 
 /// What went wrong, as Rhai says it (the operands aren't known).
 pub const ARITH_ERRORS: &[&str] = &[
@@ -127,9 +185,25 @@ mod tests {
         m[0..4].copy_from_slice(&CONTROL_EXIT.to_le_bytes());
         m[4..8].copy_from_slice(&3u32.to_le_bytes());
         m[8..16].copy_from_slice(&(-2i64).to_le_bytes());
-        assert_eq!(decode_control(&m), Some((CONTROL_EXIT, 3, -2)));
+        assert_eq!(decode_control(&m), Some(ControlMsg { kind: CONTROL_EXIT, probe: 3, arg: -2, task: None }));
         assert_eq!(decode_control(&m[..15]), None);
         assert_eq!(record_site(&m), Some(CONTROL_EXIT));
+    }
+
+    #[test]
+    fn action_messages_carry_the_task_and_the_place() {
+        let mut m = vec![0u8; CONTROL_ACTION_SIZE as usize];
+        m[0..4].copy_from_slice(&CONTROL_ACTION.to_le_bytes());
+        m[8..16].copy_from_slice(&action_code(Action::Deny, 13, false, 70_000, 9).to_le_bytes());
+        m[16..24].copy_from_slice(&((1234u64 << 32) | 1240).to_le_bytes());
+        m[24..27].copy_from_slice(b"cat");
+        let msg = decode_control(&m).unwrap();
+        assert_eq!(msg.task, Some((1234, 1240, "cat".to_string())));
+        // Lines past 65535 wrap (the audit names the probe too).
+        assert_eq!(decode_action(msg.arg), (Some(Action::Deny), 13, false, 70_000 & 0xffff, 9));
+        let code = action_code(Action::Signal, 9, true, 3, 5);
+        assert_eq!(decode_action(code), (Some(Action::Signal), 9, true, 3, 5));
+        assert_eq!(decode_control(&m[..39]).and_then(|m| m.task), None, "a short action message has no task");
     }
 
     #[test]

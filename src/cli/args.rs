@@ -46,6 +46,10 @@ pub struct Cli {
     /// Allow system() and other actions with side effects.
     #[arg(long = "unsafe")]
     pub allow_unsafe: bool,
+    /// Run the script with every action (signal(), deny(), kill(), system())
+    /// reported on an `rtrace: action:` line but not taken; needs no --unsafe.
+    #[arg(long)]
+    pub monitor: bool,
     /// Show maps, record layouts and BPF disassembly per probe; attach nothing.
     #[arg(long)]
     pub explain: bool,

@@ -207,6 +207,7 @@ fn run(cli: Cli, tool: Option<(String, Vec<String>)>) -> Result<i32> {
     config.keep_going = cli.keep_going;
     config.no_split |= cli.no_split;
     config.allow_unsafe = cli.allow_unsafe;
+    config.monitor = cli.monitor;
     config.serve = cli.serve.clone();
     config.metrics_prefix = cli.metrics_prefix.clone();
     config.verbose = cli.verbose;

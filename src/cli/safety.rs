@@ -70,16 +70,20 @@ pub fn check_text(file: &str, source: &str) -> Result<()> {
 /// Before the top level runs: the static `system()` check, the capability's
 /// mode, and the interrupt hook on the engine.
 pub fn prepare(session: &mut Session, cli: &Cli) -> Result<()> {
-    if !cli.allow_unsafe {
+    // --monitor: the actions are audited, never taken, so they need no --unsafe.
+    if !cli.allow_unsafe && !cli.monitor {
         if let Some((pos, why)) = system::find_action_call(&session.ast) {
-            return Err(Diagnostic::at(&session.file_name, pos, why).into());
+            let hint = "or give --monitor to see what it would do without doing it";
+            return Err(Diagnostic::at(&session.file_name, pos, why).hint(hint).into());
         }
     }
-    system::set_mode(match (cli.allow_unsafe, cli.explain || cli.dry_run) {
-        (false, _) => Mode::Refuse,
-        (true, true) => Mode::Skip,
-        (true, false) => Mode::Run,
+    system::set_mode(match (cli.allow_unsafe || cli.monitor, cli.explain || cli.dry_run, cli.monitor) {
+        (false, _, _) => Mode::Refuse,
+        (true, true, _) => Mode::Skip,
+        (true, false, true) => Mode::Monitor,
+        (true, false, false) => Mode::Run,
     });
+    crate::output::audit::set_script(&session.file_name);
     // Loops in BEGIN, timers and userspace statements end on Ctrl-C/SIGTERM.
     session.engine.on_progress(crate::runtime::signals::progress_hook);
     Ok(())

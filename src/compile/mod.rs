@@ -210,6 +210,7 @@ fn split_and_lower(
         probe_name: &probe_name,
         probe_index: probe.index as u32,
         context: program.context,
+        verdict: program.verdict,
         event: program.event.as_ref(),
         btf: kernel.btf(),
         first_site: first_site as u32,

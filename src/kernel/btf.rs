@@ -93,6 +93,8 @@ pub trait BtfTypes: Sync {
     fn function_params(&self, name: &str) -> Option<(Vec<Param>, u32)>;
     /// Names of every raw tracepoint with a BTF prototype (`tp_btf` targets), sorted.
     fn tracepoint_names(&self) -> Vec<String>;
+    /// Names of the kernel functions starting with `prefix`, sorted.
+    fn function_names(&self, prefix: &str) -> Vec<String>;
     /// How a value of type `id` is read.
     fn shape(&self, id: u32) -> Shape;
     /// Whether `id` is C's `char` (what strings are made of; not `u8` or `bool`).
@@ -232,6 +234,12 @@ impl BtfTypes for KernelBtf {
         let proto = func.next_type()?;
         let ret = FuncProto::try_from(proto).ok()?.referenced_type_id();
         Some((self.params(proto)?, u32::from(ret)))
+    }
+
+    fn function_names(&self, prefix: &str) -> Vec<String> {
+        let mut v: Vec<String> = self.function_ids().keys().filter(|n| n.starts_with(prefix)).cloned().collect();
+        v.sort();
+        v
     }
 
     fn tracepoint_names(&self) -> Vec<String> {

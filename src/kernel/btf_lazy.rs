@@ -41,6 +41,9 @@ impl BtfTypes for OnFirstUse {
     fn tracepoint_names(&self) -> Vec<String> {
         kernel().map(|b| b.tracepoint_names()).unwrap_or_default()
     }
+    fn function_names(&self, prefix: &str) -> Vec<String> {
+        kernel().map(|b| b.function_names(prefix)).unwrap_or_default()
+    }
     fn shape(&self, id: u32) -> Shape {
         kernel().map_or(Shape::Other, |b| b.shape(id))
     }

@@ -218,6 +218,9 @@ impl BtfTypes for FakeBtf {
     fn tracepoint_names(&self) -> Vec<String> {
         self.tracepoints.keys().cloned().collect()
     }
+    fn function_names(&self, prefix: &str) -> Vec<String> {
+        self.functions.keys().filter(|n| n.starts_with(prefix)).cloned().collect()
+    }
     fn shape(&self, id: u32) -> Shape {
         match self.ty(id) {
             Some(Ty::Int { size, signed, .. }) => Shape::Int { size: *size, signed: *signed },

@@ -23,6 +23,8 @@ pub const BPF_PROG_TYPE_TRACEPOINT: u32 = libbpf_sys::BPF_PROG_TYPE_TRACEPOINT;
 pub const BPF_PROG_TYPE_PERF_EVENT: u32 = libbpf_sys::BPF_PROG_TYPE_PERF_EVENT;
 pub const BPF_PROG_TYPE_RAW_TRACEPOINT: u32 = libbpf_sys::BPF_PROG_TYPE_RAW_TRACEPOINT;
 pub const BPF_PROG_TYPE_TRACING: u32 = libbpf_sys::BPF_PROG_TYPE_TRACING;
+pub const BPF_PROG_TYPE_LSM: u32 = libbpf_sys::BPF_PROG_TYPE_LSM;
+pub const BPF_LSM_MAC: u32 = libbpf_sys::BPF_LSM_MAC;
 /// Attach types of BTF-attached programs (`enum bpf_attach_type`).
 pub const BPF_TRACE_RAW_TP: u32 = libbpf_sys::BPF_TRACE_RAW_TP;
 pub const BPF_TRACE_FENTRY: u32 = libbpf_sys::BPF_TRACE_FENTRY;
@@ -263,11 +265,24 @@ pub fn probe_trampoline(function: &str) -> Result<(), String> {
 }
 
 fn load_trampoline(function: &str) -> Result<(), String> {
+    load_minimal(function, BPF_PROG_TYPE_TRACING, BPF_TRACE_FENTRY)
+}
+
+/// Load (and drop) a minimal BPF LSM program on hook function
+/// `bpf_lsm_HOOK`: Ok when this kernel takes them, else the reason (tried once).
+pub fn probe_lsm(function: &str) -> Result<(), String> {
+    static ANSWER: OnceLock<Result<(), String>> = OnceLock::new();
+    ANSWER.get_or_init(|| load_minimal(function, BPF_PROG_TYPE_LSM, BPF_LSM_MAC)).clone()
+}
+
+/// Load (and drop) a program that returns 0, of type `prog_type` attached
+/// by BTF to `function` as `attach_type`.
+fn load_minimal(function: &str, prog_type: u32, attach_type: u32) -> Result<(), String> {
     let Some(btf) = super::btf::kernel() else { return Err("no kernel BTF".into()) };
     let Some(id) = btf.function_id(function) else { return Err(format!("{function} has no BTF entry")) };
-    let attrs = LoadAttrs { expected_attach_type: BPF_TRACE_FENTRY, attach_btf_id: id };
+    let attrs = LoadAttrs { expected_attach_type: attach_type, attach_btf_id: id };
     let bytes = to_bytes(&[Insn::mov_imm(0, 0), Insn::exit()]);
-    let fd = unsafe { load_raw(BPF_PROG_TYPE_TRACING, attrs, c"rtrace_probe", &bytes, None) };
+    let fd = unsafe { load_raw(prog_type, attrs, c"rtrace_probe", &bytes, None) };
     if fd < 0 {
         let why = match -fd {
             libc::EPERM => "not permitted".to_string(),

@@ -5,6 +5,7 @@
 //! does. Callers decode BPF maps into a [`MapDump`] first; these functions
 //! only sort and format. [`sink`] writes the result to stdout or a file.
 
+pub mod audit;
 pub mod bytes;
 pub mod dist;
 #[cfg(test)]

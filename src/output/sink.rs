@@ -90,6 +90,20 @@ pub fn report(d: &Diagnostic) {
     eprintln!("{d}");
 }
 
+/// An action's audit line: on stderr (after any script output waiting in
+/// the buffer, on a line of its own), or with `-f json` a record in the
+/// output. Never silenced.
+pub fn action(a: &super::audit::ActionRecord) {
+    let json = SINK.lock().unwrap().as_ref().is_some_and(|s| s.format == Format::Json);
+    if json {
+        raw(&a.to_json());
+        return;
+    }
+    flush();
+    end_partial_line();
+    eprintln!("{a}");
+}
+
 /// A warning of rtrace's own (`rtrace: warning: ...`): [`report`]ed.
 pub fn warn(message: impl Into<String>) {
     report(&Diagnostic::tool(message).warning());

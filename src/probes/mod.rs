@@ -9,6 +9,7 @@ pub mod check;
 pub mod event;
 pub mod kernel_function;
 pub mod listing;
+pub mod lsm;
 pub mod perf_event;
 pub mod rawtracepoint;
 pub mod spec;
@@ -73,6 +74,10 @@ pub enum AttachTarget {
         ret: bool,
         offset: u64,
     },
+    /// lsm: a security hook (`file_open`), its program on `bpf_lsm_HOOK`.
+    Lsm {
+        hook: String,
+    },
     /// usdt: a probe site at `offset` in `path`, its argument specs, and the
     /// file offset of its semaphore (0: none).
     Usdt {
@@ -98,12 +103,27 @@ pub struct ProgramSpec {
     /// The program runs with interrupts off (perf events, irq and timer
     /// tracepoints): the maps it writes are preallocated.
     pub irqs_off: bool,
+    /// What the program's return value does.
+    pub verdict: Verdict,
+}
+
+/// What a program's return value means to the kernel.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Verdict {
+    /// Nothing: a tracing program.
+    #[default]
+    Ignored,
+    /// An `lsm:` hook's answer: 0 lets the operation go on, `-errno` fails it.
+    Errno,
+    /// An `lsm:` hook that returns nothing: its operation can't be failed.
+    Void,
 }
 
 impl ProgramSpec {
     pub fn new(prog_type: u32, context: ContextKind, event: impl EventContext + 'static) -> ProgramSpec {
         let irqs_off = context == ContextKind::PerfEvent;
-        ProgramSpec { prog_type, context, load: Ok(LoadAttrs::default()), event: Box::new(event), irqs_off }
+        let load = Ok(LoadAttrs::default());
+        ProgramSpec { prog_type, context, load, event: Box::new(event), irqs_off, verdict: Verdict::Ignored }
     }
 }
 
@@ -168,6 +188,7 @@ pub static TYPES: &[TypeEntry] = &[
     entry(ProbeKind::Kretprobe, &kernel_function::KRETPROBE),
     entry(ProbeKind::Fentry, &kernel_function::FENTRY),
     entry(ProbeKind::Fexit, &kernel_function::FEXIT),
+    entry(ProbeKind::Lsm, &lsm::Lsm),
     entry(ProbeKind::Uprobe, &uprobe::UPROBE),
     entry(ProbeKind::Uretprobe, &uprobe::URETPROBE),
     entry(ProbeKind::Usdt, &usdt::Usdt),

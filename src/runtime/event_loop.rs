@@ -12,7 +12,7 @@ use crate::output::sink;
 use crate::plan::Plan;
 use crate::script::api::MapBackend;
 use crate::script::Session;
-use probes_ebpf::record::{CONTROL_CLEAR, CONTROL_ERROR, CONTROL_EXIT, CONTROL_PRINT, CONTROL_ZERO};
+use probes_ebpf::record::{CONTROL_ACTION, CONTROL_CLEAR, CONTROL_ERROR, CONTROL_EXIT, CONTROL_PRINT, CONTROL_ZERO};
 
 use super::{continuation, dump, exporter, limits, reader, record, serve, signals, traced, Loaded};
 
@@ -242,6 +242,29 @@ fn note(result: &mut Result<()>, r: Result<()>) {
     }
 }
 
+/// The audit record of an action a probe took in the kernel.
+fn action_record(session: &Session, plan: &Plan, msg: reader::Control) -> crate::output::audit::ActionRecord {
+    use crate::util::{errno, signals};
+    use probes_ebpf::record::{decode_action, Action};
+    let (action, value, monitored, line, col) = decode_action(msg.arg);
+    let (action, done) = match action {
+        Some(Action::Signal) => {
+            let sig = signals::name(value as i32).unwrap_or_else(|| value.to_string());
+            (format!("signal({sig})"), "sent")
+        }
+        Some(Action::Deny) => (format!("deny({})", errno::name(value as i32)), "denied"),
+        None => ("an unknown action".to_string(), "?"),
+    };
+    crate::output::audit::ActionRecord {
+        file: session.file_name.clone(),
+        pos: Some(crate::diag::Pos { line, col }),
+        probe: plan.probes.get(msg.probe as usize).cloned(),
+        action,
+        task: msg.task,
+        result: if monitored { "not done (--monitor)".to_string() } else { done.to_string() },
+    }
+}
+
 fn count_records(batch: &[u8]) -> u64 {
     record::frames(batch).count() as u64
 }
@@ -270,9 +293,11 @@ fn control(
     plan: &Plan,
     loaded: &Loaded,
     conts: &mut continuation::Continuations,
-    (kind, probe, arg): reader::Control,
+    msg: reader::Control,
 ) -> Result<()> {
+    let (kind, probe, arg) = (msg.kind, msg.probe, msg.arg);
     match kind {
+        CONTROL_ACTION => crate::output::sink::action(&action_record(session, plan, msg)),
         CONTROL_ERROR => {
             let (what, line, col) = probes_ebpf::record::decode_arith_error(arg);
             let name = plan.probes.get(probe as usize).map(String::as_str).unwrap_or("?");

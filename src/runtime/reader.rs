@@ -23,8 +23,8 @@ use crate::symbols::procmaps;
 /// A batch of data records, each stored as `u32 length` + bytes.
 pub type Batch = Vec<u8>;
 
-/// A control message from a probe: (kind, probe index, argument).
-pub type Control = (u32, u32, i64);
+/// A control message from a probe.
+pub type Control = probes_ebpf::record::ControlMsg;
 
 pub struct Reader {
     pub data: Receiver<Batch>,
@@ -118,8 +118,8 @@ struct ControlOut {
 
 impl ControlOut {
     fn send(&self, c: Control) {
-        if c.0 == probes_ebpf::record::CONTROL_EXIT {
-            self.shared.exit.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert((c.1, c.2));
+        if c.kind == probes_ebpf::record::CONTROL_EXIT {
+            self.shared.exit.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert((c.probe, c.arg));
         } else if self.tx.try_send(c).is_err() {
             self.shared.lost_controls.fetch_add(1, Ordering::SeqCst);
             DROPPED_CONTROLS.fetch_add(1, Ordering::Relaxed);
@@ -239,16 +239,20 @@ fn for_each_user_stack_pid(batch: &[u8], ustacks: &[Vec<usize>], mut f: impl FnM
 mod tests {
     use super::*;
 
+    fn msg(kind: u32, probe: u32, arg: i64) -> Control {
+        Control { kind, probe, arg, task: None }
+    }
+
     #[test]
     fn control_overflow_is_counted_and_exit_is_never_lost() {
         let (tx, rx) = crossbeam_channel::bounded::<Control>(CONTROL_QUEUE);
         let shared = Arc::new(Shared::default());
         let out = ControlOut { tx, shared: shared.clone() };
         for _ in 0..CONTROL_QUEUE + 5 {
-            out.send((probes_ebpf::record::CONTROL_PRINT, 0, 0));
+            out.send(msg(probes_ebpf::record::CONTROL_PRINT, 0, 0));
         }
-        out.send((probes_ebpf::record::CONTROL_EXIT, 2, 7));
-        out.send((probes_ebpf::record::CONTROL_EXIT, 3, 9));
+        out.send(msg(probes_ebpf::record::CONTROL_EXIT, 2, 7));
+        out.send(msg(probes_ebpf::record::CONTROL_EXIT, 3, 9));
         assert_eq!(shared.lost_controls.load(Ordering::SeqCst), 5);
         assert_eq!(*shared.exit.lock().unwrap(), Some((2, 7)), "the first exit() wins, past a full queue");
         assert_eq!(rx.try_iter().count(), CONTROL_QUEUE);

@@ -40,6 +40,8 @@ pub enum Mode {
     Skip,
     /// `--unsafe`: commands run.
     Run,
+    /// `--monitor`: each call is audited, nothing runs.
+    Monitor,
 }
 
 static MODE: AtomicU8 = AtomicU8::new(0);
@@ -57,6 +59,7 @@ pub fn set_mode(mode: Mode) {
 
 fn mode() -> Mode {
     match MODE.load(Ordering::SeqCst) {
+        3 => Mode::Monitor,
         2 => Mode::Run,
         1 => Mode::Skip,
         _ => Mode::Refuse,
@@ -64,7 +67,7 @@ fn mode() -> Mode {
 }
 
 struct Worker {
-    commands: Option<Sender<ShellCommand>>,
+    commands: Option<Sender<(ShellCommand, Position)>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -72,21 +75,23 @@ static WORKER: OnceLock<Mutex<Worker>> = OnceLock::new();
 
 fn worker() -> &'static Mutex<Worker> {
     WORKER.get_or_init(|| {
-        let (tx, rx) = crossbeam_channel::bounded::<ShellCommand>(QUEUE);
+        let (tx, rx) = crossbeam_channel::bounded::<(ShellCommand, Position)>(QUEUE);
         let thread = std::thread::Builder::new().name("rtrace-system".into()).spawn(move || {
-            for cmd in rx {
+            for (cmd, pos) in rx {
                 if ABANDON.load(Ordering::SeqCst) {
                     NOT_RUN.fetch_add(1, Ordering::SeqCst);
                     continue;
                 }
-                run_one(&cmd);
+                let result = run_one(&cmd);
+                audit(pos, format!("system({:?})", cmd.shown), result);
             }
         });
         Mutex::new(Worker { commands: Some(tx), thread: thread.ok() })
     })
 }
 
-fn run_one(command: &ShellCommand) {
+/// Run one command; what became of it, for the audit.
+fn run_one(command: &ShellCommand) -> String {
     use std::os::unix::process::CommandExt;
     let cmd = &command.shown;
     let child = Command::new("/bin/sh")
@@ -102,7 +107,7 @@ fn run_one(command: &ShellCommand) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("rtrace: system({cmd:?}): cannot start /bin/sh: {e}");
-            return;
+            return format!("cannot start /bin/sh: {e}");
         }
     };
     RUNNING.store(child.id() as i32, Ordering::SeqCst);
@@ -117,9 +122,22 @@ fn run_one(command: &ShellCommand) {
             if !out.status.success() && !ABANDON.load(Ordering::SeqCst) {
                 eprintln!("rtrace: system({cmd:?}): {}", describe(out.status));
             }
+            match out.status.code() {
+                Some(0) => "ran".to_string(),
+                _ => describe(out.status),
+            }
         }
-        Err(e) => eprintln!("rtrace: system({cmd:?}): {e}"),
+        Err(e) => {
+            eprintln!("rtrace: system({cmd:?}): {e}");
+            e.to_string()
+        }
     }
+}
+
+/// The audit line of an action of userspace code at `pos`.
+fn audit(pos: Position, action: String, result: String) {
+    let pos = pos.line().map(|l| crate::diag::Pos { line: l as u32, col: pos.position().unwrap_or(1) as u32 });
+    sink::action(&crate::output::audit::ActionRecord::userspace(pos, action, result));
 }
 
 fn describe(status: std::process::ExitStatus) -> String {
@@ -201,11 +219,16 @@ pub fn request(pos: Position, fmt: &str, args: &[Dynamic]) -> RhaiResult<Dynamic
             }
             Ok(Dynamic::UNIT)
         }
+        Mode::Monitor => {
+            let cmd = command_text(fmt, args).or_else(|e| fail_at(e, pos))?;
+            audit(pos, format!("system({:?})", cmd.shown), "not run (--monitor)".to_string());
+            Ok(Dynamic::UNIT)
+        }
         Mode::Run => {
             let cmd = command_text(fmt, args).or_else(|e| fail_at(e, pos))?;
             let Ok(w) = worker().lock() else { return Ok(Dynamic::UNIT) };
             if let Some(tx) = &w.commands {
-                match tx.try_send(cmd) {
+                match tx.try_send((cmd, pos)) {
                     Ok(()) => {}
                     Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
                         DROPPED.fetch_add(1, Ordering::SeqCst);
@@ -215,6 +238,11 @@ pub fn request(pos: Position, fmt: &str, args: &[Dynamic]) -> RhaiResult<Dynamic
             Ok(Dynamic::UNIT)
         }
     }
+}
+
+/// `SIGTERM` for 15; a signal without a name as its number.
+fn signal_name(sig: i32) -> String {
+    crate::util::signals::name(sig).unwrap_or_else(|| sig.to_string())
 }
 
 fn fail_at<T>(msg: impl Into<String>, pos: Position) -> RhaiResult<T> {
@@ -264,6 +292,7 @@ const ACTIONS: &[(&str, &str)] = &[
     ("system", "system() runs commands and needs --unsafe"),
     ("signal", "signal() sends a signal to the traced process and needs --unsafe"),
     ("kill", "kill() sends signals and needs --unsafe"),
+    ("deny", "deny() makes the kernel refuse an operation and needs --unsafe"),
 ];
 
 /// Where the script first calls an action (`system()`, `signal()`,
@@ -320,14 +349,15 @@ fn kill(pos: Position, pid: i64, sig: &Dynamic) -> RhaiResult<bool> {
     };
     match mode() {
         Mode::Refuse => fail_at("kill() sends signals and needs --unsafe", pos),
-        Mode::Skip => {
-            eprintln!("rtrace: action: kill({target}, {number}) not sent under --explain or --dry-run");
+        Mode::Skip | Mode::Monitor => {
+            let why = if mode() == Mode::Monitor { "--monitor" } else { "--explain or --dry-run" };
+            audit(pos, format!("kill({target}, {})", signal_name(number)), format!("not sent ({why})"));
             Ok(false)
         }
         Mode::Run => {
             let sent = unsafe { libc::kill(target, number) } == 0;
             let result = if sent { "sent".to_string() } else { std::io::Error::last_os_error().to_string() };
-            eprintln!("rtrace: action: kill({target}, {number}) at {}: {result}", super::position_text(pos));
+            audit(pos, format!("kill({target}, {})", signal_name(number)), result);
             Ok(sent)
         }
     }

@@ -6,9 +6,39 @@
 //! isn't counted: its status also goes into the stop flag.
 
 use super::*;
-use crate::record::{CONTROL_ARG_AT, CONTROL_KIND_AT, CONTROL_PROBE_AT, CONTROL_SIZE};
+use crate::record::{
+    CONTROL_ACTION, CONTROL_ACTION_SIZE, CONTROL_ARG_AT, CONTROL_COMM_AT, CONTROL_KIND_AT, CONTROL_PID_TGID_AT,
+    CONTROL_PROBE_AT, CONTROL_SIZE,
+};
 
 impl Gen<'_> {
+    /// The audit message of an action: [`CONTROL_ACTION`] with `code` and
+    /// the current task's pid_tgid and comm, built on the stack and copied
+    /// to the control ring (a full ring is counted as a lost control message).
+    pub(super) fn audit(&mut self, (ring, lost): (MapId, MapId), probe: u32, code: i64) -> Result<()> {
+        let buf = self.alloc(CONTROL_ACTION_SIZE)?;
+        self.emit(Insn::store_imm(4, FP, buf + CONTROL_KIND_AT, CONTROL_ACTION as i32));
+        self.emit(Insn::store_imm(4, FP, buf + CONTROL_PROBE_AT, probe as i32));
+        self.load_imm(R1, code);
+        self.emit(Insn::store(8, FP, buf + CONTROL_ARG_AT, R1));
+        self.emit(Insn::call(h::GET_CURRENT_PID_TGID));
+        self.emit(Insn::store(8, FP, buf + CONTROL_PID_TGID_AT, R0));
+        self.emit(Insn::mov_reg(R1, FP));
+        self.emit(Insn::alu_imm(Alu::Add, R1, (buf + CONTROL_COMM_AT) as i32));
+        self.emit(Insn::mov_imm(R2, 16));
+        self.emit(Insn::call(h::GET_CURRENT_COMM));
+        self.load_map(R1, ring);
+        self.emit(Insn::mov_reg(R2, FP));
+        self.emit(Insn::alu_imm(Alu::Add, R2, buf as i32));
+        self.emit(Insn::mov_imm(R3, CONTROL_ACTION_SIZE as i32));
+        self.emit(Insn::mov_imm(R4, 0));
+        self.emit(Insn::call(h::RINGBUF_OUTPUT));
+        let sent = self.emit(Insn::jmp_imm(Cond::Eq, R0, 0, 0));
+        self.count_in_slot(lost, probe, 8)?;
+        self.patch_here(sent);
+        Ok(())
+    }
+
     pub(super) fn control(&mut self, (ring, lost): (MapId, MapId), kind: u32, probe: u32, arg: &Expr) -> Result<()> {
         let rv = self.int(arg)?;
         self.load_map(R1, ring);

@@ -244,9 +244,20 @@ impl Gen<'_> {
                 self.wrapping = false;
                 sent?;
             }
-            StmtKind::Signal(sig) => {
-                self.emit(Insn::mov_imm(R1, *sig as i32));
-                self.emit(Insn::call(h::SEND_SIGNAL));
+            StmtKind::Act { action, ring, lost, probe, code, perform } => {
+                self.audit((*ring, *lost), *probe, *code)?;
+                match action {
+                    KernelAction::Signal(sig) if *perform => {
+                        self.emit(Insn::mov_imm(R1, *sig as i32));
+                        self.emit(Insn::call(h::SEND_SIGNAL));
+                    }
+                    KernelAction::Signal(_) => {}
+                    KernelAction::Deny(errno) => {
+                        self.emit(Insn::mov_imm(R0, if *perform { -(*errno as i32) } else { 0 }));
+                        self.emit(Insn::exit());
+                        ends = true;
+                    }
+                }
             }
             StmtKind::Return => {
                 self.emit(Insn::mov_imm(R0, 0));
@@ -327,7 +338,7 @@ fn stack_ids_in(stmts: &[Stmt], out: &mut Vec<MapId>) {
             }
             StmtKind::MapDelete { key, .. } => key.iter().for_each(|k| expr(k, out)),
             StmtKind::Emit { fields, .. } => fields.iter().for_each(|f| expr(f, out)),
-            StmtKind::Return | StmtKind::Signal(_) => {}
+            StmtKind::Return | StmtKind::Act { .. } => {}
         }
     }
 }

@@ -22,7 +22,7 @@ pub(crate) use super::closure::{event_path, property_chain, ClosureBody};
 pub(crate) use super::syntax::{is_aggregation, span};
 pub(crate) use super::values::CapturedValue;
 pub(crate) use crate::builtins::{builtin_call, builtin_call_with, Call};
-pub(crate) use crate::util::signals;
+pub(crate) use crate::util::{errno, signals};
 pub(crate) use expr::{bin_op, fold, str_literal, ty_name};
 
 use super::maps::{MapUse, UseKind};
@@ -35,7 +35,9 @@ use crate::plan::site::{RecordField, Site, ValueMeaning};
 use crate::probes::event::EventContext;
 use crate::script::MapHandle;
 use crate::symbols::stacks::StackMode;
-use probes_ebpf::record::{CONTROL_CLEAR, CONTROL_EXIT, CONTROL_PRINT, CONTROL_ZERO};
+use crate::probes::Verdict;
+use probes_ebpf::ir::KernelAction;
+use probes_ebpf::record::{action_code, Action, CONTROL_CLEAR, CONTROL_EXIT, CONTROL_PRINT, CONTROL_ZERO};
 
 /// What a closure is being compiled for: the program point (its probe,
 /// context and event), the run's settings, and the maps every program
@@ -46,6 +48,8 @@ pub struct ProgramCtx<'a> {
     /// Index of this probe, reported in control messages.
     pub probe_index: u32,
     pub context: ContextKind,
+    /// What the program's return does (`deny()` needs an `lsm:` hook's).
+    pub verdict: crate::probes::Verdict,
     /// What the probe type says the event holds: `e.argN`, `e.retval`,
     /// `e.func`, `e.args.*`, and whether pointers are user memory.
     pub event: &'a dyn EventContext,

@@ -238,6 +238,24 @@ impl Lowerer<'_> {
         Ok(v)
     }
 
+    /// A kernel action at `pos`, audited; only audited under `--monitor`.
+    fn act(&self, action: KernelAction, pos: Position) -> StmtKind {
+        let perform = !self.target.settings.monitor;
+        let (kind, value) = match action {
+            KernelAction::Signal(sig) => (Action::Signal, sig),
+            KernelAction::Deny(errno) => (Action::Deny, errno),
+        };
+        let (line, col) = (pos.line().unwrap_or(0) as u32, pos.position().unwrap_or(0) as u32);
+        StmtKind::Act {
+            action,
+            ring: self.target.control_ring(),
+            lost: self.target.lost_map(),
+            probe: self.target.probe_index,
+            code: action_code(kind, value as u16, !perform, line, col),
+            perform,
+        }
+    }
+
     /// Statement-level function calls: `exit()`, `print(m)`.
     pub(crate) fn call_stmt(&mut self, name: &str, args: &[RExpr], pos: Position) -> Result<StmtKind> {
         let control = |s: &Self, kind: u32, arg: Expr| StmtKind::Control {
@@ -254,7 +272,7 @@ impl Lowerer<'_> {
                 Ok(control(self, CONTROL_EXIT, code))
             }
             (Some(Call::Signal), _) => {
-                if !self.target.settings.allow_unsafe {
+                if !self.target.settings.allow_unsafe && !self.target.settings.monitor {
                     return err(pos, "signal() sends a signal to the traced process and needs --unsafe");
                 }
                 let sig = match &args[0] {
@@ -267,7 +285,38 @@ impl Lowerer<'_> {
                         "signal() takes a constant signal: a name (\"KILL\", \"SIGTERM\") or a number from 1 to 64",
                     );
                 };
-                Ok(StmtKind::Signal(sig as u32))
+                Ok(self.act(KernelAction::Signal(sig as u32), pos))
+            }
+            (Some(Call::Deny), _) => {
+                match self.target.verdict {
+                    Verdict::Errno => {}
+                    Verdict::Void => {
+                        let why = format!("{} returns nothing, so its operation can't be denied", self.target.probe_name);
+                        return err(pos, why);
+                    }
+                    Verdict::Ignored => {
+                        return err(
+                            pos,
+                            "deny() fails the operation of an lsm: hook (lsm:file_open, ...); this probe has none \
+                             (signal() stops a process from any probe)",
+                        )
+                    }
+                }
+                if !self.target.settings.allow_unsafe && !self.target.settings.monitor {
+                    return err(pos, "deny() makes the kernel refuse an operation and needs --unsafe");
+                }
+                let errno = match args.first() {
+                    None => Some(libc::EPERM),
+                    Some(RExpr::StringConstant(s, _)) => errno::number(s),
+                    Some(other) => self.const_int(other).and_then(errno::from_number),
+                };
+                let Some(errno) = errno else {
+                    return err(
+                        args[0].position(),
+                        "deny() takes a constant error: a name (\"EACCES\", \"EPERM\") or a number from 1 to 4095",
+                    );
+                };
+                Ok(self.act(KernelAction::Deny(errno as u32), pos))
             }
             (Some(Call::Emit), _) => {
                 let parts: Vec<&RExpr> = match &args[0] {
