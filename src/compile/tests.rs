@@ -37,6 +37,7 @@ fn outcome(script: &str, kernel: &FakeKernel, code: bool) -> String {
     let options = script.lines().next().filter(|l| l.starts_with("// options:")).unwrap_or_default();
     config.no_split = options.contains("--no-split");
     config.allow_unsafe = options.contains("--unsafe");
+    config.monitor = options.contains("--monitor");
     let mut session = match Session::new("t.rhai", script, &[]) {
         Ok(s) => s,
         Err(e) => return format!("{e:#}\n"),

@@ -100,6 +100,9 @@ impl Kernel for FakeKernel {
     fn kprobes_available(&self) -> bool {
         false
     }
+    fn bpf_lsm_refused(&self) -> Option<String> {
+        None
+    }
     fn btf(&self) -> Option<&dyn BtfTypes> {
         Some(&self.btf)
     }

@@ -10,6 +10,7 @@ use super::btf::{BtfTypes, Member, Param, Shape};
 /// The integer types the table may name: (spelling, size, signed).
 const INTS: &[(&str, u32, bool)] = &[
     ("char", 1, true),
+    ("unsigned char", 1, false),
     ("bool", 1, false),
     ("u8", 1, false),
     ("s8", 1, true),

@@ -53,6 +53,8 @@ pub trait Kernel: Sync {
     fn trampoline_loads(&self, function: &str) -> bool;
     /// The kprobe PMU exists (CONFIG_KPROBES).
     fn kprobes_available(&self) -> bool;
+    /// Why BPF LSM programs (`lsm:` probes) can't run here; None when they can.
+    fn bpf_lsm_refused(&self) -> Option<String>;
     /// The kernel's types; None when it has no BTF.
     fn btf(&self) -> Option<&dyn BtfTypes>;
     /// CPUs a per-CPU map has a slot for (kernel reads of aggregations combine them).
@@ -89,6 +91,9 @@ impl Kernel for LiveKernel {
     }
     fn kprobes_available(&self) -> bool {
         sys::kprobes_available()
+    }
+    fn bpf_lsm_refused(&self) -> Option<String> {
+        sys::bpf_lsm_refused()
     }
     fn btf(&self) -> Option<&dyn BtfTypes> {
         btf_lazy::types()

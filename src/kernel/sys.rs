@@ -268,9 +268,33 @@ fn load_trampoline(function: &str) -> Result<(), String> {
     load_minimal(function, BPF_PROG_TYPE_TRACING, BPF_TRACE_FENTRY)
 }
 
+/// Where the kernel lists its active LSMs.
+const ACTIVE_LSMS: &str = "/sys/kernel/security/lsm";
+
+/// Why BPF LSM programs can't run here, if they can't: `bpf` is not among
+/// the active LSMs, or (where the kernel doesn't list them: securityfs is
+/// not mounted) a minimal program on `file_open` does not load.
+pub fn bpf_lsm_refused() -> Option<String> {
+    let Ok(active) = std::fs::read_to_string(ACTIVE_LSMS) else {
+        let why = probe_lsm("bpf_lsm_file_open").err()?;
+        return Some(format!(
+            "this kernel refuses BPF LSM programs ({why}): it needs CONFIG_BPF_LSM=y and `bpf` in its `lsm=` boot \
+             parameter"
+        ));
+    };
+    let active = active.trim();
+    if active.split(',').any(|l| l == "bpf") {
+        return None;
+    }
+    Some(format!(
+        "BPF LSM is not active on this kernel (its LSMs: {active}): boot it with `lsm={active},bpf` on the kernel \
+         command line (CONFIG_BPF_LSM=y is needed too)"
+    ))
+}
+
 /// Load (and drop) a minimal BPF LSM program on hook function
 /// `bpf_lsm_HOOK`: Ok when this kernel takes them, else the reason (tried once).
-pub fn probe_lsm(function: &str) -> Result<(), String> {
+fn probe_lsm(function: &str) -> Result<(), String> {
     static ANSWER: OnceLock<Result<(), String>> = OnceLock::new();
     ANSWER.get_or_init(|| load_minimal(function, BPF_PROG_TYPE_LSM, BPF_LSM_MAC)).clone()
 }

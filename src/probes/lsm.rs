@@ -19,7 +19,7 @@ use crate::config::Trace;
 use crate::kernel::btf::BtfTypes;
 use crate::kernel::link::{Attachment, LoadAttrs};
 use crate::kernel::sys::{self, BPF_LSM_MAC, BPF_PROG_TYPE_LSM};
-use crate::kernel::Kernel;
+use crate::kernel::{Kernel, LiveKernel};
 use crate::probes::spec::ProbeSpec;
 use crate::util::similar::{no_match, suggest};
 use crate::util::wildcard::{has_wildcard, wildcard_match};
@@ -29,8 +29,6 @@ pub struct Lsm;
 /// The kernel function a hook's program attaches to.
 const HOOK_PREFIX: &str = "bpf_lsm_";
 
-/// Where the kernel lists its active LSMs.
-const ACTIVE_LSMS: &str = "/sys/kernel/security/lsm";
 
 /// What hook `hook` does with the program's return: one returning an
 /// `int` fails its operation with it; one returning nothing can't be failed.
@@ -39,27 +37,6 @@ fn verdict(hook: &str, k: &dyn Kernel) -> Verdict {
         Some((_, 0)) => Verdict::Void,
         _ => Verdict::Errno,
     }
-}
-
-/// Why BPF LSM programs can't run here, if they can't: `bpf` is not among
-/// the active LSMs, or (where the kernel doesn't list them) a minimal
-/// program on `file_open` does not load.
-fn inactive() -> Option<String> {
-    let Ok(active) = std::fs::read_to_string(ACTIVE_LSMS) else {
-        let why = sys::probe_lsm(&format!("{HOOK_PREFIX}file_open")).err()?;
-        return Some(format!(
-            "this kernel refuses BPF LSM programs ({why}): it needs CONFIG_BPF_LSM=y and `bpf` in its `lsm=` boot \
-             parameter"
-        ));
-    };
-    let active = active.trim();
-    if active.split(',').any(|l| l == "bpf") {
-        return None;
-    }
-    Some(format!(
-        "BPF LSM is not active on this kernel (its LSMs: {active}): boot it with `lsm={active},bpf` on the kernel \
-         command line (CONFIG_BPF_LSM=y is needed too)"
-    ))
 }
 
 impl ProbeType for Lsm {
@@ -94,7 +71,7 @@ impl ProbeType for Lsm {
             let close = suggest(pattern, all.iter().map(String::as_str));
             return Err(no_match("LSM hook", pattern, close, " (see `rtrace -l 'lsm:*'`)"));
         }
-        if let Some(why) = inactive() {
+        if let Some(why) = k.bpf_lsm_refused() {
             bail!("cannot attach lsm:{}: {why}", found[0]);
         }
         Ok(found
@@ -114,7 +91,7 @@ impl ProbeType for Lsm {
             out.add_with(format!("lsm:{hook}"), details);
         }
         if q.explicit && !out.probes.is_empty() {
-            if let Some(why) = inactive() {
+            if let Some(why) = k.bpf_lsm_refused() {
                 out.notes.push(why);
             }
         }
@@ -123,7 +100,7 @@ impl ProbeType for Lsm {
     fn attach(&self, point: &AttachPoint, prog: BorrowedFd<'_>) -> Result<Attachment> {
         let fd = sys::raw_tracepoint_open(None, prog).map_err(|e| {
             let why = match e.raw_os_error() {
-                Some(libc::EPERM) | Some(libc::EINVAL) => inactive().unwrap_or_else(|| e.to_string()),
+                Some(libc::EPERM) | Some(libc::EINVAL) => LiveKernel.bpf_lsm_refused().unwrap_or_else(|| e.to_string()),
                 _ => e.to_string(),
             };
             anyhow!("cannot attach {}: {why}", point.name)

@@ -93,17 +93,27 @@ impl Lowerer<'_> {
                 if kernel_only && bad.is_none() {
                     bad = Some((call.name.to_string(), *pos));
                 }
-                // emit(), signal(): only the kernel does them (the split keeps
-                // them there; --no-split has no userspace form of them).
+                // emit(), signal(), deny(): only the kernel does them, at the
+                // event (the split keeps them there when it can; they have no
+                // userspace form).
                 let kernel_act = builtin_call(call.name.as_str()).is_some_and(|r| r.kernel_only_statement());
-                if no_split && kernel_act && acts.is_none() {
+                if kernel_act && acts.is_none() {
                     acts = Some((call.name.to_string(), *pos));
                 }
             }
             true
         });
         if let Some((name, pos)) = acts {
-            return err(pos, format!("{name}() happens in the kernel at the event and has no userspace form, so --no-split can't run this probe"));
+            if no_split {
+                return err(pos, format!("{name}() happens in the kernel at the event and has no userspace form, so --no-split can't run this probe"));
+            }
+            return err(
+                pos,
+                format!(
+                    "{name}() happens in the kernel at the event, but the statement at {} around it runs in userspace ({why}); decide it from event fields, maps or constants, which the kernel can",
+                    at(s.position())
+                ),
+            );
         }
         if let Some((name, pos)) = bad.clone().filter(|(n, _)| !is_aggregation(n)) {
             return err(
