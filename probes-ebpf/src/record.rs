@@ -68,7 +68,11 @@ pub fn decode_control(rec: &[u8]) -> Option<ControlMsg> {
         CONTROL_ACTION => {
             let comm = rec.get(CONTROL_COMM_AT as usize..CONTROL_ACTION_SIZE as usize)?;
             let comm = comm.split(|&b| b == 0).next().unwrap_or_default();
-            Some((word(CONTROL_PID_TGID_AT + 4)?, word(CONTROL_PID_TGID_AT)?, String::from_utf8_lossy(comm).into_owned()))
+            Some((
+                word(CONTROL_PID_TGID_AT + 4)?,
+                word(CONTROL_PID_TGID_AT)?,
+                String::from_utf8_lossy(comm).into_owned(),
+            ))
         }
         _ => None,
     };

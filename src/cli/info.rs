@@ -100,6 +100,7 @@ pub fn report() -> Vec<String> {
         line("tp_btf", btf()),
         line("kprobe/kretprobe", kprobes()),
         line("fentry/fexit", fentry()),
+        line("lsm", sys::bpf_lsm_refused().map_or(Ok(()), Err)),
         line("uprobe/uretprobe", exists(UPROBE_PMU, "CONFIG_UPROBES is off: no uprobe PMU")),
         line("usdt", exists(UPROBE_PMU, "needs uprobes")),
         line("profile/interval/software", software_events()),

@@ -90,7 +90,10 @@ mod tests {
             task: Some((12, 13, "c\"at".into())),
             result: "denied".into(),
         };
-        assert_eq!(a.to_string(), "rtrace: action: t.rhai:3:9: lsm:file_open: deny(EPERM) on pid 12 tid 13 (c\"at): denied");
+        assert_eq!(
+            a.to_string(),
+            "rtrace: action: t.rhai:3:9: lsm:file_open: deny(EPERM) on pid 12 tid 13 (c\"at): denied"
+        );
         assert_eq!(
             a.to_json(),
             "{\"type\": \"action\", \"data\": {\"file\": \"t.rhai\", \"line\": 3, \"col\": 9, \"probe\": \

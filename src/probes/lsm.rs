@@ -29,7 +29,6 @@ pub struct Lsm;
 /// The kernel function a hook's program attaches to.
 const HOOK_PREFIX: &str = "bpf_lsm_";
 
-
 /// What hook `hook` does with the program's return: one returning an
 /// `int` fails its operation with it; one returning nothing can't be failed.
 fn verdict(hook: &str, k: &dyn Kernel) -> Verdict {

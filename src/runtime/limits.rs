@@ -60,19 +60,23 @@ pub fn kernel_losses(lost: &libbpf_rs::MapHandle, probes: usize) -> Vec<(u64, u6
         .collect()
 }
 
-/// Say how many control messages (`print(m)`, `clear`, `zero` from probes)
+/// Say how many control messages (`print(m)`, `clear`, `zero`, the audits
+/// of `signal()` and `deny()` from probes)
 /// were lost: per probe, those the kernel found no room for on the control
 /// ring; then those userspace dropped because it fell behind.
 pub fn report_lost_controls(probes: &[String], lost: &libbpf_rs::MapHandle, reader: &Reader) {
     for (probe, (_, n)) in probes.iter().zip(kernel_losses(lost, probes.len())) {
         if n > 0 {
-            eprintln!("Lost {n} control messages (print/clear/zero) on probe {probe}: the control ring was full");
+            eprintln!(
+                "Lost {n} control messages (print/clear/zero, action audits) on probe {probe}: the control ring was full"
+            );
         }
     }
     let n = reader.lost_controls();
     if n > 0 {
         sink::warn(format!(
-            "lost {n} control message(s) (print/clear/zero from probes): userspace fell behind; exit() is never lost"
+            "lost {n} control message(s) (print/clear/zero and action audits from probes): userspace fell behind; \
+             exit() is never lost"
         ));
     }
 }

@@ -7,29 +7,6 @@ use std::time::Duration;
 
 use crate::common::*;
 
-/// `Lost N control messages ... on probe P` lines (the kernel's count), as (N, P).
-fn kernel_control_losses(stderr: &str) -> Vec<(u64, String)> {
-    stderr
-        .lines()
-        .filter_map(|l| {
-            let rest = l.strip_prefix("Lost ")?;
-            let (n, rest) = rest.split_once(" control messages (print/clear/zero) on probe ")?;
-            let probe = rest.strip_suffix(": the control ring was full")?;
-            Some((n.parse().ok()?, probe.to_string()))
-        })
-        .collect()
-}
-
-/// `rtrace: warning: lost N control message(s) ...`: those userspace dropped.
-fn dropped_controls(stderr: &str) -> u64 {
-    stderr
-        .lines()
-        .filter_map(|l| {
-            l.strip_prefix("rtrace: warning: lost ")?.split_once(" control message(s)")?.0.parse::<u64>().ok()
-        })
-        .sum()
-}
-
 kernel_test!(every_control_message_is_handled_or_counted);
 fn every_control_message_is_handled_or_counted() {
     let _g = setup();

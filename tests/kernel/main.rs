@@ -29,6 +29,7 @@ mod helper_errors;
 mod kfunc;
 mod list;
 mod loss;
+mod lsm;
 mod maps;
 mod output;
 mod perf;

@@ -458,6 +458,10 @@ fn signal_kills_the_process_at_its_first_forbidden_open() {
     let out = run(&["-q", "--unsafe", "-c", &loop_on(&forbidden), "-e", &src]);
     assert_eq!(out.code, Some(128 + libc::SIGKILL), "the command dies by SIGKILL\n{out}");
     assert_eq!(markers(), 0, "no open of the forbidden file returned to the program\n{out}");
+    let audited: Vec<&str> = out.stderr.lines().filter(|l| l.starts_with("rtrace: action: -e:2:")).collect();
+    assert_eq!(audited.len(), 1, "the signal is audited once\n{out}");
+    assert!(audited[0].contains(": tracepoint:syscalls:sys_enter_openat: signal(SIGKILL) on pid "), "{out}");
+    assert!(audited[0].ends_with(": sent"), "{out}");
 
     let out = run(&["-q", "--unsafe", "-c", &loop_on(&allowed), "-e", &src]);
     assert_eq!(out.code, Some(0), "{out}");

@@ -33,9 +33,9 @@ use crate::kernel::tracepoint_format::FieldKind;
 use crate::plan::maps::MapTable;
 use crate::plan::site::{RecordField, Site, ValueMeaning};
 use crate::probes::event::EventContext;
+use crate::probes::Verdict;
 use crate::script::MapHandle;
 use crate::symbols::stacks::StackMode;
-use crate::probes::Verdict;
 use probes_ebpf::ir::KernelAction;
 use probes_ebpf::record::{action_code, Action, CONTROL_CLEAR, CONTROL_EXIT, CONTROL_PRINT, CONTROL_ZERO};
 

@@ -291,7 +291,8 @@ impl Lowerer<'_> {
                 match self.target.verdict {
                     Verdict::Errno => {}
                     Verdict::Void => {
-                        let why = format!("{} returns nothing, so its operation can't be denied", self.target.probe_name);
+                        let why =
+                            format!("{} returns nothing, so its operation can't be denied", self.target.probe_name);
                         return err(pos, why);
                     }
                     Verdict::Ignored => {

@@ -8,6 +8,29 @@ use std::time::Duration;
 
 use super::{assert_clean_error, fill, hist_row, run, tid, Outcome, Tracer, Zero, EXIT_TIMEOUT};
 
+/// `Lost N control messages ... on probe P` lines (the kernel's count), as (N, P).
+pub fn kernel_control_losses(stderr: &str) -> Vec<(u64, String)> {
+    stderr
+        .lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix("Lost ")?;
+            let (n, rest) = rest.split_once(" control messages (print/clear/zero, action audits) on probe ")?;
+            let probe = rest.strip_suffix(": the control ring was full")?;
+            Some((n.parse().ok()?, probe.to_string()))
+        })
+        .collect()
+}
+
+/// `rtrace: warning: lost N control message(s) ...`: those userspace dropped.
+pub fn dropped_controls(stderr: &str) -> u64 {
+    stderr
+        .lines()
+        .filter_map(|l| {
+            l.strip_prefix("rtrace: warning: lost ")?.split_once(" control message(s)")?.0.parse::<u64>().ok()
+        })
+        .sum()
+}
+
 /// Start `rtrace -e src`, wait until attached, make the events, end with
 /// SIGINT; the run must exit 0.
 pub fn trace(src: &str, events: impl FnOnce()) -> Outcome {

@@ -1,0 +1,184 @@
+//! `lsm:` probes and `deny()` on a kernel with BPF LSM (the stock-kernel
+//! VM: Debian's 6.1 lists `bpf` among its LSMs), the audit line of every
+//! action, `--monitor`, and the error where the kernel refuses BPF LSM.
+
+use std::process::Command;
+
+use crate::common::*;
+
+/// Whether this kernel runs BPF LSM programs (`rtrace --info` says).
+fn bpf_lsm() -> bool {
+    static OK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *OK.get_or_init(|| {
+        let out = Command::new(rtrace_bin()).arg("--info").output().expect("rtrace --info");
+        String::from_utf8_lossy(&out.stdout).lines().any(|l| l.trim() == "lsm: yes")
+    })
+}
+
+fn no_bpf_lsm() -> bool {
+    !bpf_lsm()
+}
+
+/// A program that opens each FILE COUNT times (`opener FILE COUNT ...`)
+/// and prints, per file, how many opens worked and how many failed with EPERM.
+const OPENER: &str = r#"
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    for (int a = 1; a + 1 < argc; a += 2) {
+        int n = atoi(argv[a + 1]), ok = 0, eperm = 0, other = 0;
+        for (int i = 0; i < n; i++) {
+            int fd = open(argv[a], O_RDONLY);
+            if (fd >= 0) {
+                ok++;
+                close(fd);
+            } else if (errno == EPERM) {
+                eperm++;
+            } else {
+                other++;
+            }
+        }
+        printf("%s ok=%d eperm=%d other=%d\n", argv[a], ok, eperm, other);
+    }
+    return 0;
+}
+"#;
+
+/// The opener built in `dir`, and a forbidden and an allowed file there
+/// (the forbidden one's name is unique to this run).
+fn opener_and_files(dir: &TempDir) -> (String, String, String, String) {
+    let src = dir.write("opener.c", OPENER);
+    let bin = dir.join("opener");
+    let built = gcc().args(["-O1", "-o"]).arg(&bin).arg(&src).status().expect("gcc");
+    assert!(built.success(), "gcc failed");
+    let name = format!("rtrace-forbidden-{}", token());
+    let forbidden = dir.write(&name, "x");
+    let allowed = dir.write("allowed", "x");
+    let path = |p: std::path::PathBuf| p.display().to_string();
+    (path(bin), path(forbidden), path(allowed), name)
+}
+
+/// What the opener printed for `file`: (worked, failed with EPERM, failed otherwise).
+fn opens(out: &Outcome, file: &str) -> (u64, u64, u64) {
+    let line = out
+        .lines()
+        .into_iter()
+        .find_map(|l| l.strip_prefix(&format!("{file} ")).map(str::to_string))
+        .unwrap_or_else(|| panic!("the opener printed nothing for {file}\n{out}"));
+    let field = |name: &str| -> u64 {
+        let v = line.split_whitespace().find_map(|w| w.strip_prefix(&format!("{name}="))).unwrap_or("");
+        v.parse().unwrap_or_else(|_| panic!("no {name}= in {line:?}"))
+    };
+    (field("ok"), field("eperm"), field("other"))
+}
+
+/// The audit lines on stderr for `action` with `result`, and the control
+/// messages counted as lost (an audit that did not fit is counted there).
+fn audits(out: &Outcome, action: &str, result: &str) -> (u64, u64) {
+    let lines = out
+        .stderr
+        .lines()
+        .filter(|l| {
+            l.starts_with("rtrace: action: ")
+                && l.contains(&format!(" lsm:file_open: {action} on pid "))
+                && l.contains("(opener)")
+                && l.ends_with(&format!(": {result}"))
+        })
+        .count() as u64;
+    let lost = kernel_control_losses(&out.stderr).iter().map(|(n, _)| n).sum::<u64>() + dropped_controls(&out.stderr);
+    (lines, lost)
+}
+
+fn deny_script(name: &str) -> String {
+    format!(
+        r#"probe("lsm:file_open", |e| {{
+    if str(e.args.file.f_path.dentry.d_name.name) == "{name}" {{ deny(); }}
+}});"#
+    )
+}
+
+kernel_test!(
+    deny_fails_every_open_of_one_file_and_audits_each,
+    needs: Program("gcc"), Check("BPF LSM (bpf among the kernel's active LSMs)", bpf_lsm)
+);
+fn deny_fails_every_open_of_one_file_and_audits_each() {
+    let _g = setup();
+    let dir = TempDir::new();
+    let (opener, forbidden, allowed, name) = opener_and_files(&dir);
+    let cmd = format!("{opener} {forbidden} 10000 {allowed} 1000");
+    let out = run(&["--unsafe", "-c", &cmd, "-e", &deny_script(&name)]);
+    assert_eq!(out.code, Some(0), "{out}");
+    assert_eq!(opens(&out, &forbidden), (0, 10_000, 0), "every open of the forbidden file fails with EPERM\n{out}");
+    assert_eq!(opens(&out, &allowed), (1000, 0, 0), "every open of the allowed file works\n{out}");
+    let (lines, lost) = audits(&out, "deny(EPERM)", "denied");
+    assert!(lines > 0, "denials are audited\n{out}");
+    assert_eq!(lines + lost, 10_000, "each denial is audited or counted as lost\n{out}");
+
+    // deny(ERRNO) fails the operation with that error.
+    let src = format!(
+        r#"probe("lsm:file_open", |e| {{
+    if str(e.args.file.f_path.dentry.d_name.name) == "{name}" {{ deny("EACCES"); print("not reached"); }}
+}});"#
+    );
+    let out = run(&["--unsafe", "-c", &format!("{opener} {forbidden} 3"), "-e", &src]);
+    assert_eq!(out.code, Some(0), "{out}");
+    assert_eq!(opens(&out, &forbidden), (0, 0, 3), "EACCES is not EPERM\n{out}");
+    assert!(!out.stdout.contains("not reached"), "deny() leaves the probe\n{out}");
+    assert_eq!(audits(&out, "deny(EACCES)", "denied").0, 3, "{out}");
+
+    // Without --unsafe nothing attaches and the command never runs.
+    let out = run(&["-c", &format!("{opener} {forbidden} 3"), "-e", &deny_script(&name)]);
+    assert_eq!(out.code, Some(1), "{out}");
+    assert!(out.stderr.contains("deny() makes the kernel refuse an operation and needs --unsafe"), "{out}");
+    assert!(!out.stdout.contains("Attaching") && !out.stdout.contains(&forbidden), "{out}");
+}
+
+kernel_test!(
+    monitor_audits_each_denial_and_denies_nothing,
+    needs: Program("gcc"), Check("BPF LSM (bpf among the kernel's active LSMs)", bpf_lsm)
+);
+fn monitor_audits_each_denial_and_denies_nothing() {
+    let _g = setup();
+    let dir = TempDir::new();
+    let (opener, forbidden, _, name) = opener_and_files(&dir);
+    let out = run(&["--monitor", "-c", &format!("{opener} {forbidden} 100"), "-e", &deny_script(&name)]);
+    assert_eq!(out.code, Some(0), "{out}");
+    assert_eq!(opens(&out, &forbidden), (100, 0, 0), "--monitor denies nothing\n{out}");
+    let (lines, lost) = audits(&out, "deny(EPERM)", "not done (--monitor)");
+    assert_eq!(lines + lost, 100, "each denial it would have made is audited\n{out}");
+
+    // With -f json each audit is an "action" record.
+    let src = deny_script(&name);
+    let col = src.lines().nth(1).and_then(|l| l.find("deny(")).unwrap() as u64 + 1;
+    let out = run(&["--monitor", "-f", "json", "-c", &format!("{opener} {forbidden} 2"), "-e", &src]);
+    assert_eq!(out.code, Some(0), "{out}");
+    let records: Vec<serde_json::Value> = out
+        .lines()
+        .into_iter()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["type"] == "action")
+        .collect();
+    assert_eq!(records.len(), 2, "{out}");
+    let d = &records[0]["data"];
+    assert_eq!((d["probe"].as_str(), d["action"].as_str()), (Some("lsm:file_open"), Some("deny(EPERM)")), "{out}");
+    assert_eq!((d["comm"].as_str(), d["result"].as_str()), (Some("opener"), Some("not done (--monitor)")), "{out}");
+    assert_eq!((d["line"].as_u64(), d["col"].as_u64()), (Some(2), Some(col)), "{out}");
+    assert!(d["pid"].as_u64().is_some_and(|p| p > 0), "{out}");
+}
+
+kernel_test!(
+    lsm_probes_where_bpf_lsm_is_refused_say_why,
+    needs: Check("a kernel that refuses BPF LSM programs (it tests the error there)", no_bpf_lsm)
+);
+fn lsm_probes_where_bpf_lsm_is_refused_say_why() {
+    let _g = setup();
+    let out = run(&["--unsafe", "-c", "true", "-e", r#"probe("lsm:file_open", |e| { deny(); });"#]);
+    assert_eq!(out.code, Some(1), "{out}");
+    let err = out.stderr.lines().next().unwrap_or("");
+    assert!(err.starts_with("-e:1:1: error: cannot attach lsm:file_open: "), "{out}");
+    assert!(err.contains("BPF LSM") && err.contains("lsm="), "says how to enable it\n{out}");
+    assert!(!out.stdout.contains("Attaching"), "{out}");
+}
