@@ -18,6 +18,7 @@ pub mod record;
 pub mod serve;
 pub mod signals;
 pub mod stacks;
+mod timers;
 pub mod traced;
 pub mod verbose;
 

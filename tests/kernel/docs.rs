@@ -37,6 +37,7 @@ use crate::common::{rtrace_bin, setup, TempDir};
 /// with the directory.
 const PAGES: &[&str] = &[
     "README.md",
+    "automation.md",
     "ci.md",
     "cli.md",
     "fleet.md",
@@ -624,6 +625,7 @@ macro_rules! page_tests {
 
 page_tests! {
     readme => "README.md",
+    automation => "automation.md",
     ci => "ci.md",
     cli => "cli.md",
     fleet => "fleet.md",
