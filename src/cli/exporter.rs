@@ -39,7 +39,7 @@ fn build(script: &Script, source: &str, opts: &Config) -> Result<(Session, Plan)
     }
     session.engine.on_progress(crate::runtime::signals::progress_hook);
     session.run_top_level()?;
-    if session.registry.lock().unwrap().exit_code.is_some() {
+    if session.exit_requested() {
         let msg = "the script calls exit() at its top level, so it has nothing to serve";
         return Err(Diagnostic::new(&script.file_name, None, msg).into());
     }

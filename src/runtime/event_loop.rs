@@ -43,10 +43,6 @@ fn user_stack_offsets(layouts: &[record::SiteLayout]) -> Vec<Vec<usize>> {
     offsets
 }
 
-pub(super) fn exit_requested(session: &Session) -> bool {
-    session.registry.lock().unwrap().exit_code.is_some()
-}
-
 pub fn event_loop(
     session: &Session,
     plan: &Plan,
@@ -61,7 +57,7 @@ pub fn event_loop(
     let deadline = opts.duration.map(|d| start + d);
     for p in &plan.begin {
         session.call(&p.ast, &p.closure)?;
-        if exit_requested(session) {
+        if session.exit_requested() {
             return Ok(());
         }
     }
@@ -69,7 +65,7 @@ pub fn event_loop(
     loop {
         limits::note_kernel_exit(session, reader, &loaded.stop);
         limits::check_output()?;
-        if exit_requested(session) || signals::interrupted() || exporter::reload_requested() {
+        if session.exit_requested() || signals::interrupted() || exporter::reload_requested() {
             return Ok(());
         }
         if traced.as_deref_mut().is_some_and(|t| t.ended()) {
@@ -81,7 +77,7 @@ pub fn event_loop(
         let ended = deadline.is_some_and(|d| now >= d);
         timers.run_due(session, deadline.map_or(now, |d| now.min(d)))?;
         sink::flush();
-        if ended || exit_requested(session) {
+        if ended || session.exit_requested() {
             return Ok(());
         }
         let mut wait = Duration::from_millis(50);
@@ -139,7 +135,7 @@ pub fn drain(
         // ending, exit() from a probe) were made before the stop, so they
         // still run; after exit() from userspace or an error they are
         // counted and skipped.
-        let stopped = exit_requested(session) && !session.registry.lock().unwrap().exit_from_kernel;
+        let stopped = session.exit_requested() && !session.registry.lock().unwrap().exit_from_kernel;
         if result.is_err() || stopped {
             skipped += count_records(&batch);
             continue;

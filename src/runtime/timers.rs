@@ -32,7 +32,7 @@ impl Timers {
     pub fn run_due(&mut self, session: &Session, until: Instant) -> Result<()> {
         while let Some(i) = self.pop_due(until) {
             session.call(&session.ast, &self.timers[i].closure)?;
-            if super::event_loop::exit_requested(session) {
+            if session.exit_requested() {
                 break;
             }
         }

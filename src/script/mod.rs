@@ -128,6 +128,11 @@ pub struct Session {
 }
 
 impl Session {
+    /// Whether the script has asked to end (`exit()`, from a probe or userspace).
+    pub fn exit_requested(&self) -> bool {
+        self.registry.lock().unwrap().exit_code.is_some()
+    }
+
     /// Parse `source`; syntax errors name line:column.
     pub fn new(file_name: &str, source: &str, args: &[String]) -> Result<Session> {
         let registry: SharedRegistry = Arc::default();
