@@ -8,7 +8,7 @@
 //! (below), the `u32` probe index, then the kind's `i64` payload (an exit
 //! code, or a map id).
 
-use crate::ir::Ty;
+use crate::ir::{KernelAction, Ty};
 
 /// Bytes before the first field of a data record: the `u32` site id and a
 /// `u32` zero.
@@ -116,36 +116,33 @@ pub const CONTROL_ZERO: u32 = 4;
 pub const CONTROL_ERROR: u32 = 5;
 
 /// An action a probe took in the kernel (`signal()`, `deny()`), for the
-/// audit: the argument is [`action_code`]'s `(action, value, line, column)`.
+/// audit: the argument is [`action_code`]'s.
 pub const CONTROL_ACTION: u32 = 6;
 
-/// The actions, as [`CONTROL_ACTION`] codes them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Action {
-    /// `signal(SIG)`: the signal number.
-    Signal = 1,
-    /// `deny([ERRNO])`: the errno the operation fails with.
-    Deny = 2,
-}
-
-/// The argument of a [`CONTROL_ACTION`] message; `monitored`: the action
-/// was only reported (`--monitor`), not taken.
-pub fn action_code(action: Action, value: u16, monitored: bool, line: u32, col: u32) -> i64 {
-    ((action as i64) << 56)
+/// The argument of a [`CONTROL_ACTION`] message: the action (its kind and
+/// value), whether it was only reported (`--monitor`) and where in the
+/// script it is (line and column, 16 bits each).
+pub fn action_code(action: KernelAction, monitored: bool, line: u32, col: u32) -> i64 {
+    let (kind, value) = match action {
+        KernelAction::Signal(sig) => (1, sig),
+        KernelAction::Deny(errno) => (2, errno),
+    };
+    (kind << 56)
         | ((monitored as i64) << 55)
-        | ((value as i64) << 32)
+        | ((value as i64 & 0xffff) << 32)
         | ((line as i64 & 0xffff) << 16)
         | (col as i64 & 0xffff)
 }
 
-/// `(action, value, monitored, line, column)` of a [`CONTROL_ACTION`] argument.
-pub fn decode_action(code: i64) -> (Option<Action>, u16, bool, u32, u32) {
+/// `(action, monitored, line, column)` of a [`CONTROL_ACTION`] argument.
+pub fn decode_action(code: i64) -> (Option<KernelAction>, bool, u32, u32) {
+    let value = ((code >> 32) & 0xffff) as u32;
     let action = match (code >> 56) & 0x7f {
-        1 => Some(Action::Signal),
-        2 => Some(Action::Deny),
+        1 => Some(KernelAction::Signal(value)),
+        2 => Some(KernelAction::Deny(value)),
         _ => None,
     };
-    (action, (code >> 32) as u16, (code >> 55) & 1 == 1, ((code >> 16) & 0xffff) as u32, (code & 0xffff) as u32)
+    (action, (code >> 55) & 1 == 1, ((code >> 16) & 0xffff) as u32, (code & 0xffff) as u32)
 }
 
 /// What went wrong, as Rhai says it (the operands aren't known).
@@ -198,15 +195,15 @@ mod tests {
     fn action_messages_carry_the_task_and_the_place() {
         let mut m = vec![0u8; CONTROL_ACTION_SIZE as usize];
         m[0..4].copy_from_slice(&CONTROL_ACTION.to_le_bytes());
-        m[8..16].copy_from_slice(&action_code(Action::Deny, 13, false, 70_000, 9).to_le_bytes());
+        m[8..16].copy_from_slice(&action_code(KernelAction::Deny(13), false, 70_000, 9).to_le_bytes());
         m[16..24].copy_from_slice(&((1234u64 << 32) | 1240).to_le_bytes());
         m[24..27].copy_from_slice(b"cat");
         let msg = decode_control(&m).unwrap();
         assert_eq!(msg.task, Some((1234, 1240, "cat".to_string())));
         // Lines past 65535 wrap (the audit names the probe too).
-        assert_eq!(decode_action(msg.arg), (Some(Action::Deny), 13, false, 70_000 & 0xffff, 9));
-        let code = action_code(Action::Signal, 9, true, 3, 5);
-        assert_eq!(decode_action(code), (Some(Action::Signal), 9, true, 3, 5));
+        assert_eq!(decode_action(msg.arg), (Some(KernelAction::Deny(13)), false, 70_000 & 0xffff, 9));
+        let code = action_code(KernelAction::Signal(9), true, 3, 5);
+        assert_eq!(decode_action(code), (Some(KernelAction::Signal(9)), true, 3, 5));
         assert_eq!(decode_control(&m[..39]).and_then(|m| m.task), None, "a short action message has no task");
     }
 

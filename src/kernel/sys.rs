@@ -276,7 +276,7 @@ const ACTIVE_LSMS: &str = "/sys/kernel/security/lsm";
 /// not mounted) a minimal program on `file_open` does not load.
 pub fn bpf_lsm_refused() -> Option<String> {
     let Ok(active) = std::fs::read_to_string(ACTIVE_LSMS) else {
-        let why = probe_lsm("bpf_lsm_file_open").err()?;
+        let why = probe_lsm().err()?;
         return Some(format!(
             "this kernel refuses BPF LSM programs ({why}): it needs CONFIG_BPF_LSM=y and `bpf` in its `lsm=` boot \
              parameter"
@@ -292,11 +292,11 @@ pub fn bpf_lsm_refused() -> Option<String> {
     ))
 }
 
-/// Load (and drop) a minimal BPF LSM program on hook function
-/// `bpf_lsm_HOOK`: Ok when this kernel takes them, else the reason (tried once).
-fn probe_lsm(function: &str) -> Result<(), String> {
+/// Load (and drop) a minimal BPF LSM program on `file_open`: Ok when this
+/// kernel takes them, else the reason (tried once).
+fn probe_lsm() -> Result<(), String> {
     static ANSWER: OnceLock<Result<(), String>> = OnceLock::new();
-    ANSWER.get_or_init(|| load_minimal(function, BPF_PROG_TYPE_LSM, BPF_LSM_MAC)).clone()
+    ANSWER.get_or_init(|| load_minimal("bpf_lsm_file_open", BPF_PROG_TYPE_LSM, BPF_LSM_MAC)).clone()
 }
 
 /// Load (and drop) a program that returns 0, of type `prog_type` attached

@@ -78,30 +78,32 @@ pub fn report(d: &Diagnostic) {
     if d.severity != Severity::Error && NO_WARNINGS.load(Ordering::Relaxed) {
         return;
     }
-    let json = SINK.lock().unwrap().as_ref().is_some_and(|s| s.format == Format::Json);
-    if json {
+    if format() == Format::Json {
         raw(&super::format_diagnostic_json(d));
         if d.severity != Severity::Error {
             return;
         }
     }
-    flush();
-    end_partial_line();
-    eprintln!("{d}");
+    stderr_line(d);
 }
 
 /// An action's audit line: on stderr (after any script output waiting in
 /// the buffer, on a line of its own), or with `-f json` a record in the
 /// output. Never silenced.
 pub fn action(a: &super::audit::ActionRecord) {
-    let json = SINK.lock().unwrap().as_ref().is_some_and(|s| s.format == Format::Json);
-    if json {
+    if format() == Format::Json {
         raw(&a.to_json());
         return;
     }
+    stderr_line(a);
+}
+
+/// One line on stderr, after the script output waiting in the buffer and
+/// on a line of its own.
+fn stderr_line(line: &dyn std::fmt::Display) {
     flush();
     end_partial_line();
-    eprintln!("{a}");
+    eprintln!("{line}");
 }
 
 /// A warning of rtrace's own (`rtrace: warning: ...`): [`report`]ed.

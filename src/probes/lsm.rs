@@ -29,13 +29,9 @@ pub struct Lsm;
 /// The kernel function a hook's program attaches to.
 const HOOK_PREFIX: &str = "bpf_lsm_";
 
-/// What hook `hook` does with the program's return: one returning an
-/// `int` fails its operation with it; one returning nothing can't be failed.
-fn verdict(hook: &str, k: &dyn Kernel) -> Verdict {
-    match k.btf().and_then(|b| b.function_params(&format!("{HOOK_PREFIX}{hook}"))) {
-        Some((_, 0)) => Verdict::Void,
-        _ => Verdict::Errno,
-    }
+/// The kernel function hook `hook`'s program attaches to.
+fn hook_function(hook: &str) -> String {
+    format!("{HOOK_PREFIX}{hook}")
 }
 
 impl ProbeType for Lsm {
@@ -44,16 +40,19 @@ impl ProbeType for Lsm {
     }
     fn program(&self, point: &AttachPoint, _per_point: bool, k: &dyn Kernel) -> Result<ProgramSpec> {
         let AttachTarget::Lsm { hook } = &point.target else { bail!("not an LSM hook: {}", point.name) };
-        let params = k.btf().and_then(|b| b.function_params(&format!("{HOOK_PREFIX}{hook}"))).map(|(p, _)| p);
+        let function = hook_function(hook);
+        let (params, ret) = k.btf().and_then(|b| b.function_params(&function)).unzip();
         // The program's frame and its trampoline's are above the hook.
         let event = RawArgsEvent { params, retval: None, func: Some(hook.clone()), stack_skip: 2 };
         let mut spec = ProgramSpec::new(BPF_PROG_TYPE_LSM, ContextKind::RawTracepoint, event);
-        spec.verdict = verdict(hook, k);
+        // A hook returning an `int` fails its operation with the program's
+        // return; one returning nothing (type 0, void) can't be failed.
+        spec.verdict = if ret == Some(0) { Verdict::Void } else { Verdict::Errno };
         spec.load = k
             .btf()
-            .and_then(|b| b.function_id(&format!("{HOOK_PREFIX}{hook}")))
+            .and_then(|b| b.function_id(&function))
             .map(|id| LoadAttrs { expected_attach_type: BPF_LSM_MAC, attach_btf_id: id })
-            .ok_or_else(|| format!("{} has no BTF entry {HOOK_PREFIX}{hook}", point.name));
+            .ok_or_else(|| format!("{} has no BTF entry {function}", point.name));
         Ok(spec)
     }
     fn expand(&self, spec: &ProbeSpec, _trace: &Trace, k: &dyn Kernel) -> Result<Vec<AttachPoint>> {
@@ -83,7 +82,7 @@ impl ProbeType for Lsm {
         let (Some(name), Some(kernel)) = (kernel_name(q.rest), k.btf()) else { return Ok(out) };
         for hook in hooks(kernel, name) {
             // -lv: the hook's typed arguments.
-            let details = match kernel.function_params(&format!("{HOOK_PREFIX}{hook}")).filter(|_| q.verbose) {
+            let details = match kernel.function_params(&hook_function(&hook)).filter(|_| q.verbose) {
                 Some((params, _)) => params.iter().map(|p| field_decl(&p.name, &kernel.type_name(p.ty))).collect(),
                 None => vec![],
             };

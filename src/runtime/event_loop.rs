@@ -161,14 +161,11 @@ fn note(result: &mut Result<()>, r: Result<()>) {
 /// The audit record of an action a probe took in the kernel.
 fn action_record(session: &Session, plan: &Plan, msg: reader::Control) -> crate::output::audit::ActionRecord {
     use crate::util::{errno, signals};
-    use probes_ebpf::record::{decode_action, Action};
-    let (action, value, monitored, line, col) = decode_action(msg.arg);
+    use probes_ebpf::ir::KernelAction;
+    let (action, monitored, line, col) = probes_ebpf::record::decode_action(msg.arg);
     let (action, done) = match action {
-        Some(Action::Signal) => {
-            let sig = signals::name(value as i32).unwrap_or_else(|| value.to_string());
-            (format!("signal({sig})"), "sent")
-        }
-        Some(Action::Deny) => (format!("deny({})", errno::name(value as i32)), "denied"),
+        Some(KernelAction::Signal(sig)) => (format!("signal({})", signals::shown(sig as i32)), "sent"),
+        Some(KernelAction::Deny(errno)) => (format!("deny({})", errno::name(errno as i32)), "denied"),
         None => ("an unknown action".to_string(), "?"),
     };
     crate::output::audit::ActionRecord {

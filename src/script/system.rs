@@ -212,7 +212,7 @@ pub fn command_text(fmt: &str, args: &[Dynamic]) -> Result<ShellCommand, String>
 /// Every call of `system()`, whatever route reached it (registered by formatting.rs).
 pub fn request(pos: Position, fmt: &str, args: &[Dynamic]) -> RhaiResult<Dynamic> {
     match mode() {
-        Mode::Refuse => fail_at("system() runs commands and needs --unsafe", pos),
+        Mode::Refuse => fail_at(needs_unsafe("system"), pos),
         Mode::Skip => {
             if !SKIP_NOTED.swap(true, Ordering::SeqCst) {
                 eprintln!("rtrace: note: system() does not run commands under --explain or --dry-run");
@@ -238,11 +238,6 @@ pub fn request(pos: Position, fmt: &str, args: &[Dynamic]) -> RhaiResult<Dynamic
             Ok(Dynamic::UNIT)
         }
     }
-}
-
-/// `SIGTERM` for 15; a signal without a name as its number.
-fn signal_name(sig: i32) -> String {
-    crate::util::signals::name(sig).unwrap_or_else(|| sig.to_string())
 }
 
 fn fail_at<T>(msg: impl Into<String>, pos: Position) -> RhaiResult<T> {
@@ -295,13 +290,18 @@ const ACTIONS: &[(&str, &str)] = &[
     ("deny", "deny() makes the kernel refuse an operation and needs --unsafe"),
 ];
 
+/// Why action `name` (a name in [`ACTIONS`]) is refused without `--unsafe`.
+pub fn needs_unsafe(name: &str) -> &'static str {
+    ACTIONS.iter().find(|(n, _)| *n == name).map_or("this action needs --unsafe", |(_, why)| *why)
+}
+
 /// Where the script first calls an action (`system()`, `signal()`,
 /// `kill()`) by name, and the error for it: the early, static refusal
 /// without `--unsafe`. The run-time refusal covers the other routes (and
 /// lowering refuses `signal()` from probe source strings).
 pub fn find_action_call(ast: &rhai::AST) -> Option<(Position, &'static str)> {
     let mut found = None;
-    let action = |name: &str| ACTIONS.iter().find(|(n, _)| *n == name).map(|(_, why)| *why);
+    let action = |name: &str| ACTIONS.iter().any(|(n, _)| *n == name).then(|| needs_unsafe(name));
     ast.walk(&mut |path: &[rhai::ASTNode]| {
         let (name, pos) = match path.last() {
             Some(rhai::ASTNode::Expr(rhai::Expr::FnCall(call, pos))) => (call.name.as_str(), *pos),
@@ -348,16 +348,16 @@ fn kill(pos: Position, pid: i64, sig: &Dynamic) -> RhaiResult<bool> {
         return fail_at(format!("kill(): {pid} is not one process id (give a pid > 0)"), pos);
     };
     match mode() {
-        Mode::Refuse => fail_at("kill() sends signals and needs --unsafe", pos),
-        Mode::Skip | Mode::Monitor => {
-            let why = if mode() == Mode::Monitor { "--monitor" } else { "--explain or --dry-run" };
-            audit(pos, format!("kill({target}, {})", signal_name(number)), format!("not sent ({why})"));
+        Mode::Refuse => fail_at(needs_unsafe("kill"), pos),
+        held @ (Mode::Skip | Mode::Monitor) => {
+            let why = if held == Mode::Monitor { "--monitor" } else { "--explain or --dry-run" };
+            audit(pos, format!("kill({target}, {})", crate::util::signals::shown(number)), format!("not sent ({why})"));
             Ok(false)
         }
         Mode::Run => {
             let sent = unsafe { libc::kill(target, number) } == 0;
             let result = if sent { "sent".to_string() } else { std::io::Error::last_os_error().to_string() };
-            audit(pos, format!("kill({target}, {})", signal_name(number)), result);
+            audit(pos, format!("kill({target}, {})", crate::util::signals::shown(number)), result);
             Ok(sent)
         }
     }

@@ -53,6 +53,11 @@ pub fn name(sig: i32) -> Option<String> {
     SIGNALS.iter().find(|(_, s)| *s == sig).map(|(n, _)| format!("SIG{n}"))
 }
 
+/// `SIGTERM` for 15; a signal without a name here as its number.
+pub fn shown(sig: i32) -> String {
+    name(sig).unwrap_or_else(|| sig.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -68,5 +73,6 @@ mod tests {
         assert_eq!(number("NOPE"), None);
         assert_eq!(name(libc::SIGSEGV).as_deref(), Some("SIGSEGV"));
         assert_eq!(name(40), None);
+        assert_eq!((shown(15).as_str(), shown(40).as_str()), ("SIGTERM", "40"));
     }
 }

@@ -2,17 +2,11 @@
 //! VM: Debian's 6.1 lists `bpf` among its LSMs), the audit line of every
 //! action, `--monitor`, and the error where the kernel refuses BPF LSM.
 
-use std::process::Command;
-
 use crate::common::*;
 
 /// Whether this kernel runs BPF LSM programs (`rtrace --info` says).
 fn bpf_lsm() -> bool {
-    static OK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *OK.get_or_init(|| {
-        let out = Command::new(rtrace_bin()).arg("--info").output().expect("rtrace --info");
-        String::from_utf8_lossy(&out.stdout).lines().any(|l| l.trim() == "lsm: yes")
-    })
+    info_says_yes("lsm")
 }
 
 fn no_bpf_lsm() -> bool {
@@ -92,12 +86,17 @@ fn audits(out: &Outcome, action: &str, result: &str) -> (u64, u64) {
     (lines, lost)
 }
 
-fn deny_script(name: &str) -> String {
+/// A script that runs `then` when a file named `name` is opened.
+fn on_open_of(name: &str, then: &str) -> String {
     format!(
         r#"probe("lsm:file_open", |e| {{
-    if str(e.args.file.f_path.dentry.d_name.name) == "{name}" {{ deny(); }}
+    if str(e.args.file.f_path.dentry.d_name.name) == "{name}" {{ {then} }}
 }});"#
     )
+}
+
+fn deny_script(name: &str) -> String {
+    on_open_of(name, "deny();")
 }
 
 kernel_test!(
@@ -118,11 +117,7 @@ fn deny_fails_every_open_of_one_file_and_audits_each() {
     assert_eq!(lines + lost, 10_000, "each denial is audited or counted as lost\n{out}");
 
     // deny(ERRNO) fails the operation with that error.
-    let src = format!(
-        r#"probe("lsm:file_open", |e| {{
-    if str(e.args.file.f_path.dentry.d_name.name) == "{name}" {{ deny("EACCES"); print("not reached"); }}
-}});"#
-    );
+    let src = on_open_of(&name, r#"deny("EACCES"); print("not reached");"#);
     let out = run(&["--unsafe", "-c", &format!("{opener} {forbidden} 3"), "-e", &src]);
     assert_eq!(out.code, Some(0), "{out}");
     assert_eq!(opens(&out, &forbidden), (0, 0, 3), "EACCES is not EPERM\n{out}");

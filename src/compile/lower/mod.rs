@@ -37,7 +37,7 @@ use crate::probes::Verdict;
 use crate::script::MapHandle;
 use crate::symbols::stacks::StackMode;
 use probes_ebpf::ir::KernelAction;
-use probes_ebpf::record::{action_code, Action, CONTROL_CLEAR, CONTROL_EXIT, CONTROL_PRINT, CONTROL_ZERO};
+use probes_ebpf::record::{action_code, CONTROL_CLEAR, CONTROL_EXIT, CONTROL_PRINT, CONTROL_ZERO};
 
 /// What a closure is being compiled for: the program point (its probe,
 /// context and event), the run's settings, and the maps every program

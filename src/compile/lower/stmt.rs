@@ -238,20 +238,26 @@ impl Lowerer<'_> {
         Ok(v)
     }
 
+    /// A kernel action (`signal`, `deny`) runs with `--unsafe` (or is only
+    /// audited, with `--monitor`); else it is refused here, before attaching.
+    fn may_act(&self, name: &str, pos: Position) -> Result<()> {
+        let settings = self.target.settings;
+        if settings.allow_unsafe || settings.monitor {
+            return Ok(());
+        }
+        err(pos, crate::script::system::needs_unsafe(name))
+    }
+
     /// A kernel action at `pos`, audited; only audited under `--monitor`.
     fn act(&self, action: KernelAction, pos: Position) -> StmtKind {
         let perform = !self.target.settings.monitor;
-        let (kind, value) = match action {
-            KernelAction::Signal(sig) => (Action::Signal, sig),
-            KernelAction::Deny(errno) => (Action::Deny, errno),
-        };
         let (line, col) = (pos.line().unwrap_or(0) as u32, pos.position().unwrap_or(0) as u32);
         StmtKind::Act {
             action,
             ring: self.target.control_ring(),
             lost: self.target.lost_map(),
             probe: self.target.probe_index,
-            code: action_code(kind, value as u16, !perform, line, col),
+            code: action_code(action, !perform, line, col),
             perform,
         }
     }
@@ -272,9 +278,7 @@ impl Lowerer<'_> {
                 Ok(control(self, CONTROL_EXIT, code))
             }
             (Some(Call::Signal), _) => {
-                if !self.target.settings.allow_unsafe && !self.target.settings.monitor {
-                    return err(pos, "signal() sends a signal to the traced process and needs --unsafe");
-                }
+                self.may_act("signal", pos)?;
                 let sig = match &args[0] {
                     RExpr::StringConstant(s, _) => signals::number(s),
                     other => self.const_int(other).and_then(signals::from_number),
@@ -303,9 +307,7 @@ impl Lowerer<'_> {
                         )
                     }
                 }
-                if !self.target.settings.allow_unsafe && !self.target.settings.monitor {
-                    return err(pos, "deny() makes the kernel refuse an operation and needs --unsafe");
-                }
+                self.may_act("deny", pos)?;
                 let errno = match args.first() {
                     None => Some(libc::EPERM),
                     Some(RExpr::StringConstant(s, _)) => errno::number(s),

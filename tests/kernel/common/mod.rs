@@ -150,12 +150,17 @@ fn sdt_header() -> bool {
 
 /// Whether rtrace can attach fentry here: asked of rtrace itself (`--info`).
 fn fentry_loads() -> bool {
-    static OK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *OK.get_or_init(|| {
+    info_says_yes("fentry/fexit")
+}
+
+/// Whether `rtrace --info` (run once) says `FEATURE: yes`.
+pub fn info_says_yes(feature: &str) -> bool {
+    static INFO: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let info = INFO.get_or_init(|| {
         let out = Command::new(rtrace_bin()).arg("--info").output().expect("rtrace --info");
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        text.lines().any(|l| l.trim_start().starts_with("fentry/fexit: yes"))
-    })
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    });
+    info.lines().any(|l| l.trim() == format!("{feature}: yes"))
 }
 
 // ---------------------------------------------------------------------------
