@@ -50,6 +50,14 @@ pub struct Cli {
     /// reported on an `rtrace: action:` line but not taken; needs no --unsafe.
     #[arg(long)]
     pub monitor: bool,
+    /// Start at most N commands a second from each system()/exec() call in the
+    /// script (bursts up to N); calls over it are counted and reported, not run.
+    #[arg(long = "command-rate", value_name = "N")]
+    pub command_rate: Option<f64>,
+    /// Kill a command of system()/exec() (its whole process group) that runs
+    /// longer than DURATION (default 60s; 0: no limit).
+    #[arg(long = "command-timeout", value_name = "DURATION")]
+    pub command_timeout: Option<String>,
     /// Show maps, record layouts and BPF disassembly per probe; attach nothing.
     #[arg(long)]
     pub explain: bool,

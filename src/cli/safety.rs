@@ -84,9 +84,28 @@ pub fn prepare(session: &mut Session, cli: &Cli) -> Result<()> {
         (true, false, false) => Mode::Run,
     });
     crate::output::audit::set_script(&session.file_name);
+    crate::script::commands::set_limits(command_limits(cli)?);
     // Loops in BEGIN, timers and userspace statements end on Ctrl-C/SIGTERM.
     session.engine.on_progress(crate::runtime::signals::progress_hook);
     Ok(())
+}
+
+/// `--command-rate` and `--command-timeout`, checked.
+fn command_limits(cli: &Cli) -> Result<crate::script::commands::Limits> {
+    let mut limits = crate::script::commands::Limits::default();
+    if let Some(rate) = cli.command_rate {
+        if !(rate.is_finite() && rate > 0.0) {
+            bail!("--command-rate {rate}: give the commands a second each call site may start, a number above 0");
+        }
+        limits.rate = Some(rate);
+    }
+    if let Some(text) = &cli.command_timeout {
+        let Some(t) = crate::script::parse_duration(text) else {
+            bail!("--command-timeout {text}: give a duration such as 30s, 500ms or 5m (0: no limit)");
+        };
+        limits.timeout = (!t.is_zero()).then_some(t);
+    }
+    Ok(limits)
 }
 
 /// A script that registered no probe and no timer would wait forever.

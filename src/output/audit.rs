@@ -21,8 +21,50 @@ pub struct ActionRecord {
     pub action: String,
     /// The task it hit: `(pid, tid, comm)`.
     pub task: Option<(u32, u32, String)>,
+    /// What became of it, for the counters.
+    pub outcome: Outcome,
     /// `sent`, `denied`, `not sent (--monitor)`, or why it failed.
     pub result: String,
+}
+
+/// What became of an action, in one word (the `outcome` label of
+/// `rtrace_actions` on `/metrics`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Sent, denied, ran.
+    Done,
+    /// Failed (a command's non-zero status, a signal that could not be sent).
+    Failed,
+    /// Killed at `--command-timeout`.
+    TimedOut,
+    /// Not done: `--monitor`, `--dry-run`, `--explain`.
+    NotDone,
+}
+
+impl Outcome {
+    pub fn label(self) -> &'static str {
+        match self {
+            Outcome::Done => "done",
+            Outcome::Failed => "failed",
+            Outcome::TimedOut => "timed_out",
+            Outcome::NotDone => "not_done",
+        }
+    }
+}
+
+/// Actions per (function, outcome), audited or not (a call over
+/// `--command-rate` is counted here and summed up at exit, not audited).
+static COUNTS: std::sync::Mutex<std::collections::BTreeMap<(String, &'static str), u64>> =
+    std::sync::Mutex::new(std::collections::BTreeMap::new());
+
+/// Count one action of function `name` (`system`, `deny`) with `outcome`.
+pub fn count(name: &str, outcome: &'static str) {
+    *COUNTS.lock().unwrap_or_else(|e| e.into_inner()).entry((name.to_string(), outcome)).or_default() += 1;
+}
+
+/// Every count so far: ((function, outcome), actions).
+pub fn counts() -> Vec<((String, &'static str), u64)> {
+    COUNTS.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|(k, v)| (k.clone(), *v)).collect()
 }
 
 impl fmt::Display for ActionRecord {
@@ -53,9 +95,14 @@ pub fn set_script(file: &str) {
 
 impl ActionRecord {
     /// An action of the script's userspace code, at `pos` (`line:col`).
-    pub fn userspace(pos: Option<Pos>, action: String, result: String) -> ActionRecord {
+    pub fn userspace(pos: Option<Pos>, action: String, outcome: Outcome, result: String) -> ActionRecord {
         let file = SCRIPT.get().cloned().unwrap_or_else(|| "-e".to_string());
-        ActionRecord { file, pos, probe: None, action, task: None, result }
+        ActionRecord { file, pos, probe: None, action, task: None, outcome, result }
+    }
+
+    /// The function that acted: `system`, `signal`, `deny`.
+    pub fn function(&self) -> &str {
+        self.action.split('(').next().unwrap_or(&self.action)
     }
 
     /// The record as one NDJSON line (`{"type": "action", "data": {...}}`).
@@ -88,6 +135,7 @@ mod tests {
             probe: Some("lsm:file_open".into()),
             action: "deny(EPERM)".into(),
             task: Some((12, 13, "c\"at".into())),
+            outcome: Outcome::Done,
             result: "denied".into(),
         };
         assert_eq!(
@@ -104,5 +152,6 @@ mod tests {
         a.task = None;
         a.pos = None;
         assert_eq!(a.to_string(), "rtrace: action: t.rhai:?: deny(EPERM): denied");
+        assert_eq!(a.function(), "deny");
     }
 }

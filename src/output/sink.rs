@@ -91,6 +91,7 @@ pub fn report(d: &Diagnostic) {
 /// the buffer, on a line of its own), or with `-f json` a record in the
 /// output. Never silenced.
 pub fn action(a: &super::audit::ActionRecord) {
+    super::audit::count(a.function(), a.outcome.label());
     if format() == Format::Json {
         raw(&a.to_json());
         return;

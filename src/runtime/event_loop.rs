@@ -160,6 +160,7 @@ fn note(result: &mut Result<()>, r: Result<()>) {
 
 /// The audit record of an action a probe took in the kernel.
 fn action_record(session: &Session, plan: &Plan, msg: reader::Control) -> crate::output::audit::ActionRecord {
+    use crate::output::audit::Outcome;
     use crate::util::{errno, signals};
     use probes_ebpf::ir::KernelAction;
     let (action, monitored, line, col) = probes_ebpf::record::decode_action(msg.arg);
@@ -174,6 +175,7 @@ fn action_record(session: &Session, plan: &Plan, msg: reader::Control) -> crate:
         probe: plan.probes.get(msg.probe as usize).cloned(),
         action,
         task: msg.task,
+        outcome: if monitored { Outcome::NotDone } else { Outcome::Done },
         result: if monitored { "not done (--monitor)".to_string() } else { done.to_string() },
     }
 }

@@ -121,7 +121,7 @@ pub fn run(session: &Session, plan: &Plan, opts: &Config, traced: Option<&mut tr
         let msg = format!("{} runtime error(s) in probe statements (the first {shown} shown above)", conts.errors);
         sink::report(&crate::diag::Diagnostic::tool(msg).note());
     }
-    crate::script::system::finish();
+    crate::script::commands::finish(&session.file_name);
     sink::flush();
     finish(session, attachments, traced, conts.errors, result)
 }

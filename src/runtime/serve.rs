@@ -120,6 +120,7 @@ const BUILTIN: &[&str] = &[
     "rtrace_dropped_control_messages",
     "rtrace_records",
     "rtrace_callback_errors",
+    "rtrace_actions",
     "rtrace_probe_runs",
     "rtrace_probe_run_seconds",
     "process_cpu_seconds",
@@ -283,7 +284,19 @@ fn builtin(sources: &Sources) -> Vec<Family> {
     let mut errors =
         Family::new("rtrace_callback_errors", Type::Counter, "Errors in userspace statements (with --keep-going)");
     errors.push(Vec::new(), Number::Int(CALLBACK_ERRORS.load(Ordering::Relaxed) as i64));
-    let mut out = vec![lost, lost_controls, dropped, records, errors];
+    let mut actions = Family::new(
+        "rtrace_actions",
+        Type::Counter,
+        "Actions of the script (system, exec, kill, signal, deny) by outcome: done, failed, timed_out, \
+         not_done (--monitor), rate_limited, dropped, unfinished",
+    );
+    for ((function, outcome), n) in crate::output::audit::counts() {
+        actions.push(
+            vec![("action".to_string(), function), ("outcome".to_string(), outcome.to_string())],
+            Number::Int(n as i64),
+        );
+    }
+    let mut out = vec![lost, lost_controls, dropped, records, errors, actions];
     if let Some(counters) = &sources.helper_errors {
         out.push(helper_errors(sources, counters));
     }

@@ -6,6 +6,7 @@ pub mod api;
 mod bufs;
 pub mod calls;
 pub mod checks;
+pub mod commands;
 pub mod dist;
 mod file_modules;
 pub mod formatting;
@@ -15,6 +16,7 @@ pub mod modules;
 pub mod positional;
 pub mod statements;
 pub mod system;
+pub mod throttle;
 pub mod tools;
 pub mod userlib;
 
@@ -147,6 +149,7 @@ impl Session {
         tools::install(&mut engine, &registry);
         formatting::install(&mut engine);
         system::install(&mut engine);
+        throttle::install(&mut engine);
         bufs::install(&mut engine);
         modules::install(&mut engine, source);
         let ast = engine.compile(source).map_err(|e| {

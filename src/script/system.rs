@@ -1,35 +1,26 @@
-//! `system(fmt, args...)`: run a shell command from userspace code.
+//! The actions userspace code can take — `system(fmt, args...)` (a shell
+//! command), `exec([argv...])` (a program, no shell), `kill(pid, SIG)` —
+//! and the capability that decides whether they may.
 //!
-//! The capability itself decides whether a command may run, not a scan of
-//! the script: every route to the function (a direct call, the method form
-//! `"cmd".system()`, `Fn("system")`, names built at run time, curried
-//! pointers, `eval`, probe source strings, imported modules, timers) ends in
-//! [`request`], which refuses with an error unless the run was given
-//! `--unsafe`. Under `--explain` and `--dry-run` it never runs anything.
-//!
-//! Commands run off the event path, one at a time, on a worker thread fed by
-//! a bounded queue ([`QUEUE`] commands): when the queue is full the command is
-//! dropped and counted, and the count is reported at exit. A command that
-//! fails (non-zero status, killed, cannot start) is reported on stderr. At
-//! exit rtrace waits at most [`EXIT_WAIT`] for queued commands, then kills the
-//! one running (its whole process group) and reports how many never ran.
+//! The capability itself decides, not a scan of the script: every route to
+//! these functions (a direct call, the method form `"cmd".system()`,
+//! `Fn("system")`, names built at run time, curried pointers, `eval`, probe
+//! source strings, imported modules, timers) ends in [`request`], [`exec`]
+//! or [`kill`], which refuse with an error unless the run was given
+//! `--unsafe`. Under `--explain` and `--dry-run` nothing runs; under
+//! `--monitor` each call is audited and nothing runs. Commands themselves
+//! run in [`super::commands`].
 
-use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, Ordering};
-use std::sync::{Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
-use crossbeam_channel::{Sender, TrySendError};
 use rhai::{Dynamic, EvalAltResult, Position};
 
-use crate::output::{printf, sink};
+pub use super::commands::ShellCommand;
+use super::commands::{self, Job};
+use crate::output::audit::Outcome;
+use crate::output::printf;
 
 type RhaiResult<T> = Result<T, Box<EvalAltResult>>;
-
-/// Commands waiting to run; more are dropped (and counted).
-pub const QUEUE: usize = 256;
-/// How long rtrace waits at exit for queued commands.
-pub const EXIT_WAIT: Duration = Duration::from_secs(2);
 
 /// What `system()` does in this run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,12 +36,7 @@ pub enum Mode {
 }
 
 static MODE: AtomicU8 = AtomicU8::new(0);
-static DROPPED: AtomicU64 = AtomicU64::new(0);
-static NOT_RUN: AtomicU64 = AtomicU64::new(0);
-static ABANDON: AtomicBool = AtomicBool::new(false);
 static SKIP_NOTED: AtomicBool = AtomicBool::new(false);
-/// Process group of the command running now (0: none).
-static RUNNING: AtomicI32 = AtomicI32::new(0);
 
 /// Set before the script's top level runs; the default refuses.
 pub fn set_mode(mode: Mode) {
@@ -64,99 +50,6 @@ fn mode() -> Mode {
         1 => Mode::Skip,
         _ => Mode::Refuse,
     }
-}
-
-struct Worker {
-    commands: Option<Sender<(ShellCommand, Position)>>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-static WORKER: OnceLock<Mutex<Worker>> = OnceLock::new();
-
-fn worker() -> &'static Mutex<Worker> {
-    WORKER.get_or_init(|| {
-        let (tx, rx) = crossbeam_channel::bounded::<(ShellCommand, Position)>(QUEUE);
-        let thread = std::thread::Builder::new().name("rtrace-system".into()).spawn(move || {
-            for (cmd, pos) in rx {
-                if ABANDON.load(Ordering::SeqCst) {
-                    NOT_RUN.fetch_add(1, Ordering::SeqCst);
-                    continue;
-                }
-                let result = run_one(&cmd);
-                audit(pos, format!("system({:?})", cmd.shown), result);
-            }
-        });
-        Mutex::new(Worker { commands: Some(tx), thread: thread.ok() })
-    })
-}
-
-/// Run one command; what became of it, for the audit.
-fn run_one(command: &ShellCommand) -> String {
-    use std::os::unix::process::CommandExt;
-    let cmd = &command.shown;
-    let child = Command::new("/bin/sh")
-        .arg("-c")
-        .arg(&command.script)
-        .arg("rtrace")
-        .args(&command.values)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .process_group(0)
-        .spawn();
-    let child = match child {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("rtrace: system({cmd:?}): cannot start /bin/sh: {e}");
-            return format!("cannot start /bin/sh: {e}");
-        }
-    };
-    RUNNING.store(child.id() as i32, Ordering::SeqCst);
-    let out = child.wait_with_output();
-    RUNNING.store(0, Ordering::SeqCst);
-    match out {
-        Ok(out) => {
-            if !out.stdout.is_empty() {
-                crate::output::records::text_record("syscall", &String::from_utf8_lossy(&out.stdout));
-                sink::flush();
-            }
-            if !out.status.success() && !ABANDON.load(Ordering::SeqCst) {
-                eprintln!("rtrace: system({cmd:?}): {}", describe(out.status));
-            }
-            match out.status.code() {
-                Some(0) => "ran".to_string(),
-                _ => describe(out.status),
-            }
-        }
-        Err(e) => {
-            eprintln!("rtrace: system({cmd:?}): {e}");
-            e.to_string()
-        }
-    }
-}
-
-/// The audit line of an action of userspace code at `pos`.
-fn audit(pos: Position, action: String, result: String) {
-    let pos = pos.line().map(|l| crate::diag::Pos { line: l as u32, col: pos.position().unwrap_or(1) as u32 });
-    sink::action(&crate::output::audit::ActionRecord::userspace(pos, action, result));
-}
-
-fn describe(status: std::process::ExitStatus) -> String {
-    use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
-        (Some(c), _) => format!("the command failed with exit status {c}"),
-        (None, Some(s)) => format!("the command was killed by signal {s}"),
-        _ => "the command failed".to_string(),
-    }
-}
-
-/// A command for `/bin/sh -c`: the script, and the values it reads as its
-/// positional parameters (`"${1}"`...). The values never become shell code.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ShellCommand {
-    pub script: String,
-    pub values: Vec<String>,
-    /// As the user would read it (the values in place), for messages.
-    pub shown: String,
 }
 
 /// Where the shell is, in the format's text, when a value comes.
@@ -211,31 +104,56 @@ pub fn command_text(fmt: &str, args: &[Dynamic]) -> Result<ShellCommand, String>
 
 /// Every call of `system()`, whatever route reached it (registered by formatting.rs).
 pub fn request(pos: Position, fmt: &str, args: &[Dynamic]) -> RhaiResult<Dynamic> {
+    if mode() == Mode::Refuse {
+        return fail_at(needs_unsafe("system"), pos);
+    }
+    let cmd = command_text(fmt, args).or_else(|e| fail_at(e, pos))?;
+    act(pos, Job::Shell(cmd));
+    Ok(Dynamic::UNIT)
+}
+
+/// `exec([program, args...])`: the program run with these arguments, no
+/// shell between (the program is looked up in `PATH`).
+fn exec(pos: Position, argv: rhai::Array) -> RhaiResult<()> {
+    if mode() == Mode::Refuse {
+        return fail_at(needs_unsafe("exec"), pos);
+    }
+    if argv.is_empty() {
+        return fail_at(
+            "exec() needs the program and its arguments: exec([\"logger\", \"-t\", \"rtrace\", text])",
+            pos,
+        );
+    }
+    let argv: Vec<String> = argv
+        .into_iter()
+        .map(|v| if v.is_string() { v.into_string().unwrap_or_default() } else { v.to_string() })
+        .collect();
+    if argv[0].is_empty() || argv.iter().any(|a| a.contains('\0')) {
+        return fail_at("exec(): the program name is empty or an argument holds a NUL byte", pos);
+    }
+    act(pos, Job::Argv(argv));
+    Ok(())
+}
+
+/// A command allowed by the capability: queued, audited under `--monitor`,
+/// or noted once under `--explain`/`--dry-run`; over `--command-rate`, counted.
+fn act(pos: Position, job: Job) {
     match mode() {
-        Mode::Refuse => fail_at(needs_unsafe("system"), pos),
+        Mode::Refuse => {}
         Mode::Skip => {
             if !SKIP_NOTED.swap(true, Ordering::SeqCst) {
-                eprintln!("rtrace: note: system() does not run commands under --explain or --dry-run");
+                eprintln!("rtrace: note: system() and exec() do not run commands under --explain or --dry-run");
             }
-            Ok(Dynamic::UNIT)
         }
         Mode::Monitor => {
-            let cmd = command_text(fmt, args).or_else(|e| fail_at(e, pos))?;
-            audit(pos, format!("system({:?})", cmd.shown), "not run (--monitor)".to_string());
-            Ok(Dynamic::UNIT)
+            if commands::within_rate(pos, job.name()) {
+                commands::audited(pos, job.shown(), Outcome::NotDone, "not run (--monitor)".to_string());
+            }
         }
         Mode::Run => {
-            let cmd = command_text(fmt, args).or_else(|e| fail_at(e, pos))?;
-            let Ok(w) = worker().lock() else { return Ok(Dynamic::UNIT) };
-            if let Some(tx) = &w.commands {
-                match tx.try_send((cmd, pos)) {
-                    Ok(()) => {}
-                    Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
-                        DROPPED.fetch_add(1, Ordering::SeqCst);
-                    }
-                }
+            if commands::within_rate(pos, job.name()) {
+                commands::submit(job, pos);
             }
-            Ok(Dynamic::UNIT)
         }
     }
 }
@@ -244,47 +162,10 @@ fn fail_at<T>(msg: impl Into<String>, pos: Position) -> RhaiResult<T> {
     Err(Box::new(EvalAltResult::ErrorRuntime(Dynamic::from(msg.into()), pos)))
 }
 
-/// At exit: wait up to [`EXIT_WAIT`] for the queued commands, then stop
-/// waiting (killing the one running); report drops and commands not run.
-pub fn finish() {
-    if let Some(worker) = WORKER.get() {
-        let thread = {
-            let mut w = worker.lock().unwrap_or_else(|e| e.into_inner());
-            w.commands = None;
-            w.thread.take()
-        };
-        if let Some(t) = thread {
-            let deadline = Instant::now() + EXIT_WAIT;
-            while !t.is_finished() && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            if !t.is_finished() {
-                ABANDON.store(true, Ordering::SeqCst);
-                let pgid = RUNNING.load(Ordering::SeqCst);
-                if pgid > 0 {
-                    unsafe { libc::kill(-pgid, libc::SIGKILL) };
-                    NOT_RUN.fetch_add(1, Ordering::SeqCst);
-                }
-            }
-            let _ = t.join();
-        }
-    }
-    let dropped = DROPPED.load(Ordering::SeqCst);
-    if dropped > 0 {
-        eprintln!("rtrace: {dropped} system() command(s) dropped: more than {QUEUE} were waiting to run");
-    }
-    let not_run = NOT_RUN.load(Ordering::SeqCst);
-    if not_run > 0 {
-        eprintln!(
-            "rtrace: {not_run} system() command(s) did not finish: rtrace waits at most {}s for them at exit",
-            EXIT_WAIT.as_secs()
-        );
-    }
-}
-
 /// The functions that act on the system, and why each needs `--unsafe`.
 const ACTIONS: &[(&str, &str)] = &[
     ("system", "system() runs commands and needs --unsafe"),
+    ("exec", "exec() runs programs and needs --unsafe"),
     ("signal", "signal() sends a signal to the traced process and needs --unsafe"),
     ("kill", "kill() sends signals and needs --unsafe"),
     ("deny", "deny() makes the kernel refuse an operation and needs --unsafe"),
@@ -317,8 +198,9 @@ pub fn find_action_call(ast: &rhai::AST) -> Option<(Position, &'static str)> {
     found
 }
 
-/// `kill(pid, SIG)` from userspace code, and `signal()`'s userspace stand-in.
+/// `kill(pid, SIG)` and `exec([argv])` from userspace code, and `signal()`'s userspace stand-in.
 pub fn install(engine: &mut rhai::Engine) {
+    engine.register_fn("exec", |ctx: rhai::NativeCallContext, argv: rhai::Array| exec(ctx.call_position(), argv));
     engine.register_fn("kill", |ctx: rhai::NativeCallContext, pid: i64, sig: Dynamic| {
         kill(ctx.call_position(), pid, &sig)
     });
@@ -351,13 +233,17 @@ fn kill(pos: Position, pid: i64, sig: &Dynamic) -> RhaiResult<bool> {
         Mode::Refuse => fail_at(needs_unsafe("kill"), pos),
         held @ (Mode::Skip | Mode::Monitor) => {
             let why = if held == Mode::Monitor { "--monitor" } else { "--explain or --dry-run" };
-            audit(pos, format!("kill({target}, {})", crate::util::signals::shown(number)), format!("not sent ({why})"));
+            let action = format!("kill({target}, {})", crate::util::signals::shown(number));
+            commands::audited(pos, action, Outcome::NotDone, format!("not sent ({why})"));
             Ok(false)
         }
         Mode::Run => {
             let sent = unsafe { libc::kill(target, number) } == 0;
-            let result = if sent { "sent".to_string() } else { std::io::Error::last_os_error().to_string() };
-            audit(pos, format!("kill({target}, {})", crate::util::signals::shown(number)), result);
+            let (outcome, result) = match sent {
+                true => (Outcome::Done, "sent".to_string()),
+                false => (Outcome::Failed, std::io::Error::last_os_error().to_string()),
+            };
+            commands::audited(pos, format!("kill({target}, {})", crate::util::signals::shown(number)), outcome, result);
             Ok(sent)
         }
     }
@@ -374,6 +260,7 @@ mod tests {
     }
 
     use rhai::Engine;
+    use std::process::Command;
 
     #[test]
     fn every_route_refuses_without_unsafe() {

@@ -13,6 +13,7 @@
 #[macro_use]
 mod common;
 
+mod actions;
 mod btf;
 mod calls;
 mod ci;

@@ -13,7 +13,7 @@ use crate::common::*;
 
 /// A run that must refuse `system()`: non-zero, a line naming `--unsafe`,
 /// no panic, and the command's marker file never created.
-fn assert_refused(args: &[&str], mark: &Path) {
+pub(crate) fn assert_refused(args: &[&str], mark: &Path) {
     let out = run(args);
     assert!(matches!(out.code, Some(c) if c != 0), "expected a refusal\n{out}");
     assert!(!out.stderr.contains("panicked"), "{out}");
@@ -80,7 +80,7 @@ fn explain_and_dry_run_never_run_commands() {
         let out = run(&["--unsafe", mode, "-e", &src]);
         assert_eq!(out.code, Some(0), "{mode}\n{out}");
         assert!(!mark.exists(), "{mode} ran the script's command\n{out}");
-        assert!(out.stderr.contains("does not run commands"), "{mode} says so\n{out}");
+        assert!(out.stderr.contains("do not run commands"), "{mode} says so\n{out}");
     }
 }
 
