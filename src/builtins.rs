@@ -205,6 +205,8 @@ pub enum Call {
     Signal,
     /// `deny([ERRNO])`: an `lsm:` hook's operation fails (`--unsafe`).
     Deny,
+    /// `override(VALUE)`: an `fmod_ret:` function returns VALUE, not run (`--unsafe`).
+    Override,
     /// `print(m)`, `clear(m)`, `zero(m)` of a map.
     Print,
     Clear,
@@ -247,6 +249,7 @@ pub const CALLS: &[CallRow] = &[
     call("exit", Call::Exit, &[0, 1], Runs::Both, None),
     call("signal", Call::Signal, &[1], Runs::Kernel, None),
     call("deny", Call::Deny, &[0, 1], Runs::Kernel, None),
+    call("override", Call::Override, &[1], Runs::Kernel, None),
     call("print", Call::Print, &[1], Runs::Both, None),
     call("clear", Call::Clear, &[1], Runs::Both, None),
     call("zero", Call::Zero, &[1], Runs::Both, None),

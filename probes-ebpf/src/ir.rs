@@ -374,6 +374,21 @@ pub enum KernelAction {
     Signal(u32),
     /// Return `-errno` from the program: an LSM hook's operation fails.
     Deny(u32),
+    /// Return this value from an `fmod_ret` program: the kernel function
+    /// is not run and returns it instead.
+    Override(i16),
+}
+
+impl KernelAction {
+    /// What the program returns when the action is taken (`None`: the
+    /// program goes on).
+    pub fn program_return(self) -> Option<i32> {
+        match self {
+            KernelAction::Signal(_) => None,
+            KernelAction::Deny(errno) => Some(-(errno as i32)),
+            KernelAction::Override(value) => Some(value as i32),
+        }
+    }
 }
 
 /// How a map is stored, as far as generated code is concerned.

@@ -126,6 +126,7 @@ pub fn action_code(action: KernelAction, monitored: bool, line: u32, col: u32) -
     let (kind, value) = match action {
         KernelAction::Signal(sig) => (1, sig),
         KernelAction::Deny(errno) => (2, errno),
+        KernelAction::Override(value) => (3, value as u16 as u32),
     };
     (kind << 56)
         | ((monitored as i64) << 55)
@@ -140,6 +141,7 @@ pub fn decode_action(code: i64) -> (Option<KernelAction>, bool, u32, u32) {
     let action = match (code >> 56) & 0x7f {
         1 => Some(KernelAction::Signal(value)),
         2 => Some(KernelAction::Deny(value)),
+        3 => Some(KernelAction::Override(value as u16 as i16)),
         _ => None,
     };
     (action, (code >> 55) & 1 == 1, ((code >> 16) & 0xffff) as u32, (code & 0xffff) as u32)
@@ -202,6 +204,8 @@ mod tests {
         assert_eq!(msg.task, Some((1234, 1240, "cat".to_string())));
         // Lines past 65535 wrap (the audit names the probe too).
         assert_eq!(decode_action(msg.arg), (Some(KernelAction::Deny(13)), false, 70_000 & 0xffff, 9));
+        let code = action_code(KernelAction::Override(-13), false, 7, 8);
+        assert_eq!(decode_action(code), (Some(KernelAction::Override(-13)), false, 7, 8));
         let code = action_code(KernelAction::Signal(9), true, 3, 5);
         assert_eq!(decode_action(code), (Some(KernelAction::Signal(9)), true, 3, 5));
         assert_eq!(decode_control(&m[..39]).and_then(|m| m.task), None, "a short action message has no task");

@@ -658,7 +658,13 @@ impl<'a> Walk<'a> {
         let args = &call.args;
         match (builtin_call_with(call.name.as_str(), args.len()), args.len()) {
             _ if call.is_qualified() => Place::User(format!("calls {}()", call.name)),
-            (Some(Call::Exit), 0) | (Some(Call::Emit | Call::Signal | Call::Deny), _) => Place::Kernel,
+            (Some(Call::Exit), 0) => Place::Kernel,
+            (Some(_), n)
+                if builtin_call(call.name.as_str())
+                    .is_some_and(|r| r.kernel_only_statement() && r.arities.contains(&n)) =>
+            {
+                Place::Kernel
+            }
             (Some(Call::Exit), 1) => to_place(&self.expr(&args[0])),
             (Some(Call::Print | Call::Clear | Call::Zero), 1) if self.map_of(&args[0]) => Place::Kernel,
             _ => to_place(&self.call(call)),

@@ -29,6 +29,7 @@ pub const BPF_LSM_MAC: u32 = libbpf_sys::BPF_LSM_MAC;
 pub const BPF_TRACE_RAW_TP: u32 = libbpf_sys::BPF_TRACE_RAW_TP;
 pub const BPF_TRACE_FENTRY: u32 = libbpf_sys::BPF_TRACE_FENTRY;
 pub const BPF_TRACE_FEXIT: u32 = libbpf_sys::BPF_TRACE_FEXIT;
+pub const BPF_MODIFY_RETURN: u32 = libbpf_sys::BPF_MODIFY_RETURN;
 /// `bpf_map_create` flag: allocate hash entries on demand.
 pub const BPF_F_NO_PREALLOC: u32 = libbpf_sys::BPF_F_NO_PREALLOC;
 /// The kprobe PMU's type file (absent without CONFIG_KPROBES).

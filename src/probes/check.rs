@@ -23,7 +23,7 @@ pub fn attach_problem(text: &str, trace: &Trace, k: &dyn Kernel) -> Option<Strin
         };
         let trampoline_only = match s.kind {
             ProbeKind::Kprobe | ProbeKind::Kretprobe => false,
-            ProbeKind::Fentry | ProbeKind::Fexit => true,
+            ProbeKind::Fentry | ProbeKind::Fexit | ProbeKind::FmodRet => true,
             _ => continue,
         };
         if let Some(point) = points.first() {

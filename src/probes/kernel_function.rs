@@ -1,5 +1,8 @@
 //! `kprobe:FN` / `kretprobe:FN` (`k:`/`kr:`) and `fentry:FN` / `fexit:FN`
-//! (`f:`/`fr:`); also `kprobe:MODULE:FN` and `kprobe:FN+OFFSET`. Kernel
+//! (`f:`/`fr:`); also `kprobe:MODULE:FN` and `kprobe:FN+OFFSET`; and
+//! `fmod_ret:FN`, a trampoline program whose `override(VALUE)` makes FN
+//! return VALUE without running (FN a `security_*` function or one marked
+//! for error injection: the kernel allows no other). Kernel
 //! functions are the kernel's traceable ones (`kernel::functions`). A kprobe
 //! is decided per function: an fentry/fexit trampoline where one loads for
 //! that function (cheaper), else the kprobe PMU (functions with more
@@ -15,12 +18,13 @@ use probes_ebpf::ir::ContextKind;
 
 use super::event::{btf_slot, PtRegsEvent, RawArgsEvent};
 use super::listing::{field_decl, kernel_name, matches, or_star, ListQuery, Listing};
-use super::{AttachPoint, AttachTarget, ProbeType, ProgramSpec};
+use super::{AttachPoint, AttachTarget, ProbeType, ProgramSpec, Verdict};
 use crate::config::Trace;
 use crate::kernel::functions::KernelFunction;
 use crate::kernel::link::{Attachment, LoadAttrs};
 use crate::kernel::sys::{
-    self, probe_trampoline, BPF_PROG_TYPE_KPROBE, BPF_PROG_TYPE_TRACING, BPF_TRACE_FENTRY, BPF_TRACE_FEXIT, KPROBE_PMU,
+    self, probe_trampoline, BPF_MODIFY_RETURN, BPF_PROG_TYPE_KPROBE, BPF_PROG_TYPE_TRACING, BPF_TRACE_FENTRY,
+    BPF_TRACE_FEXIT, KPROBE_PMU,
 };
 use crate::kernel::{Kernel, LiveKernel};
 use crate::probes::spec::ProbeSpec;
@@ -29,14 +33,54 @@ use crate::util::wildcard::has_wildcard;
 
 pub struct KernelFunctionProbe {
     pub ret: bool,
-    /// Spelled fentry/fexit: only trampolines will do.
+    /// Spelled fentry/fexit/fmod_ret: only trampolines will do.
     pub trampoline_only: bool,
+    /// fmod_ret: the program's return value can replace the function's.
+    pub modify_return: bool,
 }
 
-pub static KPROBE: KernelFunctionProbe = KernelFunctionProbe { ret: false, trampoline_only: false };
-pub static KRETPROBE: KernelFunctionProbe = KernelFunctionProbe { ret: true, trampoline_only: false };
-pub static FENTRY: KernelFunctionProbe = KernelFunctionProbe { ret: false, trampoline_only: true };
-pub static FEXIT: KernelFunctionProbe = KernelFunctionProbe { ret: true, trampoline_only: true };
+const fn probe(ret: bool, trampoline_only: bool) -> KernelFunctionProbe {
+    KernelFunctionProbe { ret, trampoline_only, modify_return: false }
+}
+
+pub static KPROBE: KernelFunctionProbe = probe(false, false);
+pub static KRETPROBE: KernelFunctionProbe = probe(true, false);
+pub static FENTRY: KernelFunctionProbe = probe(false, true);
+pub static FEXIT: KernelFunctionProbe = probe(true, true);
+pub static FMOD_RET: KernelFunctionProbe =
+    KernelFunctionProbe { ret: false, trampoline_only: true, modify_return: true };
+
+/// Where the kernel lists the functions marked for error injection (debugfs;
+/// only with CONFIG_FUNCTION_ERROR_INJECTION).
+const ERROR_INJECTION_LIST: &str = "/sys/kernel/debug/error_injection/list";
+
+/// Whether an fmod_ret program may change `function`'s return value: the
+/// kernel allows it on `security_*` functions and on those marked for
+/// error injection; the error says why not.
+fn modifiable(function: &str) -> Result<(), String> {
+    if function.starts_with("security_") {
+        return Ok(());
+    }
+    static LIST: std::sync::OnceLock<Option<std::collections::HashSet<String>>> = std::sync::OnceLock::new();
+    let listed = LIST.get_or_init(|| {
+        let text = std::fs::read_to_string(ERROR_INJECTION_LIST).ok()?;
+        Some(text.lines().filter_map(|l| l.split_whitespace().next()).map(str::to_string).collect())
+    });
+    if listed.as_ref().is_some_and(|l| l.contains(function)) {
+        return Ok(());
+    }
+    let why = match listed {
+        Some(_) => "it is not in the kernel's error-injection list".to_string(),
+        None => format!(
+            "this kernel has no error-injection list ({ERROR_INJECTION_LIST}: CONFIG_FUNCTION_ERROR_INJECTION is off \
+             or debugfs is not mounted)"
+        ),
+    };
+    Err(format!(
+        "fmod_ret:{function}: the kernel lets BPF change the return value only of security_* functions and of \
+         functions marked for error injection, and {why}"
+    ))
+}
 
 /// Whether this kernel can attach BPF to kernel functions, and if not, why.
 fn availability(function: &str, trampoline_only: bool, k: &dyn Kernel) -> Result<(), String> {
@@ -86,6 +130,7 @@ pub fn alternative(func: &str, ret: bool, k: &dyn Kernel) -> Option<String> {
 impl KernelFunctionProbe {
     fn name(&self) -> &'static str {
         match (self.trampoline_only, self.ret) {
+            _ if self.modify_return => "fmod_ret",
             (false, false) => "kprobe",
             (false, true) => "kretprobe",
             (true, false) => "fentry",
@@ -121,7 +166,12 @@ impl KernelFunctionProbe {
             .btf()
             .and_then(|b| b.function_id(function))
             .ok_or_else(|| anyhow!("cannot attach {}: {function} has no BTF entry", point.name))?;
-        Ok(LoadAttrs { expected_attach_type: if *ret { BPF_TRACE_FEXIT } else { BPF_TRACE_FENTRY }, attach_btf_id: id })
+        let expected_attach_type = match (self.modify_return, *ret) {
+            (true, _) => BPF_MODIFY_RETURN,
+            (false, true) => BPF_TRACE_FEXIT,
+            (false, false) => BPF_TRACE_FENTRY,
+        };
+        Ok(LoadAttrs { expected_attach_type, attach_btf_id: id })
     }
 }
 
@@ -141,7 +191,8 @@ impl ProbeType for KernelFunctionProbe {
         let btf = k.btf();
         let (params, retval) = match btf.and_then(|b| b.function_params(function).map(|p| (b, p))) {
             Some((b, (params, retval))) if per_point => {
-                let retval = ret.then(|| btf_slot(b, params.len() as u32, retval));
+                // fmod_ret: the slot holds what earlier fmod_ret programs returned.
+                let retval = (*ret || self.modify_return).then(|| btf_slot(b, params.len() as u32, retval));
                 (Some(params), retval)
             }
             _ => (None, None),
@@ -150,6 +201,9 @@ impl ProbeType for KernelFunctionProbe {
         let event = RawArgsEvent { params, retval, func, stack_skip: 2 };
         let mut spec = ProgramSpec::new(BPF_PROG_TYPE_TRACING, ContextKind::RawTracepoint, event);
         spec.load = self.load_attrs(point, k).map_err(|e| e.to_string());
+        if self.modify_return {
+            spec.verdict = Verdict::Return;
+        }
         Ok(spec)
     }
     fn expand(&self, spec: &ProbeSpec, _trace: &Trace, k: &dyn Kernel) -> Result<Vec<AttachPoint>> {
@@ -170,6 +224,11 @@ impl ProbeType for KernelFunctionProbe {
                 _ => String::new(),
             };
             return Err(no_match("kernel function", &format!("{}{hint}", target.name), close, ""));
+        }
+        if self.modify_return {
+            for f in &found {
+                modifiable(&f.name).map_err(|e| anyhow!(e))?;
+            }
         }
         let offset = target.offset.unwrap_or(0);
         let suffix = target.offset.map(|o| format!("+{o}")).unwrap_or_default();
@@ -218,6 +277,9 @@ impl ProbeType for KernelFunctionProbe {
             }
             last = Some(f.name.as_str());
             if btf_needed.is_some_and(|b| b.function_id(&f.name).is_none()) {
+                continue;
+            }
+            if self.modify_return && modifiable(&f.name).is_err() {
                 continue;
             }
             let f = &f.name;

@@ -117,6 +117,9 @@ pub enum Verdict {
     Errno,
     /// An `lsm:` hook that returns nothing: its operation can't be failed.
     Void,
+    /// An `fmod_ret:` program's: 0 lets the function run, another value is
+    /// returned in its place (the function is not run).
+    Return,
 }
 
 impl ProgramSpec {
@@ -188,6 +191,7 @@ pub static TYPES: &[TypeEntry] = &[
     entry(ProbeKind::Kretprobe, &kernel_function::KRETPROBE),
     entry(ProbeKind::Fentry, &kernel_function::FENTRY),
     entry(ProbeKind::Fexit, &kernel_function::FEXIT),
+    entry(ProbeKind::FmodRet, &kernel_function::FMOD_RET),
     entry(ProbeKind::Lsm, &lsm::Lsm),
     entry(ProbeKind::Uprobe, &uprobe::UPROBE),
     entry(ProbeKind::Uretprobe, &uprobe::URETPROBE),

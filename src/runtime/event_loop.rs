@@ -167,6 +167,7 @@ fn action_record(session: &Session, plan: &Plan, msg: reader::Control) -> crate:
     let (action, done) = match action {
         Some(KernelAction::Signal(sig)) => (format!("signal({})", signals::shown(sig as i32)), "sent"),
         Some(KernelAction::Deny(errno)) => (format!("deny({})", errno::name(errno as i32)), "denied"),
+        Some(KernelAction::Override(value)) => (format!("override({value})"), "overridden"),
         None => ("an unknown action".to_string(), "?"),
     };
     crate::output::audit::ActionRecord {

@@ -169,6 +169,7 @@ const ACTIONS: &[(&str, &str)] = &[
     ("signal", "signal() sends a signal to the traced process and needs --unsafe"),
     ("kill", "kill() sends signals and needs --unsafe"),
     ("deny", "deny() makes the kernel refuse an operation and needs --unsafe"),
+    ("override", "override() changes what a kernel function returns and needs --unsafe"),
 ];
 
 /// Why action `name` (a name in [`ACTIONS`]) is refused without `--unsafe`.

@@ -1,6 +1,7 @@
 //! `lsm:` probes and `deny()` on a kernel with BPF LSM (the stock-kernel
 //! VM: Debian's 6.1 lists `bpf` among its LSMs), the audit line of every
-//! action, `--monitor`, and the error where the kernel refuses BPF LSM.
+//! action, `--monitor`, and the error where the kernel refuses BPF LSM;
+//! `override()` in `fmod_ret:security_*` probes where trampolines load.
 
 use crate::common::*;
 
@@ -72,12 +73,17 @@ fn opens(out: &Outcome, file: &str) -> (u64, u64, u64) {
 /// The audit lines on stderr for `action` with `result`, and the control
 /// messages counted as lost (an audit that did not fit is counted there).
 fn audits(out: &Outcome, action: &str, result: &str) -> (u64, u64) {
+    probe_audits(out, "lsm:file_open", action, result)
+}
+
+/// [`audits`] of the action in probe `probe`.
+fn probe_audits(out: &Outcome, probe: &str, action: &str, result: &str) -> (u64, u64) {
     let lines = out
         .stderr
         .lines()
         .filter(|l| {
             l.starts_with("rtrace: action: ")
-                && l.contains(&format!(" lsm:file_open: {action} on pid "))
+                && l.contains(&format!(" {probe}: {action} on pid "))
                 && l.contains("(opener)")
                 && l.ends_with(&format!(": {result}"))
         })
@@ -176,4 +182,49 @@ fn lsm_probes_where_bpf_lsm_is_refused_say_why() {
     assert!(err.starts_with("-e:1:1: error: cannot attach lsm:file_open: "), "{out}");
     assert!(err.contains("BPF LSM") && err.contains("lsm="), "says how to enable it\n{out}");
     assert!(!out.stdout.contains("Attaching"), "{out}");
+}
+
+kernel_test!(
+    override_fails_every_open_of_one_file_from_fmod_ret,
+    needs: Program("gcc"), Fentry
+);
+/// `fmod_ret:security_file_open` with `override(-13)` on one file name: its
+/// 10,000 opens fail with EACCES and each is audited (or counted lost); the
+/// allowed file opens every time. A function the kernel doesn't let BPF
+/// modify, and override() in another probe type, are errors before attaching.
+fn override_fails_every_open_of_one_file_from_fmod_ret() {
+    let _g = setup();
+    let dir = TempDir::new();
+    let (opener, forbidden, allowed, name) = opener_and_files(&dir);
+    let src = format!(
+        r#"probe("fmod_ret:security_file_open", |e| {{
+    if str(e.args.file.f_path.dentry.d_name.name) == "{name}" {{ override(-13); }}
+}});"#
+    );
+    let cmd = format!("{opener} {forbidden} 10000 {allowed} 1000");
+    let out = run(&["--unsafe", "-c", &cmd, "-e", &src]);
+    assert_eq!(out.code, Some(0), "{out}");
+    assert_eq!(opens(&out, &forbidden), (0, 0, 10_000), "every open of the forbidden file fails (EACCES)\n{out}");
+    assert_eq!(opens(&out, &allowed), (1000, 0, 0), "every open of the allowed file works\n{out}");
+    let (lines, lost) = probe_audits(&out, "fmod_ret:security_file_open", "override(-13)", "overridden");
+    assert!(lines > 0, "overrides are audited\n{out}");
+    assert_eq!(lines + lost, 10_000, "each override is audited or counted as lost\n{out}");
+
+    // --monitor: audited, the function runs.
+    let out = run(&["--monitor", "-c", &format!("{opener} {forbidden} 5"), "-e", &src]);
+    assert_eq!(opens(&out, &forbidden), (5, 0, 0), "{out}");
+    let (lines, lost) = probe_audits(&out, "fmod_ret:security_file_open", "override(-13)", "not done (--monitor)");
+    assert_eq!(lines + lost, 5, "{out}");
+
+    // Without --unsafe nothing attaches and the command never runs.
+    let out = run(&["-c", &format!("{opener} {forbidden} 3"), "-e", &src]);
+    let line = assert_clean_error(&out);
+    assert!(line.contains("override() changes what a kernel function returns and needs --unsafe"), "{line}");
+    assert!(!out.stdout.contains(&forbidden), "{out}");
+
+    // Functions BPF may not modify, and override() outside fmod_ret.
+    let line = assert_clean_error(&run(&["--unsafe", "-e", r#"probe("fmod_ret:vfs_read", |e| { override(-5); });"#]));
+    assert!(line.contains("only of security_* functions and of functions marked for error injection"), "{line}");
+    let line = assert_clean_error(&run(&["--unsafe", "-e", r#"probe("kprobe:vfs_read", |e| { override(-5); });"#]));
+    assert!(line.contains("CONFIG_BPF_KPROBE_OVERRIDE") && line.contains("fmod_ret:FN"), "{line}");
 }

@@ -252,8 +252,9 @@ impl Gen<'_> {
                         self.emit(Insn::call(h::SEND_SIGNAL));
                     }
                     KernelAction::Signal(_) => {}
-                    KernelAction::Deny(errno) => {
-                        self.emit(Insn::mov_imm(R0, if *perform { -(*errno as i32) } else { 0 }));
+                    KernelAction::Deny(_) | KernelAction::Override(_) => {
+                        let value = action.program_return().filter(|_| *perform).unwrap_or(0);
+                        self.emit(Insn::mov_imm(R0, value));
                         self.emit(Insn::exit());
                         ends = true;
                     }

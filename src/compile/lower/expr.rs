@@ -198,7 +198,7 @@ impl Lowerer<'_> {
             }
             Call::Exit => err(pos, "exit() is a statement, not a value"),
             // Statements (lowered in stmt.rs), not values.
-            Call::Emit | Call::Signal | Call::Deny | Call::Print | Call::Clear | Call::Zero => {
+            Call::Emit | Call::Signal | Call::Deny | Call::Override | Call::Print | Call::Clear | Call::Zero => {
                 Err(userspace_only(&format!("`{name}(...)`"), pos))
             }
         }

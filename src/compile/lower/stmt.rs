@@ -299,11 +299,12 @@ impl Lowerer<'_> {
                             format!("{} returns nothing, so its operation can't be denied", self.target.probe_name);
                         return err(pos, why);
                     }
-                    Verdict::Ignored => {
+                    Verdict::Ignored | Verdict::Return => {
                         return err(
                             pos,
                             "deny() fails the operation of an lsm: hook (lsm:file_open, ...); this probe has none \
-                             (signal() stops a process from any probe)",
+                             (signal() stops a process from any probe; override() sets an fmod_ret: function's \
+                             return value)",
                         )
                     }
                 }
@@ -320,6 +321,25 @@ impl Lowerer<'_> {
                     );
                 };
                 Ok(self.act(KernelAction::Deny(errno as u32), pos))
+            }
+            (Some(Call::Override), _) => {
+                if self.target.verdict != Verdict::Return {
+                    return err(
+                        pos,
+                        "override() sets a kernel function's return value in an fmod_ret:FN probe (FN a security_* \
+                         function, or one marked for error injection); rtrace does not override from kprobes \
+                         (bpf_override_return needs CONFIG_BPF_KPROBE_OVERRIDE and CONFIG_FUNCTION_ERROR_INJECTION, \
+                         which Debian's kernels lack): write fmod_ret:FN",
+                    );
+                }
+                self.may_act("override", pos)?;
+                let Some(value) = self.const_int(&args[0]).and_then(|v| i16::try_from(v).ok()) else {
+                    return err(
+                        args[0].position(),
+                        "override() takes a constant return value from -32768 to 32767 (an error is negative: -13)",
+                    );
+                };
+                Ok(self.act(KernelAction::Override(value), pos))
             }
             (Some(Call::Emit), _) => {
                 let parts: Vec<&RExpr> = match &args[0] {
