@@ -228,3 +228,40 @@ fn override_fails_every_open_of_one_file_from_fmod_ret() {
     let line = assert_clean_error(&run(&["--unsafe", "-e", r#"probe("kprobe:vfs_read", |e| { override(-5); });"#]));
     assert!(line.contains("CONFIG_BPF_KPROBE_OVERRIDE") && line.contains("fmod_ret:FN"), "{line}");
 }
+
+kernel_test!(
+    deny_writes_under_a_directory_and_lets_reads_through,
+    needs: Check("BPF LSM (bpf among the kernel's active LSMs)", bpf_lsm)
+);
+/// docs/automation.md's protect.rhai: opening for writing a file directly
+/// under the protected directory fails with EPERM; reading it works, and
+/// writing elsewhere works.
+fn deny_writes_under_a_directory_and_lets_reads_through() {
+    let _g = setup();
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/automation.md")).unwrap();
+    let start = doc.find("// protect.rhai").expect("protect.rhai in docs/automation.md");
+    let script = &doc[start..start + doc[start..].find("```").unwrap()];
+    let dir = TempDir::new();
+    let name = format!("protected-{}", token());
+    let protected = dir.join(&name);
+    std::fs::create_dir(&protected).unwrap();
+    let file = protected.join("config");
+    std::fs::write(&file, "setting=1\n").unwrap();
+    let other = dir.join("other");
+    let f = file.display();
+    let cmd = format!(
+        "sh -c 'cat {f}; echo setting=2 > {f} || echo write refused; echo x > {} && echo other written'",
+        other.display()
+    );
+    let path = dir.write("protect.rhai", script);
+    let out = run(&["--unsafe", "-c", &cmd, path.to_str().unwrap(), &name]);
+    assert_eq!(out.code, Some(0), "{out}");
+    let lines = out.lines();
+    assert!(lines.contains(&"setting=1"), "reads work\n{out}");
+    assert!(lines.contains(&"write refused"), "the write is refused\n{out}");
+    assert!(out.stderr.contains("Operation not permitted"), "with EPERM\n{out}");
+    assert!(lines.contains(&"other written"), "writes elsewhere work\n{out}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "setting=1\n", "the file is unchanged\n{out}");
+    let denied = |l: &&str| l.contains(" lsm:file_open: deny(EPERM) on pid ") && l.ends_with("(sh): denied");
+    assert_eq!(out.stderr.lines().filter(denied).count(), 1, "the denial is audited\n{out}");
+}
