@@ -5,9 +5,10 @@
 # gcc + systemtap-sdt-dev (<sys/sdt.h>): the uprobe/USDT tests build their target program.
 # prometheus (with promtool): the --serve tests check the metrics with promtool and scrape
 #   rtrace with a real Prometheus server on loopback (its service is not started).
+# python3-junitparser: the CI-report tests read --junit files with a real JUnit consumer.
 set -euo pipefail
 need=()
-for p in libelf-dev zlib1g-dev pkg-config bpftrace gcc systemtap-sdt-dev prometheus; do
+for p in libelf-dev zlib1g-dev pkg-config bpftrace gcc systemtap-sdt-dev prometheus python3-junitparser; do
     dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then

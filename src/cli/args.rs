@@ -100,6 +100,15 @@ pub struct Cli {
     /// Write the results of check(), fail() and assert() to FILE as JUnit XML.
     #[arg(long = "junit", value_name = "FILE")]
     pub junit: Option<String>,
+    /// Report the checks where a CI system shows them: `github` (an ::error
+    /// annotation at each failed check's line, a table in $GITHUB_STEP_SUMMARY),
+    /// `gitlab` (metrics.txt), `none`; `auto` picks from GITHUB_ACTIONS/GITLAB_CI.
+    #[arg(long = "ci-report", value_name = "SYSTEM", default_value = "auto",
+          value_parser = ["auto", "github", "gitlab", "none"])]
+    pub ci_report: String,
+    /// Write the run (checks with their values, the command's fate, exit status) to FILE as JSON.
+    #[arg(long = "summary", value_name = "FILE")]
+    pub summary: Option<String>,
     /// List the embedded tools (`rtrace TOOL [ARGS...]` runs one).
     #[arg(long = "list-tools")]
     pub list_tools: bool,

@@ -23,6 +23,7 @@ use usage::usage;
 use crate::compile;
 use crate::config::{Config, ProcessEnv, Trace};
 use crate::diag::Diagnostic;
+use crate::output::ci_report::CiSystem;
 use crate::output::sink;
 use crate::runtime;
 use crate::runtime::traced::TracedProcess;
@@ -50,15 +51,27 @@ pub fn main() -> i32 {
     // Output that could not be written is an error, whatever else happened.
     let result = result.and_then(|code| crate::runtime::limits::check_output().map(|()| code));
     let error = result.as_ref().err().map(diagnostic_of);
-    let report = crate::script::checks::write_junit(error.as_ref().map(ToString::to_string).as_deref());
+    let code = match (&result, &error) {
+        (_, Some(d)) if d.usage => 2,
+        (Err(_), _) => 1,
+        (Ok(code), _) => *code,
+    };
+    let failure = error.as_ref().map(|d| {
+        let line = match d.place {
+            crate::diag::Place::At(p) => Some(p.line as usize),
+            _ => None,
+        };
+        (d.to_string(), line)
+    });
+    let report = crate::script::checks::write_reports(failure, code);
     for d in error.iter().chain(report.as_ref().err()) {
         crate::output::sink::report(d);
     }
     crate::output::sink::flush_all();
-    match (result, error, report) {
-        (_, Some(d), _) if d.usage => 2,
-        (Err(_), ..) | (_, _, Err(_)) => 1,
-        (Ok(code), ..) => code,
+    if report.is_err() && code == 0 {
+        1
+    } else {
+        code
     }
 }
 
@@ -176,9 +189,8 @@ fn run(cli: Cli, tool: Option<(String, Vec<String>)>) -> Result<i32> {
     }
 
     safety::check_text(&file_name, &source)?;
-    if let Some(path) = &cli.junit {
-        crate::script::checks::set_junit(path, &file_name);
-    }
+    let ci = CiSystem::chosen(&cli.ci_report, |k| std::env::var(k).ok()).map_err(usage)?;
+    crate::script::checks::set_reports(&file_name, cli.junit.as_deref(), ci, cli.summary.as_deref());
     let mut session = Session::new(&file_name, &source, &args)?;
     tools::install_probe_check(&session);
     session.registry.lock().unwrap().traced_pid = cli.pid;

@@ -6,7 +6,7 @@
 use std::fmt::Write;
 
 /// One recorded result.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct CheckResult {
     pub name: String,
     pub ok: bool,
@@ -16,6 +16,45 @@ pub struct CheckResult {
     pub error: bool,
     /// The script line of the check() call, when there is one.
     pub line: Option<usize>,
+    /// What a budget measured (`budget()`, or check()'s properties).
+    pub measure: Option<Measure>,
+    /// How long it took (the `-c` command's run), in seconds.
+    pub seconds: Option<f64>,
+}
+
+/// A measured value against its budget.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Measure {
+    pub value: f64,
+    pub budget: Option<f64>,
+    /// `ns`, `us`, `calls`, ... (empty: none given).
+    pub unit: String,
+}
+
+impl Measure {
+    /// `309 us (budget 250 us)`.
+    pub fn shown(&self) -> String {
+        let unit = |v: f64| if self.unit.is_empty() { number(v) } else { format!("{} {}", number(v), self.unit) };
+        match self.budget {
+            Some(b) => format!("{} (budget {})", unit(self.value), unit(b)),
+            None => unit(self.value),
+        }
+    }
+}
+
+/// A number as written by hand: integers without a fraction.
+pub fn number(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{}", v as i64)
+    } else {
+        format!("{v}")
+    }
+}
+
+impl CheckResult {
+    pub fn new(name: &str, ok: bool, detail: String) -> CheckResult {
+        CheckResult { name: name.to_string(), ok, detail, error: false, line: None, measure: None, seconds: None }
+    }
 }
 
 /// How the `-c` command ended.
@@ -40,7 +79,7 @@ pub fn command_result(command: &str, end: CommandEnd) -> CheckResult {
         }
         CommandEnd::EndedByRtrace => (true, format!("`{command}` was ended by rtrace when tracing ended")),
     };
-    CheckResult { name: "command".into(), ok, detail, error: false, line: None }
+    CheckResult::new("command", ok, detail)
 }
 
 /// `PASS name` or `FAIL name: detail`, one line each.
@@ -57,42 +96,103 @@ pub fn checks_text(checks: &[CheckResult]) -> String {
     out
 }
 
-/// One `{"type": "check", "data": {"name": .., "ok": .., "detail": ..}}` record per result.
+/// One `{"type": "check", "data": {"name": .., "ok": .., ...}}` record per result.
 pub fn checks_json(checks: &[CheckResult]) -> String {
-    let mut out = String::new();
-    for c in checks {
-        let _ = writeln!(
-            out,
-            "{{\"type\": \"check\", \"data\": {{\"name\": \"{}\", \"ok\": {}, \"detail\": \"{}\"}}}}",
-            super::json::escape_json(&c.name),
-            c.ok,
-            super::json::escape_json(&c.detail)
-        );
-    }
-    out
+    checks.iter().map(|c| format!("{{\"type\": \"check\", \"data\": {}}}\n", check_json(c))).collect()
 }
 
-/// A JUnit XML document: one testsuite named `suite`, one testcase per
-/// result (with the script `file` and the check's line, where known).
-pub fn junit_xml(suite: &str, file: &str, checks: &[CheckResult], seconds: f64) -> String {
+/// One result as a JSON object: name, ok, the script line, the measured
+/// value, budget and unit where there are some, and the detail of a
+/// failure (a passing check carries its measure, never a failure's text).
+pub fn check_json(c: &CheckResult) -> String {
+    let esc = super::json::escape_json;
+    let mut d = format!("{{\"name\": \"{}\", \"ok\": {}", esc(&c.name), c.ok);
+    if let Some(line) = c.line {
+        d += &format!(", \"line\": {line}");
+    }
+    if let Some(m) = &c.measure {
+        d += &format!(", \"value\": {}", number(m.value));
+        if let Some(b) = m.budget {
+            d += &format!(", \"budget\": {}", number(b));
+        }
+        if !m.unit.is_empty() {
+            d += &format!(", \"unit\": \"{}\"", esc(&m.unit));
+        }
+    }
+    if let Some(s) = c.seconds {
+        d += &format!(", \"seconds\": {s:.3}");
+    }
+    if !c.ok {
+        d += &format!(", \"detail\": \"{}\"", esc(&c.detail));
+    }
+    d + "}"
+}
+
+/// Where and when a run's report was made.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunInfo {
+    /// The suite's name (the script's file name).
+    pub suite: String,
+    /// The script as named on the command line.
+    pub file: String,
+    /// When the run started, ISO 8601 UTC (`2026-12-03T06:20:00Z`).
+    pub timestamp: String,
+    pub hostname: String,
+    /// How long the run took.
+    pub seconds: f64,
+}
+
+/// A JUnit XML document: one testsuite named after the script (with its
+/// timestamp and host), one testcase per result (with the script `file`,
+/// the check's line and time where known, and a measured value, budget
+/// and unit as properties).
+pub fn junit_xml(run: &RunInfo, checks: &[CheckResult]) -> String {
     let failures = checks.iter().filter(|c| !c.ok && !c.error).count();
     let errors = checks.iter().filter(|c| c.error).count();
-    let suite = xml_escape(suite);
+    let suite = xml_escape(&run.suite);
+    let seconds = run.seconds;
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let counts = format!("tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\"", checks.len());
     let _ = writeln!(out, "<testsuites name=\"rtrace\" {counts} time=\"{seconds:.3}\">");
-    let _ = writeln!(out, "  <testsuite name=\"{suite}\" {counts} time=\"{seconds:.3}\">");
+    let _ = writeln!(
+        out,
+        "  <testsuite name=\"{suite}\" {counts} time=\"{seconds:.3}\" timestamp=\"{}\" hostname=\"{}\">",
+        xml_escape(&run.timestamp),
+        xml_escape(&run.hostname)
+    );
     for c in checks {
         let name = xml_escape(&c.name);
         let line = c.line.map(|l| format!(" line=\"{l}\"")).unwrap_or_default();
-        let open = format!("    <testcase classname=\"{suite}\" name=\"{name}\" file=\"{}\"{line}", xml_escape(file));
-        if c.ok {
-            let _ = writeln!(out, "{open}/>");
-            continue;
+        let time = c.seconds.unwrap_or(0.0);
+        let open = format!(
+            "    <testcase classname=\"{suite}\" name=\"{name}\" file=\"{}\"{line} time=\"{time:.3}\"",
+            xml_escape(&run.file)
+        );
+        let mut inner = String::new();
+        if let Some(m) = &c.measure {
+            inner += "      <properties>\n";
+            let mut prop = |k: &str, v: String| {
+                inner += &format!("        <property name=\"{k}\" value=\"{}\"/>\n", xml_escape(&v))
+            };
+            prop("value", number(m.value));
+            if let Some(b) = m.budget {
+                prop("budget", number(b));
+            }
+            if !m.unit.is_empty() {
+                prop("unit", m.unit.clone());
+            }
+            inner += "      </properties>\n";
         }
-        let tag = if c.error { "error" } else { "failure" };
-        let detail = xml_escape(&c.detail);
-        let _ = writeln!(out, "{open}>\n      <{tag} message=\"{detail}\">{detail}</{tag}>\n    </testcase>");
+        if !c.ok {
+            let tag = if c.error { "error" } else { "failure" };
+            let detail = xml_escape(&c.detail);
+            inner += &format!("      <{tag} message=\"{detail}\">{detail}</{tag}>\n");
+        }
+        if inner.is_empty() {
+            let _ = writeln!(out, "{open}/>");
+        } else {
+            let _ = write!(out, "{open}>\n{inner}    </testcase>\n");
+        }
     }
     out.push_str("  </testsuite>\n</testsuites>\n");
     out
@@ -101,7 +201,7 @@ pub fn junit_xml(suite: &str, file: &str, checks: &[CheckResult], seconds: f64) 
 /// Text for an XML attribute or element: markup characters as entities,
 /// control characters other than tab and newline dropped (XML 1.0 has no
 /// way to write them).
-fn xml_escape(s: &str) -> String {
+pub fn xml_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for ch in s.chars() {
         match ch {
@@ -124,7 +224,17 @@ mod tests {
     use super::*;
 
     fn check(name: &str, ok: bool, detail: &str) -> CheckResult {
-        CheckResult { name: name.into(), ok, detail: detail.into(), error: false, line: None }
+        CheckResult::new(name, ok, detail.into())
+    }
+
+    fn run(suite: &str, file: &str, seconds: f64) -> RunInfo {
+        RunInfo {
+            suite: suite.into(),
+            file: file.into(),
+            timestamp: "2026-12-03T06:20:00Z".into(),
+            hostname: "ci-1".into(),
+            seconds,
+        }
     }
 
     #[test]
@@ -140,6 +250,15 @@ mod tests {
             checks_json(&c),
             "{\"type\": \"check\", \"data\": {\"name\": \"a \\\"b\\\"\", \"ok\": false, \"detail\": \"x\\ny\"}}\n"
         );
+        // A passing budget carries its measure, not the text a failure would show.
+        let mut p = check("p99", true, "p99 over budget");
+        p.line = Some(4);
+        p.measure = Some(Measure { value: 12.5, budget: Some(20.0), unit: "ms".into() });
+        assert_eq!(
+            check_json(&p),
+            r#"{"name": "p99", "ok": true, "line": 4, "value": 12.5, "budget": 20, "unit": "ms"}"#
+        );
+        assert_eq!(p.measure.unwrap().shown(), "12.5 ms (budget 20 ms)");
     }
 
     #[test]
@@ -148,18 +267,25 @@ mod tests {
         err.error = true;
         let mut p99 = check("p99 < 2ms", true, "");
         p99.line = Some(7);
+        p99.measure = Some(Measure { value: 1500.0, budget: Some(2000.0), unit: "us".into() });
         let c = [p99, check("opens", false, "a<b & \"c\""), err];
-        let xml = junit_xml("budget.rhai", "ci/budget.rhai", &c, 1.5);
+        let xml = junit_xml(&run("budget.rhai", "ci/budget.rhai", 1.5), &c);
         assert_eq!(
             xml,
             r#"<?xml version="1.0" encoding="UTF-8"?>
 <testsuites name="rtrace" tests="3" failures="1" errors="1" time="1.500">
-  <testsuite name="budget.rhai" tests="3" failures="1" errors="1" time="1.500">
-    <testcase classname="budget.rhai" name="p99 &lt; 2ms" file="ci/budget.rhai" line="7"/>
-    <testcase classname="budget.rhai" name="opens" file="ci/budget.rhai">
+  <testsuite name="budget.rhai" tests="3" failures="1" errors="1" time="1.500" timestamp="2026-12-03T06:20:00Z" hostname="ci-1">
+    <testcase classname="budget.rhai" name="p99 &lt; 2ms" file="ci/budget.rhai" line="7" time="0.000">
+      <properties>
+        <property name="value" value="1500"/>
+        <property name="budget" value="2000"/>
+        <property name="unit" value="us"/>
+      </properties>
+    </testcase>
+    <testcase classname="budget.rhai" name="opens" file="ci/budget.rhai" time="0.000">
       <failure message="a&lt;b &amp; &quot;c&quot;">a&lt;b &amp; &quot;c&quot;</failure>
     </testcase>
-    <testcase classname="budget.rhai" name="END" file="ci/budget.rhai">
+    <testcase classname="budget.rhai" name="END" file="ci/budget.rhai" time="0.000">
       <error message="map &apos;lat&apos; has no samples">map &apos;lat&apos; has no samples</error>
     </testcase>
   </testsuite>
@@ -178,8 +304,8 @@ mod tests {
         assert_eq!(killed.detail, "`bench` was killed by signal 11 (SIGSEGV)");
         assert!(command_result("bench", CommandEnd::Exited(0)).ok);
         assert!(command_result("bench", CommandEnd::EndedByRtrace).ok);
-        let xml = junit_xml("b.rhai", "b.rhai", &[killed], 0.5);
+        let xml = junit_xml(&run("b.rhai", "b.rhai", 0.5), &[killed]);
         assert!(xml.contains(r#"tests="1" failures="1" errors="0""#), "{xml}");
-        assert!(xml.contains(r#"<testcase classname="b.rhai" name="command" file="b.rhai">"#), "{xml}");
+        assert!(xml.contains(r#"<testcase classname="b.rhai" name="command" file="b.rhai" time="0.000">"#), "{xml}");
     }
 }

@@ -7,6 +7,7 @@
 
 pub mod audit;
 pub mod bytes;
+pub mod ci_report;
 pub mod dist;
 #[cfg(test)]
 mod fixtures;

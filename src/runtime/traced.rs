@@ -31,6 +31,8 @@ pub struct TracedProcess {
     killed_by: Option<i32>,
     /// `-c`'s text.
     command: String,
+    /// When the command was released, and when it was reaped.
+    ran: (Option<std::time::Instant>, Option<std::time::Instant>),
 }
 
 impl TracedProcess {
@@ -49,6 +51,7 @@ impl TracedProcess {
             stopped: false,
             killed_by: None,
             command: String::new(),
+            ran: (None, None),
         })
     }
 
@@ -113,12 +116,14 @@ impl TracedProcess {
             stopped: false,
             killed_by: None,
             command: cmd.to_string(),
+            ran: (None, None),
         })
     }
 
     /// Let a held `-c` command run.
     pub fn release(&mut self) {
         if let Some(fd) = self.release.take() {
+            self.ran.0 = Some(std::time::Instant::now());
             unsafe { libc::write(fd.as_raw_fd(), b"g".as_ptr() as *const _, 1) };
         }
     }
@@ -173,11 +178,21 @@ impl TracedProcess {
 
     /// A wait status of the `-c` child.
     fn reaped(&mut self, st: i32) {
+        self.ran.1 = Some(std::time::Instant::now());
         self.status = Some(exit_code(st));
         self.killed_by = libc::WIFSIGNALED(st).then(|| libc::WTERMSIG(st));
     }
 
     /// How the `-c` command ended (`None` for `-p`, or while it runs), and its text.
+    /// How long the `-c` command ran, in seconds (0 when it never ran).
+    pub fn command_seconds(&self) -> f64 {
+        match self.ran {
+            (Some(a), Some(b)) => b.saturating_duration_since(a).as_secs_f64(),
+            (Some(a), None) => a.elapsed().as_secs_f64(),
+            _ => 0.0,
+        }
+    }
+
     pub fn command_end(&self) -> Option<(&str, CommandEnd)> {
         self.child?;
         let end = match (self.stopped, self.killed_by, self.status?) {

@@ -137,9 +137,11 @@ probe("END", || {
     // The three checks, at their lines, and the command's fate.
     assert!(xml.contains(r#"tests="4" failures="2" errors="0""#), "{xml}");
     let (line, _) = position_of(&src, "check(\"quantiles p50 under 395\"");
-    let case = format!(r#"<testcase classname="-e" name="quantiles p50 under 395" file="-e" line="{line}"/>"#);
+    let case =
+        format!(r#"<testcase classname="-e" name="quantiles p50 under 395" file="-e" line="{line}" time="0.000"/>"#);
     assert!(xml.contains(&case), "{xml}");
-    assert!(xml.contains(r#"<testcase classname="-e" name="command" file="-e"/>"#), "{xml}");
+    let command = xml.lines().find(|l| l.contains(r#"<testcase classname="-e" name="command" file="-e" time=""#));
+    assert!(command.is_some_and(|l| l.ends_with("\"/>")), "the command passed, with its time\n{xml}");
     assert!(xml.contains(r#"<failure message="p50 511">"#), "{xml}");
 }
 
@@ -378,14 +380,15 @@ fn junit_has_fail_and_assert() {
     assert!(out.stdout.contains("PASS first"), "{out}");
     let xml = std::fs::read_to_string(&junit).expect("the JUnit report");
     assert!(xml.contains(r#"tests="2" failures="1" errors="0""#), "{xml}");
-    assert!(xml.contains(r#"<testcase classname="-e" name="fail" file="-e">"#), "{xml}");
+    assert!(xml.contains(r#"<testcase classname="-e" name="fail" file="-e" time="0.000">"#), "{xml}");
     assert!(xml.contains(r#"<failure message="over the budget">"#), "{xml}");
     let src = r#"probe("BEGIN", || { assert(1 > 2, "one is not over two"); });"#;
     let out = run(&["-q", "--junit", path, "-e", src]);
     assert_eq!(out.code, Some(1), "{out}");
     let xml = std::fs::read_to_string(&junit).expect("the JUnit report");
     assert!(
-        xml.contains(r#"name="assert" file="-e">"#) && xml.contains("assertion failed: one is not over two"),
+        xml.contains(r#"name="assert" file="-e" time="0.000">"#)
+            && xml.contains("assertion failed: one is not over two"),
         "{xml}"
     );
     // An unwritable report is a one-line error and a failed run.

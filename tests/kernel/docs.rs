@@ -414,8 +414,8 @@ impl Workdir {
         let bin = dir.join(".bin");
         std::fs::create_dir(&bin).unwrap();
         std::os::unix::fs::symlink(rtrace_bin(), bin.join("rtrace")).unwrap();
-        // `sudo [VAR=value...] cmd`: the tests are root already.
-        std::fs::write(bin.join("sudo"), "#!/bin/sh\nexec env \"$@\"\n").unwrap();
+        // `sudo [-E] [VAR=value...] cmd`: the tests are root already.
+        std::fs::write(bin.join("sudo"), "#!/bin/sh\n[ \"$1\" = -E ] && shift\nexec env \"$@\"\n").unwrap();
         std::process::Command::new("chmod").arg("755").arg(bin.join("sudo")).status().unwrap();
         let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
         for d in ["examples", "stdlib", "tests"] {

@@ -17,6 +17,7 @@ mod actions;
 mod btf;
 mod calls;
 mod ci;
+mod ci_reports;
 mod compat;
 mod differential;
 mod dispatch;

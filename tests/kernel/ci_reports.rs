@@ -1,0 +1,190 @@
+//! The reports a CI system reads, for every way a run can end: all checks
+//! pass, a budget fails, the `-c` command exits non-zero, it is killed by a
+//! signal, rtrace fails before running. Each run writes JUnit (read back
+//! with junitparser, a real consumer), the GitHub Actions annotations and
+//! job summary (with the variables GitHub sets), GitLab's metrics.txt (with
+//! `GITLAB_CI=true`) and the JSON summary; every one must agree with the
+//! exit status.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Command;
+
+use crate::common::*;
+
+/// One way a run ends.
+struct Case {
+    what: &'static str,
+    command: &'static str,
+    /// The budget's measured value (its budget is 10).
+    spins: i64,
+    /// A script that does not compile (`rtrace` fails before running).
+    broken: bool,
+    status: i32,
+    /// The testcases that fail; `rtrace` is an error, not a failure.
+    failing: &'static [&'static str],
+}
+
+const CASES: &[Case] = &[
+    Case { what: "all pass", command: "true", spins: 5, broken: false, status: 0, failing: &[] },
+    Case { what: "a budget fails", command: "true", spins: 50, broken: false, status: 1, failing: &["spins"] },
+    Case {
+        what: "the command exits 3",
+        command: "sh -c 'exit 3'",
+        spins: 5,
+        broken: false,
+        status: 3,
+        failing: &["command"],
+    },
+    Case {
+        what: "the command is killed",
+        command: "sh -c 'kill -SEGV $$'",
+        spins: 5,
+        broken: false,
+        status: 128 + libc::SIGSEGV,
+        failing: &["command"],
+    },
+    Case { what: "rtrace fails first", command: "true", spins: 5, broken: true, status: 1, failing: &["rtrace"] },
+];
+
+fn script(case: &Case) -> String {
+    let probe = if case.broken { "tracepoint:nosuch:nothing" } else { "END" };
+    format!(
+        "// budget.rhai\nprobe(\"{probe}\", || {{\n    check(\"called\", true, \"never called\");\n    budget(\"spins\", {}, 10, \"calls\");\n}});\n",
+        case.spins
+    )
+}
+
+/// (testcase, kind) as junitparser reads the file: kind is `pass`,
+/// `failure` or `error`; and the suite's tests/failures/errors/hostname.
+fn junit_as_read(path: &Path) -> (BTreeSet<(String, String)>, String) {
+    let code = r#"
+import sys, junitparser
+xml = junitparser.JUnitXml.fromfile(sys.argv[1])
+for suite in xml:
+    print("suite", suite.tests, suite.failures, suite.errors, bool(suite.hostname), bool(suite.timestamp))
+    for case in suite:
+        kind = case.result[0]._tag if case.result else "pass"
+        props = {p.get("name"): p.get("value") for p in case._elem.iter("property")}
+        print("case", kind, case.time >= 0, props.get("value", "-"), case.name, sep="\t")
+"#;
+    let out = Command::new("/usr/bin/python3").arg("-c").arg(code).arg(path).output().expect("python3");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "junitparser could not read {}: {}",
+        path.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let cases = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("case\t"))
+        .map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            (f[3].to_string(), f[0].to_string())
+        })
+        .collect();
+    (cases, text)
+}
+
+kernel_test!(
+    every_report_agrees_with_the_exit_status,
+    needs: Path("/usr/lib/python3/dist-packages/junitparser")
+);
+fn every_report_agrees_with_the_exit_status() {
+    let _g = setup();
+    for case in CASES {
+        let dir = TempDir::new();
+        let file = dir.write("budget.rhai", &script(case));
+        let f = file.to_str().unwrap();
+        let junit = dir.join("r.xml");
+        let summary = dir.join("s.json");
+        let step = dir.join("step.md");
+        let (j, s, st) = (junit.to_str().unwrap(), summary.to_str().unwrap(), step.to_str().unwrap());
+        let env = [("GITHUB_ACTIONS", "true"), ("GITHUB_STEP_SUMMARY", st)];
+        let out = run_env(&["-q", "--junit", j, "--summary", s, "-c", case.command, f], &env);
+        let what = case.what;
+        assert_eq!(out.code, Some(case.status), "{what}\n{out}");
+
+        // JUnit, as a consumer reads it.
+        let (cases, text) = junit_as_read(&junit);
+        let expected: BTreeSet<(String, String)> = ["called", "spins", "command", "rtrace"]
+            .iter()
+            .filter(|n| if case.broken { **n == "rtrace" || **n == "command" } else { **n != "rtrace" })
+            .map(|n| {
+                let kind = match (case.failing.contains(n), *n) {
+                    (true, "rtrace") => "error",
+                    (true, _) => "failure",
+                    (false, _) => "pass",
+                };
+                (n.to_string(), kind.to_string())
+            })
+            .collect();
+        let command_never_ran = case.broken && !cases.iter().any(|(n, _)| n == "command");
+        let expected: BTreeSet<_> =
+            expected.into_iter().filter(|(n, _)| !(command_never_ran && n == "command")).collect();
+        assert_eq!(cases, expected, "{what}: testcases\n{text}\n{out}");
+        assert!(text.contains(" True True"), "{what}: the suite has a hostname and a timestamp\n{text}");
+        if !case.broken {
+            assert!(text.contains(&format!("\t{}\tspins", case.spins)), "{what}: the value is a property\n{text}");
+        }
+
+        // GitHub: one ::error per failed testcase, at its script line.
+        let annotations: Vec<&str> = out.stderr.lines().filter(|l| l.starts_with("::")).collect();
+        let failed: Vec<&str> = case.failing.to_vec();
+        assert_eq!(annotations.len(), failed.len(), "{what}: annotations\n{out}");
+        for name in &failed {
+            let line = match *name {
+                "spins" => 4,
+                "rtrace" => 2,
+                _ => 1,
+            };
+            let kind = if *name == "rtrace" { "error" } else { "failed" };
+            let head = format!("::error file={},line={line},title={kind}%3A {name}::", f.replace(':', "%3A"));
+            assert!(annotations.iter().any(|a| a.starts_with(&head)), "{what}: no {head}\n{out}");
+        }
+        let md = std::fs::read_to_string(&step).unwrap_or_default();
+        assert!(md.contains("| Check | Value | Budget | Result |"), "{what}: the job summary\n{md}");
+        for (name, kind) in &cases {
+            let mark = if kind == "pass" { "✅" } else { "❌" };
+            assert!(
+                md.lines().any(|l| l.starts_with(&format!("| {name} |")) && l.contains(mark)),
+                "{what}: {name} {kind} in the summary\n{md}"
+            );
+        }
+        if !case.broken {
+            let v = case.spins;
+            assert!(md.contains(&format!("| spins | {v} calls | 10 calls |")), "{what}\n{md}");
+        }
+
+        // The JSON summary.
+        let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+        assert_eq!(json["exit_status"].as_i64(), Some(case.status as i64), "{what}\n{json}");
+        let failures = case.failing.iter().filter(|n| **n != "rtrace").count() as u64;
+        assert_eq!(json["failed"].as_u64(), Some(failures), "{what}\n{json}");
+        assert_eq!(json["errors"].as_u64(), Some(case.broken as u64), "{what}\n{json}");
+        for c in json["checks"].as_array().unwrap() {
+            if c["ok"] == true {
+                assert!(c.get("detail").is_none(), "{what}: a passing check carries no failure text\n{json}");
+            }
+        }
+
+        // GitLab: metrics.txt in the job's directory.
+        let out = Command::new(rtrace_bin())
+            .args(["-q", "-c", case.command, f])
+            .env("GITLAB_CI", "true")
+            .current_dir(dir.join(""))
+            .output()
+            .expect("rtrace");
+        assert_eq!(out.status.code(), Some(case.status), "{what}: GitLab run");
+        let metrics = std::fs::read_to_string(dir.join("metrics.txt")).unwrap_or_default();
+        for (name, kind) in &cases {
+            let line = format!("rtrace_check_passed{{check=\"{name}\"}} {}", (kind == "pass") as u8);
+            assert!(metrics.lines().any(|l| l == line), "{what}: no {line}\n{metrics}");
+        }
+        if !case.broken {
+            assert!(metrics.contains(&format!("rtrace_check_value{{check=\"spins\"}} {}\n", case.spins)), "{metrics}");
+            assert!(metrics.contains("rtrace_check_budget{check=\"spins\"} 10\n"), "{metrics}");
+        }
+    }
+}
