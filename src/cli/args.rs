@@ -106,6 +106,12 @@ pub struct Cli {
     #[arg(long = "ci-report", value_name = "SYSTEM", default_value = "auto",
           value_parser = ["auto", "github", "gitlab", "none"])]
     pub ci_report: String,
+    /// Compare regression(name, m, pct) checks with the distributions saved in FILE.
+    #[arg(long = "baseline", value_name = "FILE")]
+    pub baseline: Option<String>,
+    /// Save the distributions regression() checks measured to FILE, for --baseline.
+    #[arg(long = "save-baseline", value_name = "FILE")]
+    pub save_baseline: Option<String>,
     /// Write the run (checks with their values, the command's fate, exit status) to FILE as JSON.
     #[arg(long = "summary", value_name = "FILE")]
     pub summary: Option<String>,

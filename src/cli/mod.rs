@@ -63,7 +63,8 @@ pub fn main() -> i32 {
         };
         (d.to_string(), line)
     });
-    let report = crate::script::checks::write_reports(failure, code);
+    let saved = crate::script::regression::save().map_err(Diagnostic::tool);
+    let report = crate::script::checks::write_reports(failure, code).and(saved);
     for d in error.iter().chain(report.as_ref().err()) {
         crate::output::sink::report(d);
     }
@@ -191,6 +192,7 @@ fn run(cli: Cli, tool: Option<(String, Vec<String>)>) -> Result<i32> {
     safety::check_text(&file_name, &source)?;
     let ci = CiSystem::chosen(&cli.ci_report, |k| std::env::var(k).ok()).map_err(usage)?;
     crate::script::checks::set_reports(&file_name, cli.junit.as_deref(), ci, cli.summary.as_deref());
+    crate::script::regression::set(cli.baseline.as_deref(), cli.save_baseline.as_deref()).map_err(|e| anyhow!(e))?;
     let mut session = Session::new(&file_name, &source, &args)?;
     tools::install_probe_check(&session);
     session.registry.lock().unwrap().traced_pid = cli.pid;

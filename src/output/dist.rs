@@ -126,6 +126,14 @@ impl Distribution {
         Err(self.no_samples())
     }
 
+    /// The samples as the map keeps them: (the bucket's value, count), in
+    /// value order (hist/lhist buckets by their low bound).
+    pub fn weighted_values(&self) -> Result<Vec<(i64, u64)>, String> {
+        self.nonempty()?;
+        let v = self.bucketed("a comparison")?;
+        Ok(buckets(v).map(|(i, c)| (value_at(v, i, Side::Low), c)).collect())
+    }
+
     fn nonempty(&self) -> Result<i64, String> {
         match self.count() {
             0 => Err(self.no_samples()),

@@ -6,6 +6,7 @@
 //! only sort and format. [`sink`] writes the result to stdout or a file.
 
 pub mod audit;
+pub mod baseline;
 pub mod bytes;
 pub mod ci_report;
 pub mod dist;

@@ -14,6 +14,7 @@ pub mod habits;
 pub mod kernel_reads;
 pub mod modules;
 pub mod positional;
+pub mod regression;
 pub mod statements;
 pub mod system;
 pub mod throttle;
@@ -145,6 +146,7 @@ impl Session {
         dist::install(&mut engine);
         userlib::install(&mut engine, &registry);
         checks::install(&mut engine, &registry);
+        regression::install(&mut engine, &registry);
         positional::install(&mut engine);
         tools::install(&mut engine, &registry);
         formatting::install(&mut engine);

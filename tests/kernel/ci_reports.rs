@@ -188,3 +188,68 @@ fn every_report_agrees_with_the_exit_status() {
         }
     }
 }
+
+kernel_test!(baselines_catch_a_slower_build_and_never_an_unchanged_one, needs: Program("gcc"));
+/// `--save-baseline` from one run of a benchmark (200 calls of a 300 us
+/// busy-wait), then `regression(name, m, 10)` against it: 50 runs of the
+/// same build never fail, 20 runs of a build 25% slower (375 us) always do.
+/// The figures are printed for the record.
+fn baselines_catch_a_slower_build_and_never_an_unchanged_one() {
+    let _g = setup();
+    let dir = TempDir::new();
+    let bench = build_c(&dir, &format!("bl_{}", token()), include_str!("../fixtures/ci_target.c"), &["-O2"]);
+    let b = bench.display();
+    let src = format!(
+        r#"let start = map();
+let lat = map();
+probe("uprobe:{b}:ci_spin", |e| {{ start[e.tid] = e.nsecs; }});
+probe("uretprobe:{b}:ci_spin", |e| {{
+    if e.tid in start {{ lat = quantiles(e.nsecs - start[e.tid], "ns"); start.remove(e.tid); }}
+}});
+probe("END", || {{ start.clear(); regression("ci_spin latency", lat, 10); }});
+"#
+    );
+    let base = dir.join("base.txt");
+    let base = base.to_str().unwrap();
+    let cmd = |us: u32| format!("{b} 200 {us}");
+    let out = run(&["-q", "--save-baseline", base, "-c", &cmd(300), "-e", &src]);
+    assert_eq!(out.code, Some(0), "{out}");
+    assert!(out.stderr.contains("no --baseline FILE given, nothing to compare with"), "{out}");
+    let saved = std::fs::read_to_string(base).unwrap();
+    assert!(saved.starts_with("rtrace-baseline 1\nci_spin latency\tquantiles 1\t"), "{saved}");
+
+    let verdicts = |us: u32, runs: usize| -> (usize, Vec<String>) {
+        let mut failed = 0;
+        let mut details = Vec::new();
+        for _ in 0..runs {
+            let out = run(&["-q", "-f", "json", "--baseline", base, "-c", &cmd(us), "-e", &src]);
+            let json: String = out.stdout.lines().filter(|l| l.starts_with('{')).map(|l| format!("{l}\n")).collect();
+            let records = json_records(&json);
+            let checks = json_of_type(&records, "check");
+            assert_eq!(checks.len(), 1, "{out}");
+            if checks[0]["data"]["ok"] == false {
+                failed += 1;
+                assert_eq!(out.code, Some(1), "{out}");
+                details.push(checks[0]["data"]["detail"].as_str().unwrap_or("").to_string());
+            } else {
+                assert_eq!(out.code, Some(0), "{out}");
+            }
+        }
+        (failed, details)
+    };
+    let (false_failures, details) = verdicts(300, 50);
+    eprintln!("unchanged build: {false_failures} of 50 runs failed {details:?}");
+    assert_eq!(false_failures, 0, "an unchanged build failed against its own baseline: {details:?}");
+    let (caught, details) = verdicts(375, 20);
+    eprintln!("25% slower build: {caught} of 20 runs failed; first: {:?}", details.first());
+    assert_eq!(caught, 20, "a 25% slower build passed");
+    assert!(details[0].contains("Mann-Whitney z = ") && details[0].contains("slower by more than 10%"), "{details:?}");
+
+    // A name the baseline lacks fails; a file that is not a baseline is an error before running.
+    let other = src.replace("regression(\"ci_spin latency\"", "regression(\"renamed\"");
+    let out = run(&["-q", "--baseline", base, "-c", &cmd(300), "-e", &other]);
+    assert_eq!(out.code, Some(1), "{out}");
+    assert!(out.stdout.contains("FAIL renamed: ") && out.stdout.contains("has no distribution named `renamed`"), "{out}");
+    let line = assert_clean_error(&run(&["--baseline", "/etc/hostname", "-c", &cmd(1), "-e", &src]));
+    assert!(line.contains("--baseline /etc/hostname: not an rtrace baseline"), "{line}");
+}
