@@ -7,7 +7,9 @@
 
 use std::sync::Mutex;
 
-use rhai::{Dynamic, Engine, NativeCallContext};
+use rhai::{Dynamic, Engine, EvalAltResult, ImmutableString, NativeCallContext};
+
+type RhaiResult<T> = Result<T, Box<EvalAltResult>>;
 
 use super::api::MapHandle;
 use super::SharedRegistry;
@@ -34,7 +36,8 @@ pub fn set(compare: Option<&str>, save: Option<&str>) -> Result<(), String> {
         }
         None => None,
     };
-    *BASELINES.lock().unwrap() = Some(Baselines { compare, save: save.map(str::to_string), measured: Baseline::default() });
+    *BASELINES.lock().unwrap() =
+        Some(Baselines { compare, save: save.map(str::to_string), measured: Baseline::default() });
     Ok(())
 }
 
@@ -51,16 +54,16 @@ pub fn install(engine: &mut Engine, registry: &SharedRegistry) {
     let r = registry.clone();
     engine.register_fn(
         "regression",
-        move |ctx: NativeCallContext, name: &str, m: &mut MapHandle, pct: Dynamic| -> Result<bool, _> {
+        move |ctx: NativeCallContext, name: ImmutableString, m: MapHandle, pct: Dynamic| -> RhaiResult<bool> {
             let d = m.with_backend(ctx.call_position(), |b| b.distribution(None))?;
-            regression(&ctx, &r, name, d, pct)
+            regression(&ctx, &r, &name, d, pct)
         },
     );
     let r = registry.clone();
     engine.register_fn(
         "regression",
-        move |ctx: NativeCallContext, name: &str, d: Distribution, pct: Dynamic| -> Result<bool, _> {
-            regression(&ctx, &r, name, d, pct)
+        move |ctx: NativeCallContext, name: ImmutableString, d: Distribution, pct: Dynamic| -> RhaiResult<bool> {
+            regression(&ctx, &r, &name, d, pct)
         },
     );
 }
@@ -104,11 +107,7 @@ fn regression(
             let base = Distribution { map: format!("{name} (baseline)"), key: None, value: Some(base) };
             let c = baseline::compare(&base, &now, pct).map_err(fail)?;
             let shown = c.shown(base.count(), now_count);
-            let detail = if c.regressed {
-                format!("{shown}: slower by more than {pct}%")
-            } else {
-                shown
-            };
+            let detail = if c.regressed { format!("{shown}: slower by more than {pct}%") } else { shown };
             let mut r = CheckResult::new(name, !c.regressed, detail);
             r.measure = Some(Measure {
                 value: c.now_p50 as f64,

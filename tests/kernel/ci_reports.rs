@@ -249,7 +249,10 @@ probe("END", || {{ start.clear(); regression("ci_spin latency", lat, 10); }});
     let other = src.replace("regression(\"ci_spin latency\"", "regression(\"renamed\"");
     let out = run(&["-q", "--baseline", base, "-c", &cmd(300), "-e", &other]);
     assert_eq!(out.code, Some(1), "{out}");
-    assert!(out.stdout.contains("FAIL renamed: ") && out.stdout.contains("has no distribution named `renamed`"), "{out}");
+    assert!(
+        out.stdout.contains("FAIL renamed: ") && out.stdout.contains("has no distribution named `renamed`"),
+        "{out}"
+    );
     let line = assert_clean_error(&run(&["--baseline", "/etc/hostname", "-c", &cmd(1), "-e", &src]));
     assert!(line.contains("--baseline /etc/hostname: not an rtrace baseline"), "{line}");
 }
