@@ -104,7 +104,9 @@ pub fn action(a: &super::audit::ActionRecord) {
 fn stderr_line(line: &dyn std::fmt::Display) {
     flush();
     end_partial_line();
-    eprintln!("{line}");
+    // One write: a line of a command rtrace started (system(), -c) that
+    // shares stderr can't land in the middle of it.
+    let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
 }
 
 /// A warning of rtrace's own (`rtrace: warning: ...`): [`report`]ed.

@@ -250,7 +250,7 @@ fn deny_writes_under_a_directory_and_lets_reads_through() {
     let other = dir.join("other");
     let f = file.display();
     let cmd = format!(
-        "sh -c 'cat {f}; echo setting=2 > {f} || echo write refused; echo x > {} && echo other written'",
+        "sh -c 'exec 2>&1; cat {f}; echo setting=2 > {f} || echo write refused; echo x > {} && echo other written'",
         other.display()
     );
     let path = dir.write("protect.rhai", script);
@@ -259,7 +259,7 @@ fn deny_writes_under_a_directory_and_lets_reads_through() {
     let lines = out.lines();
     assert!(lines.contains(&"setting=1"), "reads work\n{out}");
     assert!(lines.contains(&"write refused"), "the write is refused\n{out}");
-    assert!(out.stderr.contains("Operation not permitted"), "with EPERM\n{out}");
+    assert!(out.stdout.contains("Operation not permitted"), "with EPERM\n{out}");
     assert!(lines.contains(&"other written"), "writes elsewhere work\n{out}");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "setting=1\n", "the file is unchanged\n{out}");
     let denied = |l: &&str| l.contains(" lsm:file_open: deny(EPERM) on pid ") && l.ends_with("(sh): denied");
