@@ -78,12 +78,8 @@ pub fn github_summary(run: &RunInfo, results: &[CheckResult]) -> String {
     let mut out = format!("### rtrace {}: {n} {}, {verdict}\n\n", md_cell(&run.file), plural(n));
     out.push_str("| Check | Value | Budget | Result |\n|---|---|---|---|\n");
     for c in results {
-        let unit = |v: f64, m: &super::junit::Measure| match m.unit.as_str() {
-            "" => number(v),
-            u => format!("{} {u}", number(v)),
-        };
         let (value, budget) = match &c.measure {
-            Some(m) => (unit(m.value, m), m.budget.map(|b| unit(b, m)).unwrap_or_default()),
+            Some(m) => (m.in_unit(m.value), m.budget.map(|b| m.in_unit(b)).unwrap_or_default()),
             None => (String::new(), String::new()),
         };
         // A check's detail says why it failed: a passing one shows none.

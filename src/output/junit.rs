@@ -34,10 +34,18 @@ pub struct Measure {
 impl Measure {
     /// `309 us (budget 250 us)`.
     pub fn shown(&self) -> String {
-        let unit = |v: f64| if self.unit.is_empty() { number(v) } else { format!("{} {}", number(v), self.unit) };
         match self.budget {
-            Some(b) => format!("{} (budget {})", unit(self.value), unit(b)),
-            None => unit(self.value),
+            Some(b) => format!("{} (budget {})", self.in_unit(self.value), self.in_unit(b)),
+            None => self.in_unit(self.value),
+        }
+    }
+
+    /// `v` with this measure's unit: `309 us`.
+    pub fn in_unit(&self, v: f64) -> String {
+        if self.unit.is_empty() {
+            number(v)
+        } else {
+            format!("{} {}", number(v), self.unit)
         }
     }
 }
