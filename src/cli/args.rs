@@ -112,6 +112,10 @@ pub struct Cli {
     /// Save the distributions regression() checks measured to FILE, for --baseline.
     #[arg(long = "save-baseline", value_name = "FILE")]
     pub save_baseline: Option<String>,
+    /// With -c: run the command N times in a row under the same probes (maps add up; each
+    /// run is a testcase, command_runs() lists them); a run that fails ends the series.
+    #[arg(long = "repeat", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100000))]
+    pub repeat: Option<u32>,
     /// Write the run (checks with their values, the command's fate, exit status) to FILE as JSON.
     #[arg(long = "summary", value_name = "FILE")]
     pub summary: Option<String>,

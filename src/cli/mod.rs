@@ -185,6 +185,9 @@ fn run(cli: Cli, tool: Option<(String, Vec<String>)>) -> Result<i32> {
     if cli.pid.is_some() && cli.command.is_some() {
         return Err(usage("-p and -c can't be used together"));
     }
+    if cli.repeat.is_some() && cli.command.is_none() {
+        return Err(usage("--repeat N runs the -c command N times: give the command with -c CMD"));
+    }
     if let Some(text) = &cli.ring_size {
         crate::config::ring_size(text).map_err(|e| usage(e.to_string()))?;
     }
@@ -212,6 +215,9 @@ fn run(cli: Cli, tool: Option<(String, Vec<String>)>) -> Result<i32> {
         (_, Some(cmd)) if !cli.explain && !cli.dry_run => Some(TracedProcess::spawn_held(cmd)?),
         _ => None,
     };
+    if let (Some(t), Some(n)) = (traced.as_mut(), cli.repeat) {
+        t.repeat(n);
+    }
     if let Some(t) = &traced {
         config.trace = Trace { pid: Some(t.pid), follow_children: cli.command.is_some() };
     }

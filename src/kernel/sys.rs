@@ -78,6 +78,31 @@ pub fn open_mmap_tracking(cpu: i32) -> std::io::Result<OwnedFd> {
     open_attr(&attr, -1, cpu)
 }
 
+/// Count the instructions a process retires in user mode, with every
+/// process and thread it starts from now on (`inherit`), from its next
+/// `exec` on (`enable_on_exec`; `pid` is held before exec). Read the count
+/// with [`read_counter`] after it ends. Fails where there is no hardware PMU.
+pub fn open_instruction_counter(pid: i32) -> std::io::Result<OwnedFd> {
+    const PERF_COUNT_HW_INSTRUCTIONS: u64 = 1;
+    let mut attr = new_attr(PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS);
+    attr.set_disabled(1);
+    attr.set_inherit(1);
+    attr.set_enable_on_exec(1);
+    attr.set_exclude_kernel(1);
+    attr.set_exclude_hv(1);
+    open_attr(&attr, pid, -1)
+}
+
+/// A counting perf event's value.
+pub fn read_counter(fd: &OwnedFd) -> std::io::Result<u64> {
+    let mut v = 0u64;
+    let n = unsafe { libc::read(fd.as_raw_fd(), &mut v as *mut u64 as *mut _, 8) };
+    if n != 8 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(v)
+}
+
 fn new_attr(type_: u32, config: u64) -> libbpf_sys::perf_event_attr {
     let mut attr: libbpf_sys::perf_event_attr = unsafe { std::mem::zeroed() };
     attr.type_ = type_;

@@ -83,7 +83,11 @@ pub fn github_summary(run: &RunInfo, results: &[CheckResult]) -> String {
             None => (String::new(), String::new()),
         };
         // A check's detail says why it failed: a passing one shows none.
-        let result = if c.ok { "✅ pass".to_string() } else { format!("❌ {}", md_cell(&c.detail)) };
+        let result = match (c.skipped, c.ok) {
+            (true, _) => format!("⏭️ skipped: {}", md_cell(&c.detail)),
+            (false, true) => "✅ pass".to_string(),
+            (false, false) => format!("❌ {}", md_cell(&c.detail)),
+        };
         let _ = writeln!(out, "| {} | {value} | {budget} | {result} |", md_cell(&c.name));
     }
     out.push('\n');
@@ -106,10 +110,10 @@ fn label(s: &str) -> String {
 /// GitLab's metrics report (`artifacts: reports: metrics: metrics.txt`):
 /// per result `rtrace_check_passed{check="..."} 1|0`, and for a budget its
 /// `rtrace_check_value` and `rtrace_check_budget`, so merge requests show
-/// how each moved.
+/// how each moved. A skipped check has no verdict, so no line.
 pub fn gitlab_metrics(results: &[CheckResult]) -> String {
     let mut out = String::new();
-    for c in results {
+    for c in results.iter().filter(|c| !c.skipped) {
         let l = format!("{{check=\"{}\"}}", label(&c.name));
         let _ = writeln!(out, "rtrace_check_passed{l} {}", c.ok as u8);
         if let Some(m) = &c.measure {
@@ -126,13 +130,14 @@ pub fn gitlab_metrics(results: &[CheckResult]) -> String {
 /// counts and every result (as the `check` records have them).
 pub fn summary_json(run: &RunInfo, results: &[CheckResult], exit_status: i32) -> String {
     let esc = super::json::escape_json;
-    let passed = results.iter().filter(|c| c.ok).count();
+    let skipped = results.iter().filter(|c| c.skipped).count();
+    let passed = results.iter().filter(|c| c.ok).count() - skipped;
     let errors = results.iter().filter(|c| c.error).count();
-    let failed = results.len() - passed - errors;
+    let failed = results.len() - passed - skipped - errors;
     let checks: Vec<String> = results.iter().map(check_json).collect();
     format!(
         "{{\"script\": \"{}\", \"hostname\": \"{}\", \"timestamp\": \"{}\", \"seconds\": {:.3}, \"exit_status\": {exit_status}, \
-         \"passed\": {passed}, \"failed\": {failed}, \"errors\": {errors}, \"checks\": [{}]}}\n",
+         \"passed\": {passed}, \"failed\": {failed}, \"skipped\": {skipped}, \"errors\": {errors}, \"checks\": [{}]}}\n",
         esc(&run.file),
         esc(&run.hostname),
         esc(&run.timestamp),
@@ -216,7 +221,7 @@ mod tests {
         let s = summary_json(&run(), &results(), 139);
         assert!(s.starts_with(
             "{\"script\": \"ci/budget.rhai\", \"hostname\": \"ci-1\", \"timestamp\": \"2026-12-03T06:20:00Z\", \
-             \"seconds\": 2.000, \"exit_status\": 139, \"passed\": 1, \"failed\": 2, \"errors\": 0, \"checks\": [{\"name\""
+             \"seconds\": 2.000, \"exit_status\": 139, \"passed\": 1, \"failed\": 2, \"skipped\": 0, \"errors\": 0, \"checks\": [{\"name\""
         ));
         assert!(s.contains("\"value\": 309, \"budget\": 250, \"unit\": \"us\""), "{s}");
     }

@@ -20,6 +20,8 @@ pub struct CheckResult {
     pub measure: Option<Measure>,
     /// How long it took (the `-c` command's run), in seconds.
     pub seconds: Option<f64>,
+    /// Not made here (`skip()`): `ok`, and `detail` says why.
+    pub skipped: bool,
 }
 
 /// A measured value against its budget.
@@ -61,7 +63,21 @@ pub fn number(v: f64) -> String {
 
 impl CheckResult {
     pub fn new(name: &str, ok: bool, detail: String) -> CheckResult {
-        CheckResult { name: name.to_string(), ok, detail, error: false, line: None, measure: None, seconds: None }
+        CheckResult {
+            name: name.to_string(),
+            ok,
+            detail,
+            error: false,
+            line: None,
+            measure: None,
+            seconds: None,
+            skipped: false,
+        }
+    }
+
+    /// A check that could not be made, and why.
+    pub fn skipped(name: &str, why: String) -> CheckResult {
+        CheckResult { skipped: true, ..CheckResult::new(name, true, why) }
     }
 }
 
@@ -95,6 +111,7 @@ pub fn checks_text(checks: &[CheckResult]) -> String {
     let mut out = String::new();
     for c in checks {
         match (c.ok, c.detail.is_empty()) {
+            _ if c.skipped => writeln!(out, "SKIP {}: {}", c.name, c.detail),
             (true, _) => writeln!(out, "PASS {}", c.name),
             (false, true) => writeln!(out, "FAIL {}", c.name),
             (false, false) => writeln!(out, "FAIL {}: {}", c.name, c.detail),
@@ -130,7 +147,10 @@ pub fn check_json(c: &CheckResult) -> String {
     if let Some(s) = c.seconds {
         d += &format!(", \"seconds\": {s:.3}");
     }
-    if !c.ok {
+    if c.skipped {
+        d += ", \"skipped\": true";
+    }
+    if !c.ok || c.skipped {
         d += &format!(", \"detail\": \"{}\"", esc(&c.detail));
     }
     d + "}"
@@ -157,10 +177,14 @@ pub struct RunInfo {
 pub fn junit_xml(run: &RunInfo, checks: &[CheckResult]) -> String {
     let failures = checks.iter().filter(|c| !c.ok && !c.error).count();
     let errors = checks.iter().filter(|c| c.error).count();
+    let skipped = checks.iter().filter(|c| c.skipped).count();
     let suite = xml_escape(&run.suite);
     let seconds = run.seconds;
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    let counts = format!("tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\"", checks.len());
+    let mut counts = format!("tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\"", checks.len());
+    if skipped > 0 {
+        counts += &format!(" skipped=\"{skipped}\"");
+    }
     let _ = writeln!(out, "<testsuites name=\"rtrace\" {counts} time=\"{seconds:.3}\">");
     let _ = writeln!(
         out,
@@ -190,6 +214,9 @@ pub fn junit_xml(run: &RunInfo, checks: &[CheckResult]) -> String {
                 prop("unit", m.unit.clone());
             }
             inner += "      </properties>\n";
+        }
+        if c.skipped {
+            inner += &format!("      <skipped message=\"{}\"/>\n", xml_escape(&c.detail));
         }
         if !c.ok {
             let tag = if c.error { "error" } else { "failure" };
@@ -300,6 +327,21 @@ mod tests {
 </testsuites>
 "#
         );
+    }
+
+    #[test]
+    fn a_skipped_check_says_why_everywhere() {
+        let mut c = CheckResult::skipped("instructions", "no PMU".into());
+        c.line = Some(3);
+        assert!(c.ok);
+        assert_eq!(checks_text(std::slice::from_ref(&c)), "SKIP instructions: no PMU\n");
+        assert_eq!(
+            check_json(&c),
+            r#"{"name": "instructions", "ok": true, "line": 3, "skipped": true, "detail": "no PMU"}"#
+        );
+        let xml = junit_xml(&run("b.rhai", "b.rhai", 0.5), &[c]);
+        assert!(xml.contains(r#"tests="1" failures="0" errors="0" skipped="1""#), "{xml}");
+        assert!(xml.contains("      <skipped message=\"no PMU\"/>\n"), "{xml}");
     }
 
     #[test]

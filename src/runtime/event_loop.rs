@@ -61,6 +61,7 @@ pub fn event_loop(
             return Ok(());
         }
     }
+    let exits = traced.as_deref().map_or_else(crossbeam_channel::never, |t| t.exits());
     let mut timers = super::timers::Timers::new(session.registry.lock().unwrap().timers.clone(), start);
     loop {
         limits::note_kernel_exit(session, reader, &loaded.stop);
@@ -68,8 +69,17 @@ pub fn event_loop(
         if session.exit_requested() || signals::interrupted() || exporter::reload_requested() {
             return Ok(());
         }
-        if traced.as_deref_mut().is_some_and(|t| t.ended()) {
-            return Ok(());
+        if let Some(t) = traced.as_deref_mut() {
+            // --repeat: the next run, followed before it is released.
+            if t.ended() {
+                match t.next_run()? {
+                    Some(pid) => {
+                        loaded.follow(pid)?;
+                        t.release();
+                    }
+                    None => return Ok(()),
+                }
+            }
         }
         // Timers due by now run in the order they fell due; with -d, only
         // those due before the end (so `-d 1s` runs every("100ms") 10 times).
@@ -95,6 +105,7 @@ pub fn event_loop(
                     control(session, plan, loaded, conts, msg)?;
                 }
             }
+            recv(exits) -> _ => {}
             default(wait) => {}
         }
         for msg in reader.control.try_iter().take(limits::CONTROL_PER_TURN) {

@@ -28,7 +28,7 @@ pub struct Loaded {
     pub lost: libbpf_rs::MapHandle,
     pub programs: Vec<OwnedFd>,
     /// `-c`: the followed pids (kept open while programs use it).
-    _follow: Option<libbpf_rs::MapHandle>,
+    follow: Option<libbpf_rs::MapHandle>,
     /// Every program's stop flag.
     pub stop: libbpf_rs::MapHandle,
     /// The reader's "about to sleep" flag.
@@ -36,6 +36,18 @@ pub struct Loaded {
     pub stacks: Arc<stacks::StackMaps>,
     /// `-k`: the failed-helper counters.
     pub helper_errors: Option<libbpf_rs::MapHandle>,
+}
+
+impl Loaded {
+    /// `-c --repeat`: follow the next run of the command (`pid`) too.
+    pub fn follow(&self, pid: i32) -> Result<()> {
+        if let Some(map) = &self.follow {
+            use libbpf_rs::MapCore;
+            map.update(&(pid as i64).to_ne_bytes(), &1i64.to_ne_bytes(), libbpf_rs::MapFlags::ANY)
+                .map_err(|e| anyhow::anyhow!("--repeat: cannot follow the next run of the command: {e}"))?;
+        }
+        Ok(())
+    }
 }
 
 /// Create the maps and load every program through the verifier.
@@ -60,7 +72,7 @@ pub fn load_all(session: &Session, plan: &Plan, opts: &Config) -> Result<Loaded>
         stop: m.stop,
         wake: m.wake,
         stacks: m.stacks,
-        _follow: m.follow,
+        follow: m.follow,
         helper_errors: m.helper_errors,
     })
 }

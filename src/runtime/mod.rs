@@ -162,12 +162,6 @@ fn finish(
     result: Result<()>,
 ) -> Result<i32> {
     link::detach_all(attachments);
-    // The command's fate is in the JUnit report whatever the run's.
-    if let Some(t) = traced.as_ref() {
-        if let Some((command, end)) = t.command_end() {
-            crate::script::checks::record_command(command, end, t.command_seconds());
-        }
-    }
     result?;
     limits::check_output()?;
     let reg = session.registry.lock().unwrap();

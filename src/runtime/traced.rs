@@ -8,13 +8,24 @@
 //! pipe closes without it and the child exits instead; dropping a held
 //! process kills it without releasing it; and the child has
 //! `PR_SET_PDEATHSIG` so it dies with rtrace.
+//!
+//! `--repeat N` runs the command N times in a row under the same probes
+//! (a run that fails ends the series); each run's status, times, peak
+//! memory and instructions go to `script::command_runs`.
 
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
-use anyhow::{anyhow, bail, Result};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
+use anyhow::{anyhow, bail, Result};
+use crossbeam_channel::{Receiver, Sender};
+
+use crate::kernel::sys;
 use crate::output::junit::CommandEnd;
+use crate::script::command_runs::{self, CommandRun};
+use crate::util::errno;
 
 pub struct TracedProcess {
     pub pid: i32,
@@ -32,7 +43,16 @@ pub struct TracedProcess {
     /// `-c`'s text.
     command: String,
     /// When the command was released, and when it was reaped.
-    ran: (Option<std::time::Instant>, Option<std::time::Instant>),
+    ran: (Option<Instant>, Option<Instant>),
+    /// The instructions counter of this run, or why there is none.
+    instructions: Result<OwnedFd, String>,
+    /// `--repeat N`: how many runs in all, and how many have started.
+    runs: (u32, u32),
+    /// A `-c` run's exit, seen by a thread that waits for it: when it
+    /// happened, and a wake-up for the event loop, so the run's time is
+    /// exact and its end is noticed at once.
+    exit: Arc<Mutex<Option<Instant>>>,
+    exits: (Sender<()>, Receiver<()>),
 }
 
 impl TracedProcess {
@@ -52,6 +72,10 @@ impl TracedProcess {
             killed_by: None,
             command: String::new(),
             ran: (None, None),
+            instructions: Err(String::new()),
+            runs: (1, 1),
+            exit: Arc::default(),
+            exits: crossbeam_channel::bounded(1),
         })
     }
 
@@ -108,6 +132,12 @@ impl TracedProcess {
         }
         unsafe { libc::close(fds[0]) };
         let release = unsafe { OwnedFd::from_raw_fd(fds[1]) };
+        let instructions = sys::open_instruction_counter(pid).map_err(|e| match e.raw_os_error() {
+            Some(libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV) => {
+                format!("this machine has no hardware performance counters (perf_event_open: {})", errno::describe(&e))
+            }
+            _ => format!("the instructions counter could not be opened (perf_event_open: {})", errno::describe(&e)),
+        });
         Ok(TracedProcess {
             pid,
             child: Some(pid),
@@ -117,15 +147,59 @@ impl TracedProcess {
             killed_by: None,
             command: cmd.to_string(),
             ran: (None, None),
+            instructions,
+            runs: (1, 1),
+            exit: Arc::default(),
+            exits: crossbeam_channel::bounded(1),
         })
     }
 
-    /// Let a held `-c` command run.
+    /// `--repeat N`: run the command N times in all.
+    pub fn repeat(&mut self, n: u32) {
+        self.runs.0 = n.max(1);
+    }
+
+    /// After a run ended: start the next one, held, when `--repeat` asks
+    /// for more and this one succeeded; its pid, to follow before
+    /// [`release`](Self::release). `None`: the series is over.
+    pub fn next_run(&mut self) -> Result<Option<i32>> {
+        let (total, started) = self.runs;
+        if self.child.is_none() || started >= total || self.stopped || self.status != Some(0) {
+            return Ok(None);
+        }
+        let mut next = TracedProcess::spawn_held(&self.command)?;
+        next.runs = (total, started + 1);
+        next.exits = self.exits.clone();
+        let pid = next.pid;
+        *self = next;
+        Ok(Some(pid))
+    }
+
+    /// Let a held `-c` command run; a thread notes when it exits.
     pub fn release(&mut self) {
         if let Some(fd) = self.release.take() {
-            self.ran.0 = Some(std::time::Instant::now());
+            let (pid, exit, wake) = (self.pid, self.exit.clone(), self.exits.0.clone());
+            let waiter = std::thread::Builder::new().name("rtrace-wait".into()).spawn(move || {
+                // WNOWAIT: the exit is seen, the child is left for ended() to reap.
+                let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+                let flags = libc::WEXITED | libc::WNOWAIT;
+                while unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, flags) } != 0
+                    && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
+                {}
+                *exit.lock().unwrap() = Some(Instant::now());
+                let _ = wake.try_send(());
+            });
+            if let Err(e) = waiter {
+                crate::output::sink::warn(format!("-c: cannot start the thread that waits for the command: {e}"));
+            }
+            self.ran.0 = Some(Instant::now());
             unsafe { libc::write(fd.as_raw_fd(), b"g".as_ptr() as *const _, 1) };
         }
+    }
+
+    /// Wakes up when a `-c` run exits (never for `-p`).
+    pub fn exits(&self) -> Receiver<()> {
+        self.exits.1.clone()
     }
 
     /// Whether the process has ended (reaping a `-c` child).
@@ -136,10 +210,11 @@ impl TracedProcess {
         match self.child {
             Some(pid) => {
                 let mut st = 0i32;
-                match unsafe { libc::waitpid(pid, &mut st, libc::WNOHANG) } {
+                let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+                match unsafe { libc::wait4(pid, &mut st, libc::WNOHANG, &mut usage) } {
                     0 => false,
                     r if r == pid => {
-                        self.reaped(st);
+                        self.reaped(st, &usage);
                         true
                     }
                     _ => true,
@@ -168,19 +243,41 @@ impl TracedProcess {
         self.release = None;
         self.stopped = true;
         let mut st = 0i32;
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
         unsafe {
             libc::kill(pid, sig);
-            if libc::waitpid(pid, &mut st, 0) == pid {
-                self.reaped(st);
+            if libc::wait4(pid, &mut st, 0, &mut usage) == pid {
+                self.reaped(st, &usage);
             }
         }
     }
 
-    /// A wait status of the `-c` child.
-    fn reaped(&mut self, st: i32) {
-        self.ran.1 = Some(std::time::Instant::now());
+    /// A wait status of the `-c` child and what it used; a run that was
+    /// released is recorded for `command_runs()` and the reports.
+    fn reaped(&mut self, st: i32, usage: &libc::rusage) {
+        self.ran.1 = Some(self.exit.lock().unwrap().unwrap_or_else(Instant::now));
         self.status = Some(exit_code(st));
         self.killed_by = libc::WIFSIGNALED(st).then(|| libc::WTERMSIG(st));
+        if self.ran.0.is_none() {
+            return;
+        }
+        let Some((_, end)) = self.command_end() else { return };
+        let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
+        let instructions = match &self.instructions {
+            Ok(fd) => sys::read_counter(fd)
+                .map_err(|e| format!("the instructions counter could not be read: {}", errno::describe(&e))),
+            Err(why) => Err(why.clone()),
+        };
+        let run = CommandRun {
+            pid: self.pid,
+            end,
+            seconds: self.command_seconds(),
+            user_ns: ns(usage.ru_utime),
+            sys_ns: ns(usage.ru_stime),
+            max_rss_kb: usage.ru_maxrss.max(0) as u64,
+            instructions,
+        };
+        command_runs::record(&self.command, run, self.runs.0);
     }
 
     /// How the `-c` command ended (`None` for `-p`, or while it runs), and its text.

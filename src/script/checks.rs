@@ -29,8 +29,8 @@ struct Report {
     started: Instant,
     timestamp: String,
     results: Vec<CheckResult>,
-    /// The `-c` command's fate, a testcase of its own.
-    command: Option<CheckResult>,
+    /// The `-c` command's fate, a testcase of its own (one per run with `--repeat`).
+    command: Vec<CheckResult>,
 }
 
 static REPORT: Mutex<Option<Report>> = Mutex::new(None);
@@ -51,6 +51,10 @@ pub fn install(engine: &mut Engine, registry: &SharedRegistry) {
             check_measured(&ctx, &r, name, ok, detail.to_string(), measure)
         },
     );
+    let r = registry.clone();
+    engine.register_fn("skip", move |ctx: NativeCallContext, name: Dynamic, reason: Dynamic| {
+        skip(&ctx, &r, name, reason.to_string())
+    });
     let r = registry.clone();
     engine.register_fn("budget", move |ctx: NativeCallContext, name: Dynamic, value: Dynamic, max: Dynamic| {
         budget(&ctx, &r, name, value, max, String::new())
@@ -127,8 +131,27 @@ fn check_measured(
     Ok(ok)
 }
 
+/// `skip(name, reason)`: a check that could not be made here (no hardware
+/// counters, no such measure), reported as skipped with its reason; it
+/// neither passes nor fails the run. Returns `true`, so `skip(..) || ..` chains.
+fn skip(
+    ctx: &NativeCallContext,
+    registry: &SharedRegistry,
+    name: Dynamic,
+    reason: String,
+) -> Result<bool, Box<rhai::EvalAltResult>> {
+    let Ok(name) = name.clone().into_immutable_string() else {
+        let msg = format!("skip(name, reason) takes a string name (got {})", name.type_name());
+        return Err(runtime_error(ctx, msg));
+    };
+    record(registry, CheckResult::skipped(&name, reason), ctx);
+    Ok(true)
+}
+
 /// `budget(name, value, max[, unit])`: passes when `value <= max`; the
-/// measure is kept for the reports, and a failure says it.
+/// measure is kept for the reports, and a failure says it. A `value` of
+/// `()` (nothing measured, as `command_runs()`' `instructions` where
+/// there are no hardware counters) skips the check.
 fn budget(
     ctx: &NativeCallContext,
     registry: &SharedRegistry,
@@ -137,6 +160,12 @@ fn budget(
     max: Dynamic,
     unit: String,
 ) -> Result<bool, Box<rhai::EvalAltResult>> {
+    if value.is_unit() && number_of(&max).is_some() {
+        if let Ok(name) = name.clone().into_immutable_string() {
+            record(registry, CheckResult::skipped(&name, "no value was measured".into()), ctx);
+            return Ok(true);
+        }
+    }
     let (Ok(name), Some(v), Some(b)) = (name.clone().into_immutable_string(), number_of(&value), number_of(&max))
     else {
         let msg = format!(
@@ -162,12 +191,16 @@ fn record(registry: &SharedRegistry, mut result: CheckResult, ctx: &NativeCallCo
     registry.lock().unwrap().checks.push(result);
 }
 
-/// How the `-c` command ended (and how long it ran), for the reports.
-pub fn record_command(command: &str, end: junit::CommandEnd, seconds: f64) {
+/// How a run of the `-c` command ended (and how long it ran), for the
+/// reports; `run` is (K, N) for run K of `--repeat N`.
+pub fn record_command(command: &str, end: junit::CommandEnd, seconds: f64, run: Option<(u32, u32)>) {
     if let Some(report) = REPORT.lock().unwrap().as_mut() {
         let mut result = junit::command_result(command, end);
+        if let Some((k, n)) = run {
+            result.name = format!("command run {k} of {n}");
+        }
         result.seconds = Some(seconds);
-        report.command = Some(result);
+        report.command.push(result);
     }
 }
 
@@ -191,7 +224,7 @@ pub fn set_reports(script: &str, junit: Option<&str>, ci: CiSystem, summary: Opt
         started: Instant::now(),
         timestamp: utc_now(),
         results: vec![],
-        command: None,
+        command: vec![],
     };
     *REPORT.lock().unwrap() = Some(report);
 }
@@ -253,7 +286,7 @@ pub fn write_reports(error: Option<(String, Option<usize>)>, exit_status: i32) -
         result.line = line;
         report.results.push(result);
     }
-    report.results.extend(report.command.take());
+    report.results.append(&mut report.command);
     let suite =
         std::path::Path::new(&report.file).file_name().map_or(report.file.clone(), |n| n.to_string_lossy().into());
     let run = RunInfo {

@@ -6,6 +6,7 @@ pub mod api;
 mod bufs;
 pub mod calls;
 pub mod checks;
+pub mod command_runs;
 pub mod commands;
 pub mod dist;
 mod file_modules;
@@ -146,6 +147,7 @@ impl Session {
         dist::install(&mut engine);
         userlib::install(&mut engine, &registry);
         checks::install(&mut engine, &registry);
+        command_runs::install(&mut engine);
         regression::install(&mut engine, &registry);
         positional::install(&mut engine);
         tools::install(&mut engine, &registry);

@@ -1,5 +1,6 @@
 //! `regression(name, m, max_pct)`: a check that this run's distribution
-//! (a hist/lhist/quantiles map, or one key's: `m[k]`) did not regress by
+//! (a hist/lhist/quantiles map, one key's: `m[k]`, or an array of numbers
+//! such as each `--repeat` run's CPU time) did not regress by
 //! more than `max_pct` percent from the one saved under `name` in the
 //! `--baseline FILE` (output::baseline says how it decides). With
 //! `--save-baseline FILE` every distribution checked is written there at
@@ -7,7 +8,7 @@
 
 use std::sync::Mutex;
 
-use rhai::{Dynamic, Engine, EvalAltResult, ImmutableString, NativeCallContext};
+use rhai::{Array, Dynamic, Engine, EvalAltResult, ImmutableString, NativeCallContext};
 
 type RhaiResult<T> = Result<T, Box<EvalAltResult>>;
 
@@ -16,6 +17,7 @@ use super::SharedRegistry;
 use crate::output::baseline::{self, Baseline};
 use crate::output::dist::Distribution;
 use crate::output::junit::{CheckResult, Measure};
+use crate::output::MapValue;
 
 /// `--baseline` (its path and what it holds) and `--save-baseline`.
 struct Baselines {
@@ -66,6 +68,31 @@ pub fn install(engine: &mut Engine, registry: &SharedRegistry) {
             regression(&ctx, &r, &name, d, pct)
         },
     );
+    let r = registry.clone();
+    engine.register_fn(
+        "regression",
+        move |ctx: NativeCallContext, name: ImmutableString, samples: Array, pct: Dynamic| -> RhaiResult<bool> {
+            let d = distribution_of(&name, &samples)
+                .map_err(|msg| Box::new(EvalAltResult::ErrorRuntime(Dynamic::from(msg), ctx.call_position())))?;
+            regression(&ctx, &r, &name, d, pct)
+        },
+    );
+}
+
+/// An array of numbers as a distribution (the `quantiles()` buckets, ≤ 1.6%
+/// wide, no unit), so it is saved and compared as a map's would be.
+fn distribution_of(name: &str, samples: &Array) -> Result<Distribution, String> {
+    let mut counts = vec![0u64; probes_ebpf::quantile::BUCKETS];
+    for v in samples {
+        let n = v.as_int().ok().or_else(|| v.as_float().ok().map(|f| f.round() as i64)).ok_or_else(|| {
+            format!("regression(name, samples, max_pct): the samples are numbers (got a {})", v.type_name())
+        })?;
+        counts[probes_ebpf::quantile::bucket(n)] += 1;
+    }
+    if samples.is_empty() {
+        return Err(format!("regression(\"{name}\"): the array of samples is empty"));
+    }
+    Ok(Distribution { map: name.to_string(), key: None, value: Some(MapValue::Quantiles { unit_ns: 0, counts }) })
 }
 
 fn regression(

@@ -62,9 +62,27 @@ pub fn name(errno: i32) -> String {
     ERRNOS.iter().find(|(_, e)| *e == errno).map_or_else(|| errno.to_string(), |(n, _)| n.to_string())
 }
 
+/// A system error as a line shows it: `No such file or directory (ENOENT)`,
+/// not Rust's `(os error 2)`.
+pub fn describe(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match e.raw_os_error() {
+        Some(n) => {
+            let plain = text.split(" (os error ").next().unwrap_or(&text);
+            format!("{plain} ({})", name(n))
+        }
+        None => text,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn system_errors_by_name() {
+        assert_eq!(describe(&std::io::Error::from_raw_os_error(2)), "No such file or directory (ENOENT)");
+    }
 
     #[test]
     fn names_and_numbers() {

@@ -256,3 +256,116 @@ probe("END", || {{ start.clear(); regression("ci_spin latency", lat, 10); }});
     let line = assert_clean_error(&run(&["--baseline", "/etc/hostname", "-c", &cmd(1), "-e", &src]));
     assert!(line.contains("--baseline /etc/hostname: not an rtrace baseline"), "{line}");
 }
+
+kernel_test!(
+    repeated_runs_add_up_and_each_is_measured,
+    needs: Program("gcc"),
+    Path("/usr/lib/python3/dist-packages/junitparser")
+);
+/// `--repeat 4`: the maps add up over four runs of the command; each run
+/// is a testcase and an entry of `command_runs()` with its status, wall and
+/// CPU time; instructions are counted where the machine has a PMU and the
+/// check is reported skipped, with the reason, where it has none. A failed
+/// run ends the series.
+fn repeated_runs_add_up_and_each_is_measured() {
+    let _g = setup();
+    let dir = TempDir::new();
+    let bench = build_c(&dir, &format!("rp_{}", token()), include_str!("../fixtures/ci_target.c"), &["-O2"]);
+    let b = bench.display();
+    let src = format!(
+        r#"let calls = map();
+probe("uprobe:{b}:ci_value", |e| {{ calls = count(); }});
+probe("END", || {{
+    let runs = command_runs();
+    check("four runs", runs.len() == 4, `${{runs.len()}} runs`);
+    for r in runs {{
+        check("run measured", r.status == 0 && r.wall_ns >= 20_000_000 && r.cpu_ns > 0 && r.user_ns > 0 && r.max_rss_kb > 0, `${{r}}`);
+    }}
+    let r = runs[0];
+    if r.instructions == () {{ skip("instructions", r.unmeasured.instructions) }} else {{ budget("instructions", r.instructions, 1e12) }}
+    check("calls add up", calls[()] == 40, `${{calls[()]}} calls`);
+}});
+"#
+    );
+    let junit = dir.join("r.xml");
+    let out =
+        run(&["-q", "--junit", junit.to_str().unwrap(), "--repeat", "4", "-c", &format!("{b} 10 2000"), "-e", &src]);
+    assert_eq!(out.code, Some(0), "{out}");
+    assert_eq!(out.stdout.matches("done 10\n").count(), 4, "{out}");
+    assert_eq!(out.stdout.matches("PASS run measured\n").count(), 4, "{out}");
+    assert!(out.stdout.contains("PASS four runs\n") && out.stdout.contains("PASS calls add up\n"), "{out}");
+    let pmu = ["cpu", "cpu_core"].iter().any(|d| Path::new("/sys/bus/event_source/devices").join(d).exists());
+    if pmu {
+        assert!(out.stdout.contains("PASS instructions\n"), "{out}");
+    } else {
+        assert!(
+            out.stdout
+                .contains("SKIP instructions: this machine has no hardware performance counters (perf_event_open: "),
+            "{out}"
+        );
+    }
+    let (cases, text) = junit_as_read(&junit);
+    for k in 1..=4 {
+        assert!(cases.contains(&(format!("command run {k} of 4"), "pass".into())), "{text}");
+    }
+    let instructions = if pmu { "pass" } else { "skipped" };
+    assert!(cases.contains(&("instructions".into(), instructions.into())), "{text}");
+
+    // A run that fails ends the series: one run, its status, a failed testcase.
+    let out = run(&[
+        "-q",
+        "--junit",
+        junit.to_str().unwrap(),
+        "--repeat",
+        "3",
+        "-c",
+        "sh -c 'exit 3'",
+        "-e",
+        "probe(\"END\", || { print(`runs ${command_runs().len()}`); });",
+    ]);
+    assert_eq!(out.code, Some(3), "{out}");
+    assert!(out.stdout.contains("runs 1\n"), "{out}");
+    let (cases, text) = junit_as_read(&junit);
+    assert_eq!(cases, [("command run 1 of 3".to_string(), "failure".to_string())].into_iter().collect(), "{text}");
+
+    // --repeat without -c says what it needs.
+    let line = assert_clean_error(&run(&["--repeat", "3", "-e", "probe(\"END\", || {});"]));
+    assert!(line.contains("--repeat N runs the -c command N times"), "{line}");
+}
+
+kernel_test!(cpu_time_regressions_over_repeated_runs, needs: Program("gcc"));
+/// `regression(name, array, pct)` over `--repeat 10` runs' CPU time: a
+/// baseline of 10 runs, then 10 series of the same build never fail and 5
+/// series of a build 25% slower always do.
+fn cpu_time_regressions_over_repeated_runs() {
+    let _g = setup();
+    let dir = TempDir::new();
+    let bench = build_c(&dir, &format!("cr_{}", token()), include_str!("../fixtures/ci_target.c"), &["-O2"]);
+    let src = r#"probe("END", || { regression("cpu", command_runs().map(|r| r.cpu_ns), 10); });"#;
+    let base = dir.join("base.txt");
+    let base = base.to_str().unwrap();
+    let cmd = |us: u32| format!("{} 5 {us}", bench.display());
+    let out = run(&["-q", "--repeat", "10", "--save-baseline", base, "-c", &cmd(2000), "-e", src]);
+    assert_eq!(out.code, Some(0), "{out}");
+    let saved = std::fs::read_to_string(base).unwrap();
+    assert!(saved.starts_with("rtrace-baseline 1\ncpu\tquantiles 0\t"), "{saved}");
+    let failed = |us: u32, series: usize| -> (usize, Vec<String>) {
+        let mut details = Vec::new();
+        for _ in 0..series {
+            let out = run(&["-q", "--repeat", "10", "--baseline", base, "-c", &cmd(us), "-e", src]);
+            match out.code {
+                Some(1) => details.push(out.stdout.lines().find(|l| l.starts_with("FAIL cpu")).unwrap_or("").into()),
+                Some(0) => assert!(out.stdout.contains("PASS cpu"), "{out}"),
+                _ => panic!("{out}"),
+            }
+        }
+        (details.len(), details)
+    };
+    let (false_failures, details) = failed(2000, 10);
+    eprintln!("unchanged build, 10 runs each: {false_failures} of 10 series failed {details:?}");
+    assert_eq!(false_failures, 0, "{details:?}");
+    let (caught, details) = failed(2500, 5);
+    eprintln!("25% slower build, 10 runs each: {caught} of 5 series failed; first: {:?}", details.first());
+    assert_eq!(caught, 5, "{details:?}");
+    assert!(details[0].contains("over 10 and 10 samples: slower by more than 10%"), "{details:?}");
+}
