@@ -88,9 +88,32 @@ pub struct Diagnostic {
     /// A wrong command line (an option's value, a missing script): exit
     /// status 2, as clap's own and bpftrace's; every other error exits 1.
     pub usage: bool,
+    /// Already written (an error the runtime showed before its summary
+    /// lines): the exit path reports it without writing it again.
+    pub shown: bool,
 }
 
 impl Diagnostic {
+    /// The error a run ended with, as the one diagnostic the user sees: a
+    /// [`Diagnostic`] as it was made (with what the code around it added in
+    /// front of its message), anything else as rtrace's own error, on one line.
+    pub fn of_error(e: &anyhow::Error) -> Diagnostic {
+        let mut context = Vec::new();
+        for cause in e.chain() {
+            if let Some(d) = cause.downcast_ref::<Diagnostic>() {
+                let mut d = d.clone();
+                if !context.is_empty() {
+                    d.message = format!("{}: {}", context.join(": "), d.message);
+                }
+                d.message = without_errno_numbers(&d.message);
+                return d;
+            }
+            context.push(cause.to_string());
+        }
+        let msg = format!("{e:#}");
+        Diagnostic::tool(without_errno_numbers(msg.lines().next().unwrap_or("")))
+    }
+
     /// An error in `file` at `pos` (or about the file as a whole).
     pub fn new(file: &str, pos: Option<Pos>, message: impl Into<String>) -> Diagnostic {
         let place = pos.map_or(Place::File, Place::At);
@@ -98,7 +121,15 @@ impl Diagnostic {
     }
 
     fn with(severity: Severity, file: &str, place: Place, message: impl Into<String>) -> Diagnostic {
-        Diagnostic { severity, file: file.to_string(), place, message: message.into(), hint: None, usage: false }
+        Diagnostic {
+            severity,
+            file: file.to_string(),
+            place,
+            message: message.into(),
+            hint: None,
+            usage: false,
+            shown: false,
+        }
     }
 
     /// An error at `line:col` text (`?` where it is not one).
@@ -197,4 +228,24 @@ mod tests {
         assert_eq!(d.pos(), Some(Pos { line: 1, col: 2 }));
         assert_eq!(Diagnostic::new("f", None, "x").pos(), None);
     }
+}
+
+/// Drop the ` (os error N)` that system errors carry: the text before it
+/// already says what went wrong.
+pub fn without_errno_numbers(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    while let Some(at) = rest.find(" (os error ") {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at + " (os error ".len()..];
+        match tail.find(')') {
+            Some(close) if tail[..close].chars().all(|c| c.is_ascii_digit()) => rest = &tail[close + 1..],
+            _ => {
+                out.push_str(" (os error ");
+                rest = tail;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }

@@ -118,8 +118,6 @@ pub fn report() -> Vec<String> {
 }
 
 pub fn run() -> Result<i32> {
-    for l in report() {
-        println!("{l}");
-    }
-    Ok(0)
+    let text: String = report().iter().map(|l| format!("{l}\n")).collect();
+    Ok(crate::util::print_out(&text))
 }

@@ -65,7 +65,7 @@ pub fn main() -> i32 {
     });
     let saved = crate::script::regression::save().map_err(Diagnostic::tool);
     let report = crate::script::checks::write_reports(failure, code).and(saved);
-    for d in error.iter().chain(report.as_ref().err()) {
+    for d in error.iter().chain(report.as_ref().err()).filter(|d| !d.shown) {
         crate::output::sink::report(d);
     }
     crate::output::sink::flush_all();
@@ -88,44 +88,9 @@ fn usage_error(e: clap::Error) -> i32 {
     2
 }
 
-/// The error a run ended with, as the one diagnostic the user sees: a
-/// [`Diagnostic`] as it was made (with what the code around it added in
-/// front of its message), anything else as rtrace's own error, on one line.
+/// The error a run ended with, as the one diagnostic the user sees.
 pub(crate) fn diagnostic_of(e: &anyhow::Error) -> Diagnostic {
-    let mut context = Vec::new();
-    for cause in e.chain() {
-        if let Some(d) = cause.downcast_ref::<Diagnostic>() {
-            let mut d = d.clone();
-            if !context.is_empty() {
-                d.message = format!("{}: {}", context.join(": "), d.message);
-            }
-            d.message = without_errno_numbers(&d.message);
-            return d;
-        }
-        context.push(cause.to_string());
-    }
-    let msg = format!("{e:#}");
-    Diagnostic::tool(without_errno_numbers(msg.lines().next().unwrap_or("")))
-}
-
-/// Drop the ` (os error N)` that system errors carry: the text before it
-/// already says what went wrong.
-fn without_errno_numbers(line: &str) -> String {
-    let mut out = String::with_capacity(line.len());
-    let mut rest = line;
-    while let Some(at) = rest.find(" (os error ") {
-        out.push_str(&rest[..at]);
-        let tail = &rest[at + " (os error ".len()..];
-        match tail.find(')') {
-            Some(close) if tail[..close].chars().all(|c| c.is_ascii_digit()) => rest = &tail[close + 1..],
-            _ => {
-                out.push_str(" (os error ");
-                rest = tail;
-            }
-        }
-    }
-    out.push_str(rest);
-    out
+    Diagnostic::of_error(e)
 }
 
 fn run(cli: Cli, tool: Option<(String, Vec<String>)>) -> Result<i32> {
@@ -287,9 +252,11 @@ mod tests {
     #[test]
     fn errno_numbers_are_dropped() {
         assert_eq!(
-            without_errno_numbers("cannot open x: No such file or directory (os error 2); use y (os error 13)"),
+            crate::diag::without_errno_numbers(
+                "cannot open x: No such file or directory (os error 2); use y (os error 13)"
+            ),
             "cannot open x: No such file or directory; use y"
         );
-        assert_eq!(without_errno_numbers("keep (os error here)"), "keep (os error here)");
+        assert_eq!(crate::diag::without_errno_numbers("keep (os error here)"), "keep (os error here)");
     }
 }

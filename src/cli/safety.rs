@@ -64,6 +64,14 @@ pub fn check_text(file: &str, source: &str) -> Result<()> {
         let at = Pos { line: line as u32, col: col as u32 };
         return Err(Diagnostic::new(file, Some(at), "the script contains a NUL byte").hint("remove it").into());
     }
+    // Rhai counts lines in 16 bits: past this one every error would name it.
+    const MAX_LINES: usize = u16::MAX as usize;
+    let lines = source.lines().count();
+    if lines > MAX_LINES {
+        let msg = format!("the script has {lines} lines; rtrace reads scripts of at most {MAX_LINES} lines");
+        let hint = "split it into modules (`import \"part\" as part;`), or generate data as a file the script reads";
+        return Err(Diagnostic::new(file, None, msg).hint(hint).into());
+    }
     Ok(())
 }
 

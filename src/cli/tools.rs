@@ -93,8 +93,7 @@ pub fn print_list() -> i32 {
     for (name, desc) in tools::list() {
         text.push_str(&format!("{name:<16}{desc}\n"));
     }
-    print!("{text}");
-    0
+    crate::util::print_out(&text)
 }
 
 /// The error for a script path that can't be read: when it looks like a

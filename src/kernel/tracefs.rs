@@ -382,7 +382,7 @@ pub fn tracefs_available() -> bool {
     match tracefs_root() {
         Ok(_) => true,
         Err(e) => {
-            eprintln!("skipping: {e}");
+            crate::errln!("skipping: {e}");
             false
         }
     }

@@ -35,6 +35,16 @@ fn note(r: std::io::Result<()>) {
     }
 }
 
+/// The script's own text on stderr (`eprint()`, `debug()`): after the
+/// output waiting in the buffer; a write error (stderr closed: `2>&1 |
+/// head`) ends the run as one on stdout does.
+pub fn script_stderr(text: &str) {
+    flush();
+    if let Err(e) = std::io::stderr().write_all(text.as_bytes()) {
+        WRITE_ERROR.get_or_init(|| format!("cannot write the output to stderr: {e}"));
+    }
+}
+
 /// The first output write error, as a message.
 pub fn write_error() -> Option<String> {
     WRITE_ERROR.get().cloned()
@@ -244,6 +254,6 @@ fn end_partial_line() {
     };
     let (out, err) = (id(1), id(2));
     if out.is_some() && out == err {
-        eprintln!();
+        crate::errln!();
     }
 }

@@ -226,6 +226,7 @@ impl Continuations {
             return match session.call_closure(ast, f, (arg,)) {
                 Ok(_) => Ok(()),
                 Err(e) if matches!(*e, rhai::EvalAltResult::ErrorTerminated(..)) => {
+                    session.note_stopped(&e, crate::diag::Pos::parse(&site.at));
                     self.stopped = true;
                     Ok(())
                 }
@@ -300,6 +301,7 @@ impl Continuations {
         match result {
             Ok(()) => Ok(()),
             Err(e) if matches!(*e, rhai::EvalAltResult::ErrorTerminated(..)) => {
+                session.note_stopped(&e, crate::diag::Pos::parse(&site.at));
                 self.stopped = true;
                 Ok(())
             }

@@ -55,6 +55,9 @@ pub fn event_loop(
     let start = Instant::now();
     let mut lost_checked = start;
     let deadline = opts.duration.map(|d| start + d);
+    if let (Some(at), Some(d)) = (deadline, opts.duration) {
+        signals::set_deadline(at, format!("-d {d:?} is over"));
+    }
     for p in &plan.begin {
         session.call(&p.ast, &p.closure)?;
         if session.exit_requested() {

@@ -39,7 +39,7 @@ pub fn run(session: &Session, plan: &Plan, opts: &Config, traced: Option<&mut tr
     let loaded = load::load_all(session, plan, opts)?;
     if opts.dry_run {
         if !opts.quiet {
-            eprintln!(
+            crate::errln!(
                 "{} program(s) passed the verifier for {} probe(s); nothing attached (--dry-run)",
                 loaded.programs.len(),
                 plan.attach_count()
@@ -92,6 +92,14 @@ pub fn run(session: &Session, plan: &Plan, opts: &Config, traced: Option<&mut tr
     let mut result = result;
     let skipped = event_loop::drain(session, plan, &loaded, &reader, &mut conts, &mut result) + conts.skipped;
     reader.join();
+    // The run's error first, then what it left behind (queued events,
+    // losses, the maps); the exit path then doesn't write it again.
+    let mut result = result.map_err(|e| {
+        let mut d = crate::diag::Diagnostic::of_error(&e);
+        sink::report(&d);
+        d.shown = true;
+        anyhow::Error::new(d)
+    });
     if skipped > 0 {
         sink::warn(format!("{skipped} queued event(s) were not processed because tracing stopped"));
     }
@@ -137,7 +145,7 @@ fn mapping_tracker(plan: &Plan, opts: &Config) -> Option<crate::symbols::procmap
         Ok(t) => Some(t),
         Err(e) => {
             if opts.debug_symbols {
-                eprintln!("rtrace: cannot follow process mappings: {e}");
+                crate::errln!("rtrace: cannot follow process mappings: {e}");
             }
             None
         }
@@ -166,7 +174,7 @@ fn finish(
     limits::check_output()?;
     let reg = session.registry.lock().unwrap();
     if let Some(msg) = &reg.failure {
-        eprintln!("rtrace: fail: {msg}");
+        crate::errln!("rtrace: fail: {msg}");
     }
     let command_status = traced.and_then(|t| t.command_status());
     let errors = (errors > 0).then_some(1);

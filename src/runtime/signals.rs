@@ -7,8 +7,15 @@
 //! when its file descriptors close). SIGUSR1 asks for every map to be
 //! printed now while tracing goes on (as bpftrace; exporters send it on each
 //! scrape).
+//!
+//! The run's other ends stop userspace code the same way: `-d` running out
+//! (the hook reads the clock) and the `-c` command exiting (its waiter
+//! thread calls [`request_end`]). Code stopped for one of these ends with a
+//! located warning saying why ([`crate::script::Session::note_stopped`]).
 
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 /// Signals received so far.
@@ -17,8 +24,40 @@ static COUNT: AtomicU32 = AtomicU32::new(0);
 static GRACE: AtomicU32 = AtomicU32::new(0);
 static SHUTDOWN: AtomicBool = AtomicBool::new(false);
 static PRINT_MAPS: AtomicBool = AtomicBool::new(false);
+/// Why the run is ending other than by a signal (set once), and when `-d` ends it.
+static END: Mutex<Option<String>> = Mutex::new(None);
+static END_REQUESTED: AtomicBool = AtomicBool::new(false);
+static DEADLINE: Mutex<Option<(Instant, String)>> = Mutex::new(None);
+
+/// The run is ending (`why`: "the -c command exited"): userspace code still
+/// running stops as after a signal.
+pub fn request_end(why: &str) {
+    END.lock().unwrap().get_or_insert_with(|| why.to_string());
+    END_REQUESTED.store(true, Ordering::SeqCst);
+}
+
+/// `-d`: the run ends at `at`, so code still running then stops.
+pub fn set_deadline(at: Instant, why: String) {
+    *DEADLINE.lock().unwrap() = Some((at, why));
+}
+
+/// Has the run's end come while code runs (checked every 1024 operations).
+fn end_due() -> Option<String> {
+    if END_REQUESTED.load(Ordering::SeqCst) {
+        return END.lock().unwrap().clone();
+    }
+    let deadline = DEADLINE.lock().unwrap();
+    match &*deadline {
+        Some((at, why)) if Instant::now() >= *at => Some(why.clone()),
+        _ => None,
+    }
+}
+
+/// The last SIGINT/SIGTERM received, for what stopped code says.
+static LAST_SIGNAL: AtomicI32 = AtomicI32::new(0);
 
 extern "C" fn on_signal(sig: libc::c_int) {
+    LAST_SIGNAL.store(sig, Ordering::SeqCst);
     let n = COUNT.fetch_add(1, Ordering::SeqCst) + 1;
     INTERRUPTED.store(true, Ordering::SeqCst);
     if n >= 2 && SHUTDOWN.load(Ordering::SeqCst) {
@@ -80,8 +119,15 @@ pub fn progress_hook(operations: u64) -> Option<rhai::Dynamic> {
         crate::output::sink::flush_waiting();
     }
     let (count, grace) = (COUNT.load(Ordering::SeqCst), GRACE.load(Ordering::SeqCst));
-    let stop = count > grace && (operations >= OPERATIONS_AFTER_SIGNAL || count > grace + 1);
-    stop.then_some(rhai::Dynamic::UNIT)
+    if count > grace && (operations >= OPERATIONS_AFTER_SIGNAL || count > grace + 1) {
+        let sig = LAST_SIGNAL.load(Ordering::SeqCst);
+        let name = crate::util::signals::name(sig).unwrap_or_else(|| "a signal".into());
+        return Some(rhai::Dynamic::from(format!("{name} arrived")));
+    }
+    if operations >= OPERATIONS_AFTER_SIGNAL && operations % 1024 == 0 && !SHUTDOWN.load(Ordering::SeqCst) {
+        return end_due().map(rhai::Dynamic::from);
+    }
+    None
 }
 
 /// The event loop has ended: END runs and maps print unless another signal
@@ -91,8 +137,9 @@ pub fn shutting_down() {
     let n = COUNT.load(Ordering::SeqCst);
     GRACE.store(n.min(1), Ordering::SeqCst);
     SHUTDOWN.store(true, Ordering::SeqCst);
+    END_REQUESTED.store(false, Ordering::SeqCst);
     if n >= 2 {
-        eprintln!("rtrace: interrupted again: exiting now");
+        crate::errln!("rtrace: interrupted again: exiting now");
         std::process::exit(130);
     }
 }

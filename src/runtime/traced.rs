@@ -179,6 +179,7 @@ impl TracedProcess {
     pub fn release(&mut self) {
         if let Some(fd) = self.release.take() {
             let (pid, exit, wake) = (self.pid, self.exit.clone(), self.exits.0.clone());
+            let last_run = self.runs.1 >= self.runs.0;
             let waiter = std::thread::Builder::new().name("rtrace-wait".into()).spawn(move || {
                 // WNOWAIT: the exit is seen, the child is left for ended() to reap.
                 let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
@@ -187,6 +188,11 @@ impl TracedProcess {
                     && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
                 {}
                 *exit.lock().unwrap() = Some(Instant::now());
+                // The run ends with the command (the last of --repeat, or one that failed).
+                let succeeded = info.si_code == libc::CLD_EXITED && unsafe { info.si_status() } == 0;
+                if last_run || !succeeded {
+                    super::signals::request_end("the -c command exited");
+                }
                 let _ = wake.try_send(());
             });
             if let Err(e) = waiter {

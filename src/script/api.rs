@@ -163,6 +163,11 @@ pub fn install(engine: &mut Engine, registry: &SharedRegistry) {
             crate::output::sink::script_text(&format!("{text}\n"));
         }
     });
+    // Rhai's debug(): `[LINE:COL] text` on stderr, never a panic on a closed stderr.
+    engine.on_debug(|text, _, pos| {
+        let at = pos.line().map(|l| format!("[{l}:{}] ", pos.position().unwrap_or(0))).unwrap_or_default();
+        crate::output::sink::script_stderr(&format!("{at}{text}\n"));
+    });
 
     let r = registry.clone();
     engine.register_fn("map", move |ctx: NativeCallContext| {

@@ -30,7 +30,7 @@ use rhai::{Dynamic, Engine, FnPtr, OptimizationLevel, Position, Scope, AST};
 
 pub use api::MapHandle;
 
-use crate::diag::Diagnostic;
+use crate::diag::{Diagnostic, Pos};
 
 /// A probe as the script registered it.
 #[derive(Clone)]
@@ -325,10 +325,28 @@ impl Session {
         }
     }
 
+    /// Userspace code was stopped (`ErrorTerminated`): by `exit()`, which
+    /// says nothing, or because the run ended while it ran (a signal, `-d`,
+    /// the `-c` command's exit: the reason is the payload), which one
+    /// located warning says.
+    /// `near`: the probe's or timer's place, when the stop has none.
+    pub fn note_stopped(&self, e: &rhai::EvalAltResult, near: Option<Pos>) {
+        if let rhai::EvalAltResult::ErrorTerminated(why, pos) = e {
+            if let Some(why) = why.read_lock::<rhai::ImmutableString>() {
+                let msg = format!("{}: stopped this probe's userspace code, still running", why.as_str());
+                let place = Pos::of(*pos).or(near);
+                crate::output::sink::report(&Diagnostic::new(&self.file_name, place, msg).warning());
+            }
+        }
+    }
+
     /// Call a userspace closure (BEGIN, END, timers).
     pub fn call(&self, probe_ast: &AST, f: &FnPtr) -> Result<()> {
         let result = self.call_closure(probe_ast, f, ()).map(|_| ()).or_else(|e| match *e {
-            rhai::EvalAltResult::ErrorTerminated(..) => Ok(()),
+            rhai::EvalAltResult::ErrorTerminated(..) => {
+                self.note_stopped(&e, Pos::of(self.registered_at(f)));
+                Ok(())
+            }
             _ => Err(self.runtime_error_near(&e, self.registered_at(f)).into()),
         });
         crate::output::sink::flush();

@@ -56,10 +56,7 @@ pub fn install(engine: &mut Engine, registry: &SharedRegistry) {
     });
     // rtrace's own process id, so that a tool can leave out its own events.
     engine.register_fn("rtrace_pid", || std::process::id() as i64);
-    engine.register_fn("eprint", |text: &str| {
-        crate::output::sink::flush();
-        eprintln!("{text}");
-    });
+    engine.register_fn("eprint", |text: &str| crate::output::sink::script_stderr(&format!("{text}\n")));
 }
 
 #[cfg(test)]

@@ -728,3 +728,276 @@ fn matcher() {
     assert_eq!(steps[0].0, "rtrace -e 'a\nb'");
     assert_eq!(steps[0].1, vec!["out".to_string()]);
 }
+
+// ---------------------------------------------------------------------------
+// Claims about what works
+
+/// A feature the pages describe, with a script that shows whether it works.
+struct Claim {
+    feature: &'static str,
+    /// Whether it works: the script exits 0 and prints `expect` as a line of
+    /// its own; otherwise it exits non-zero with `expect` in its output.
+    works: bool,
+    /// For a working feature: words (lowercase) that must not occur where a
+    /// page lists what is missing ([`missing_parts`]).
+    markers: &'static [&'static str],
+    /// Page and text that must not occur in it (stale wording).
+    absent: &'static [(&'static str, &'static str)],
+    /// Page and text that must occur in it (the limitation, stated).
+    present: &'static [(&'static str, &'static str)],
+    /// A shell command run in a scratch directory with `rtrace` on PATH.
+    script: &'static str,
+    expect: &'static str,
+}
+
+const CLAIMS: &[Claim] = &[
+    Claim {
+        feature: "a `#!` first line",
+        works: true,
+        markers: &["#!", "hashbang", "shebang"],
+        absent: &[("language.md", "can't start with a `#!` line"), ("README.md", "`#!` lines in scripts")],
+        present: &[("language.md", "A script file may start with a `#!` line")],
+        script: r#"printf '#!/usr/bin/env -S rtrace -q\nprobe("BEGIN", || { print("shebang ok"); exit(); });\n' > sb.rhai && chmod +x sb.rhai && ./sb.rhai"#,
+        expect: "shebang ok",
+    },
+    Claim {
+        feature: "buf()",
+        works: true,
+        markers: &["`buf"],
+        absent: &[],
+        present: &[],
+        script: r#"rtrace -q -c "dd if=/dev/zero of=/dev/null bs=4 count=1 status=none" -e 'probe("tracepoint:syscalls:sys_enter_write", |e| { if e.comm == "dd" { let b = buf(e.args.buf, e.args.count); print(b); } });'"#,
+        expect: r"\x00\x00\x00\x00",
+    },
+    Claim {
+        feature: "a cast: kptr(v, \"struct NAME\")",
+        works: true,
+        markers: &["cast", "kptr"],
+        absent: &[("tutorial.md", "Casts don't exist"), ("zh/tutorial.md", "没有类型转换")],
+        present: &[
+            ("tutorial.md", "`kptr(e.arg0, \"struct pt_regs\")`"),
+            ("zh/tutorial.md", "`kptr(e.arg0, \"struct pt_regs\")`"),
+        ],
+        script: r#"rtrace -q -c "dd if=/dev/zero of=/dev/null bs=1000 count=3 status=none" -e 'probe("rawtracepoint:sys_enter", |e| { let regs = kptr(e.arg0, "struct pt_regs"); if e.comm == "dd" && e.arg1 == 0 && regs.di == 0 { let size = regs.dx; printf("read(0, buf, %d)\n", size); } });'"#,
+        expect: "read(0, buf, 1000)",
+    },
+    Claim {
+        feature: "loops over an array and a map in a probe",
+        works: true,
+        markers: &["loop", "for p in", "for x in", "for k in"],
+        absent: &[("README.md", "loops over anything but a constant range")],
+        present: &[],
+        script: r#"rtrace -q -c "perl -e 'getppid()'" -e 'let m = map(); let parts = ["a", "b"]; probe("tracepoint:syscalls:sys_enter_getppid", |e| { if e.comm == "perl" { m[7] = 1; let s = ""; for p in parts { s += p; } for k in m.keys() { s += `${k}`; } print(s); } });'"#,
+        expect: "ab7",
+    },
+    Claim {
+        feature: "a keyless map read in a probe: total[()]",
+        works: true,
+        markers: &["keyless", "[()]", "without a key"],
+        absent: &[
+            ("tutorial.md", "can be written in a probe but not read there"),
+            ("zh/tutorial.md", "但不能在探针中读取"),
+        ],
+        present: &[
+            ("tutorial.md", "is read in a probe as `total[()]`"),
+            ("language.md", "A keyless map is read as `total[()]` in a probe"),
+        ],
+        script: r#"rtrace -q -c "perl -e 'getppid() for 1..3'" -e 'let total = map(); probe("tracepoint:syscalls:sys_enter_getppid", |e| { if e.comm == "perl" { total = count(); let n = total[()]; printf("call %d\n", n); } });'"#,
+        expect: "call 3",
+    },
+    Claim {
+        feature: "str(e.retval) inside a printf",
+        works: true,
+        markers: &["str(e.retval)", "str(e.argn)"],
+        absent: &[
+            ("from-bpftrace.md", "Write the string into a `let` first"),
+            ("tutorial.md", "read the string into a `let` in the probe"),
+        ],
+        present: &[],
+        script: r#"rtrace -q -c "sh -c 'cd /usr/lib && exec /bin/pwd >/dev/null'" -e 'probe("uretprobe:libc:getcwd", |e| { if e.comm == "pwd" { printf("getcwd() = %s\n", str(e.retval)); } });'"#,
+        expect: "getcwd() = /usr/lib",
+    },
+    Claim {
+        feature: "nested fields of a syscall's struct pointer (naptime's requested duration)",
+        works: true,
+        markers: &["rqtp", "user memory"],
+        absent: &[("tools.md", "which probes can't read yet")],
+        present: &[("tools.md", "`e.args.rqtp.tv_sec`")],
+        script: r#"rtrace -q -c "sleep 0.25" -e 'probe("tracepoint:syscalls:sys_enter_clock_nanosleep", |e| { if e.comm == "sleep" { let ns = e.args.rqtp.tv_nsec; printf("%d\n", ns); } });'"#,
+        expect: "250000000",
+    },
+    Claim {
+        feature: "quantiles() maps served as summaries",
+        works: true,
+        markers: &["quantiles"],
+        absent: &[("fleet.md", "they are not in this version")],
+        present: &[("fleet.md", "| `quantiles(x)` | summary |")],
+        script: r#"rtrace -q -d 20s --serve 127.0.0.1:9441 -e 'let lat = map("lat"); probe("tracepoint:syscalls:sys_enter_getppid", |e| { if e.comm == "perl" { lat = quantiles(7); } });' >/dev/null 2>&1 & for i in $(seq 50); do curl -s 127.0.0.1:9441/metrics | grep -q lat_count && break; perl -e 'getppid()'; sleep 0.2; done; curl -s 127.0.0.1:9441/metrics | grep 'quantile="0.99"'; kill -INT $!"#,
+        expect: r#"rtrace_lat{quantile="0.99"} 7"#,
+    },
+    // Limitations the pages state: when one goes away, so must its wording.
+    Claim {
+        feature: "an if-expression inside another one, in a probe",
+        works: false,
+        markers: &[],
+        absent: &[],
+        present: &[("README.md", "an if-expression inside another one"), ("language.md", "is not accepted yet")],
+        script: r#"rtrace -q -c "perl -e 'getppid()'" -e 'probe("tracepoint:syscalls:sys_enter_getppid", |e| { if e.comm == "perl" { let k = if e.pid > 0 { if e.tid > 0 { 2 } else { 1 } } else { 0 }; print(k); } });'"#,
+        expect: "if-expression branches in probes must be single values",
+    },
+    Claim {
+        feature: "a map of strings read in a probe",
+        works: false,
+        markers: &[],
+        absent: &[],
+        present: &[
+            ("README.md", "Reading a map of strings in a probe"),
+            ("language.md", "a map of strings can't be read in a probe yet"),
+        ],
+        script: r#"rtrace -q -c "cat /dev/null" -e 'let path = map(); probe("tracepoint:syscalls:sys_enter_openat", |e| { if e.comm == "cat" { path[e.tid] = str(e.args.filename); } }); probe("tracepoint:syscalls:sys_exit_openat", |e| { if e.comm == "cat" { let p = path[e.tid]; printf("%s\n", p); } });'"#,
+        expect: "this map holds strings, which a probe can't read as a value yet",
+    },
+    Claim {
+        feature: "array members of BTF structs",
+        works: false,
+        markers: &[],
+        absent: &[],
+        present: &[("README.md", "Array members of BTF structs"), ("from-bpftrace.md", "BTF struct arrays not yet")],
+        script: r#"rtrace -q -c "perl -e 'getppid()'" -e 'probe("tracepoint:syscalls:sys_enter_getppid", |e| { if e.comm == "perl" { let r = e.curtask.signal.rlim[7].rlim_cur; printf("%d\n", r); } });'"#,
+        expect: "'rlim'",
+    },
+    Claim {
+        feature: "e.retval on a tracepoint",
+        works: false,
+        markers: &[],
+        absent: &[],
+        present: &[("language.md", "Not available: `e.retval` and `e.argN` on tracepoints")],
+        script: r#"rtrace -q -e 'probe("tracepoint:syscalls:sys_exit_getppid", |e| { print(e.retval); });'"#,
+        expect: "`e.retval` isn't available for this probe type",
+    },
+    Claim {
+        feature: "buf() called directly in a print",
+        works: false,
+        markers: &[],
+        absent: &[],
+        present: &[("from-bpftrace.md", "keep it in a `let`, then print it")],
+        script: r#"rtrace -q -c "dd if=/dev/zero of=/dev/null bs=4 count=1 status=none" -e 'probe("tracepoint:syscalls:sys_enter_write", |e| { if e.comm == "dd" { print(buf(e.args.buf, 4)); } });'"#,
+        expect: "buf() reads kernel memory, but the statement",
+    },
+];
+
+/// Text with every run of whitespace made one space (claims wrap anywhere).
+fn squeeze(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Where a page says what is missing: sections headed "Not available",
+/// paragraphs starting "Not available:", and table rows marked ✗.
+fn missing_parts(text: &str) -> Vec<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let l = lines[i];
+        let level = l.chars().take_while(|&c| c == '#').count();
+        if level > 0 && l[level..].starts_with(' ') && l.contains("Not available") {
+            let end = (i + 1..lines.len())
+                .find(|&j| {
+                    let n = lines[j].chars().take_while(|&c| c == '#').count();
+                    n > 0 && n <= level && lines[j][n..].starts_with(' ')
+                })
+                .unwrap_or(lines.len());
+            out.push(lines[i + 1..end].join("\n"));
+            i = end;
+            continue;
+        }
+        if let Some(at) = l.find("Not available:") {
+            let end = (i + 1..lines.len()).find(|&j| lines[j].trim().is_empty()).unwrap_or(lines.len());
+            out.push(std::iter::once(&l[at..]).chain(lines[i + 1..end].iter().copied()).collect::<Vec<_>>().join("\n"));
+            i = end;
+            continue;
+        }
+        if l.trim_start().starts_with('|') && l.contains('✗') {
+            out.push(l.to_string());
+        }
+        i += 1;
+    }
+    out
+}
+
+kernel_test!(docs_claims_about_features_hold);
+/// The pages say what works and what doesn't, and each claim is checked
+/// against a run: a working feature is not listed as missing anywhere (a
+/// "Not available" section or paragraph, a ✗ row) and its script works; a
+/// limitation the pages state still fails, so fixing it fails this test
+/// until the pages stop stating it.
+fn docs_claims_about_features_hold() {
+    let _g = setup();
+    let pages: Vec<(&str, String)> =
+        PAGES.iter().map(|p| (*p, std::fs::read_to_string(docs_dir().join(p)).unwrap())).collect();
+    let text = |page: &str| {
+        let (_, t) = pages.iter().find(|(p, _)| *p == page).unwrap_or_else(|| panic!("no page {page}"));
+        squeeze(t)
+    };
+    let missing: Vec<(&str, String)> =
+        pages.iter().flat_map(|(p, t)| missing_parts(t).into_iter().map(move |s| (*p, s.to_lowercase()))).collect();
+    assert!(
+        missing.iter().any(|(p, s)| *p == "README.md" && s.contains("kprobe")),
+        "the README's \"Not available yet\" section was not found: {missing:#?}"
+    );
+    let w = Workdir::new();
+    let mut failures = Vec::new();
+    for c in CLAIMS {
+        for m in c.markers {
+            for (page, part) in &missing {
+                if squeeze(part).contains(m) {
+                    let at = part.lines().find(|l| l.contains(m)).map(str::to_string).unwrap_or_else(|| squeeze(part));
+                    failures.push(format!("{page} lists {} as not available ({m:?}): {}", c.feature, at.trim()));
+                }
+            }
+        }
+        for (page, phrase) in c.absent {
+            if text(page).contains(&squeeze(phrase)) {
+                failures.push(format!("{page} still says {phrase:?}, but {} works", c.feature));
+            }
+        }
+        for (page, phrase) in c.present {
+            if !text(page).contains(&squeeze(phrase)) {
+                failures.push(format!("{page} no longer says {phrase:?} ({})", c.feature));
+            }
+        }
+        let (code, out) = match w.run(c.script, 0, None) {
+            Ok(r) => r,
+            Err(e) => {
+                failures.push(format!("{}: `{}`: {e}", c.feature, c.script));
+                continue;
+            }
+        };
+        let ok = if c.works {
+            code == 0 && out.iter().any(|l| l.trim_end() == c.expect)
+        } else {
+            code != 0 && out.iter().any(|l| l.contains(c.expect))
+        };
+        if !ok {
+            let want = if c.works { "works" } else { "fails" };
+            failures.push(format!(
+                "{}: the pages say it {want}, but `{}` exited {code} without {:?}:\n{}\n",
+                c.feature,
+                c.script,
+                c.expect,
+                out.join("\n")
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{} claim(s) in docs/ don't hold:\n\n{}", failures.len(), failures.join("\n"));
+}
+
+kernel_test!(missing_parts_are_found, without_root);
+fn missing_parts_are_found() {
+    let page = "# T\n\nNot available: `x` here.\nstill x.\n\nafter\n\n| a | b | ✗ no y |\n| a | b | ✓ |\n\n## Not available yet\n\n- z\n\n### sub\n\n- w\n\n## Next\n\nv\n";
+    let parts = missing_parts(page);
+    assert_eq!(parts.len(), 3, "{parts:#?}");
+    assert_eq!(parts[0], "Not available: `x` here.\nstill x.");
+    assert_eq!(parts[1], "| a | b | ✗ no y |");
+    assert!(parts[2].contains("- z") && parts[2].contains("- w") && !parts[2].contains('v'), "{parts:#?}");
+}

@@ -301,3 +301,98 @@ fn maps_print_before_many_probes_are_closed() {
     assert_eq!(out.code, Some(0), "{out}");
     eprintln!("map printed {printed:?} after SIGINT; rtrace exited {:?} after it", out.ended_at - asked);
 }
+
+/// A way the run ends while userspace code never returns.
+struct EndCase {
+    what: &'static str,
+    args: &'static [&'static str],
+    /// Send SIGTERM once attached.
+    sigterm: bool,
+    /// The located warning's reason.
+    says: &'static str,
+}
+
+const LOOP_FOREVER: &str = "let i = 0; loop { i += 1; }";
+
+kernel_test!(every_end_of_the_run_stops_code_that_never_returns);
+/// `-d`, the `-c` command's exit and SIGTERM stop a BEGIN probe, a timer or
+/// a probe's userspace statement that loops forever (as SIGINT does), with
+/// one located warning saying why; END still runs and the status is 0.
+fn every_end_of_the_run_stops_code_that_never_returns() {
+    let _g = setup();
+    let cases = [
+        EndCase { what: "-d in BEGIN", args: &["-d", "1s"], sigterm: false, says: "-d 1s is over" },
+        EndCase { what: "-c ends, timer", args: &["-c", "sleep 0.3"], sigterm: false, says: "the -c command exited" },
+        EndCase { what: "SIGTERM", args: &[], sigterm: true, says: "SIGTERM arrived" },
+    ];
+    for (i, case) in cases.iter().enumerate() {
+        let body = match i {
+            1 => format!("every(\"50ms\", || {{ {LOOP_FOREVER} }});"),
+            _ => format!("probe(\"BEGIN\", || {{ {LOOP_FOREVER} }});"),
+        };
+        let src = format!("{body}\nprobe(\"END\", || {{ print(\"end ran\"); }});\n");
+        let mut args: Vec<&str> = case.args.to_vec();
+        args.extend(["-e", &src]);
+        let mut t = Tracer::start(&args);
+        t.wait_attached();
+        if case.sigterm {
+            std::thread::sleep(Duration::from_millis(200));
+            assert_eq!(unsafe { libc::kill(t.pid(), libc::SIGTERM) }, 0);
+        }
+        let out = t.finish_within(Duration::from_secs(30));
+        let what = case.what;
+        assert_eq!(out.code, Some(0), "{what}\n{out}");
+        assert!(out.stdout.contains("end ran\n"), "{what}: END runs\n{out}");
+        let warning = format!("-e:1:1: warning: {}: stopped this probe's userspace code, still running", case.says);
+        assert!(out.stderr.contains(&warning), "{what}: no `{warning}`\n{out}");
+    }
+}
+
+kernel_test!(a_closed_pipe_on_both_outputs_never_ends_with_a_panic);
+/// `rtrace ... 2>&1 | head -1`: stdout and stderr both closed while rtrace
+/// writes (script output, eprint(), debug(), -v lines); the status is 1 (the
+/// output could not be written) or 0, never 101 (a Rust panic).
+fn a_closed_pipe_on_both_outputs_never_ends_with_a_panic() {
+    let _g = setup();
+    let rt = rtrace_bin();
+    for script in [
+        r#"probe("BEGIN", || { for i in 0..100000 { print(`line ${i}`); } });"#,
+        r#"probe("BEGIN", || { for i in 0..100000 { eprint(`line ${i}`); } });"#,
+        r#"probe("BEGIN", || { for i in 0..100000 { debug(i); } });"#,
+    ] {
+        for verbose in [false, true] {
+            let v = if verbose { "-v" } else { "" };
+            let cmd = format!("{rt} {v} -d 2s -e '{script}' 2>&1 | head -1 >/dev/null; exit ${{PIPESTATUS[0]}}");
+            let out = std::process::Command::new("bash").arg("-c").arg(&cmd).output().expect("bash");
+            let code = out.status.code();
+            assert!(matches!(code, Some(0 | 1)), "{cmd}: status {code:?}");
+        }
+    }
+}
+
+kernel_test!(the_error_comes_before_the_summary_of_what_it_left);
+/// A runtime error in a probe: the error is the first line on stderr, the
+/// "queued events were not processed" summary after it, and it is written once.
+fn the_error_comes_before_the_summary_of_what_it_left() {
+    let _g = setup();
+    let src =
+        r#"probe("tracepoint:syscalls:sys_enter_openat", |e| { let s = str(e.args.filename); print(s.len() / 0); });"#;
+    let out = run(&["-c", "sh -c 'for i in 1 2 3 4 5 6 7 8 9 10; do cat /dev/null; done'", "-e", src]);
+    assert_eq!(out.code, Some(1), "{out}");
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert!(lines.first().is_some_and(|l| l.contains("error: Division by zero")), "{out}");
+    assert_eq!(out.stderr.matches("Division by zero").count(), 1, "{out}");
+}
+
+kernel_test!(a_script_too_long_to_locate_errors_in_is_refused_at_once, without_root);
+/// Past 65,535 lines no error could name its line: such a script is refused
+/// before it is parsed (a 200,000-line one with an error on its last line).
+fn a_script_too_long_to_locate_errors_in_is_refused_at_once() {
+    let dir = TempDir::new();
+    let mut text: String = (0..200_000).map(|i| format!("let x{i} = {i};\n")).collect();
+    text.push_str("let = ;\n");
+    let file = dir.write("long.rhai", &text);
+    let out = Tracer::start(&[file.to_str().unwrap()]).finish_within(Duration::from_secs(20));
+    let line = assert_clean_error(&out);
+    assert!(line.contains("the script has 200001 lines; rtrace reads scripts of at most 65535 lines"), "{line}");
+}
