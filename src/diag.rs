@@ -200,36 +200,6 @@ impl fmt::Display for Diagnostic {
 
 impl std::error::Error for Diagnostic {}
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn one_format_for_located_errors() {
-        let d = Diagnostic::new("t.rhai", Some(Pos { line: 3, col: 7 }), "unknown event field `x`");
-        assert_eq!(d.to_string(), "t.rhai:3:7: error: unknown event field `x`");
-        assert_eq!(Diagnostic::new("-e", None, "-c: no such command").to_string(), "-e: error: -c: no such command");
-        assert_eq!(Diagnostic::at("t.rhai", rhai::Position::NONE, "x").to_string(), "t.rhai:?: error: x");
-        assert_eq!(Pos::of(rhai::Position::new(2, 5)), Some(Pos { line: 2, col: 5 }));
-        assert_eq!(Pos::of_span(probes_ebpf::ir::Span { line: 0, col: 0 }), None);
-        assert_eq!(Diagnostic::at_text("t.rhai", "4:2", "x").to_string(), "t.rhai:4:2: error: x");
-        assert_eq!(Diagnostic::at_text("t.rhai", "?", "x").place, Place::Unknown);
-        assert_eq!(Pos::parse("?"), None);
-    }
-
-    #[test]
-    fn severity_hint_and_who_speaks() {
-        let d = Diagnostic::at("t.rhai", rhai::Position::new(1, 2), "syntax error: x").hint("write y");
-        assert_eq!(d.to_string(), "t.rhai:1:2: error: syntax error: x; write y");
-        assert_eq!(d.clone().warning().to_string(), "t.rhai:1:2: warning: syntax error: x; write y");
-        assert_eq!(Diagnostic::tool("lost 3").note().to_string(), "rtrace: note: lost 3");
-        assert_eq!(Diagnostic::tool("x").location(), "rtrace");
-        assert!(Diagnostic::usage("-d x").usage && !Diagnostic::tool("x").usage);
-        assert_eq!(d.pos(), Some(Pos { line: 1, col: 2 }));
-        assert_eq!(Diagnostic::new("f", None, "x").pos(), None);
-    }
-}
-
 /// Drop the ` (os error N)` that system errors carry: the text before it
 /// already says what went wrong.
 pub fn without_errno_numbers(line: &str) -> String {
@@ -248,4 +218,43 @@ pub fn without_errno_numbers(line: &str) -> String {
     }
     out.push_str(rest);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_format_for_located_errors() {
+        let d = Diagnostic::new("t.rhai", Some(Pos { line: 3, col: 7 }), "unknown event field `x`");
+        assert_eq!(d.to_string(), "t.rhai:3:7: error: unknown event field `x`");
+        assert_eq!(Diagnostic::new("-e", None, "-c: no such command").to_string(), "-e: error: -c: no such command");
+        assert_eq!(Diagnostic::at("t.rhai", rhai::Position::NONE, "x").to_string(), "t.rhai:?: error: x");
+        assert_eq!(Pos::of(rhai::Position::new(2, 5)), Some(Pos { line: 2, col: 5 }));
+        assert_eq!(Pos::of_span(probes_ebpf::ir::Span { line: 0, col: 0 }), None);
+        assert_eq!(Diagnostic::at_text("t.rhai", "4:2", "x").to_string(), "t.rhai:4:2: error: x");
+        assert_eq!(Diagnostic::at_text("t.rhai", "?", "x").place, Place::Unknown);
+        assert_eq!(Pos::parse("?"), None);
+    }
+
+    #[test]
+    fn errno_numbers_are_dropped() {
+        assert_eq!(
+            without_errno_numbers("cannot open x: No such file or directory (os error 2); use y (os error 13)"),
+            "cannot open x: No such file or directory; use y"
+        );
+        assert_eq!(without_errno_numbers("keep (os error here)"), "keep (os error here)");
+    }
+
+    #[test]
+    fn severity_hint_and_who_speaks() {
+        let d = Diagnostic::at("t.rhai", rhai::Position::new(1, 2), "syntax error: x").hint("write y");
+        assert_eq!(d.to_string(), "t.rhai:1:2: error: syntax error: x; write y");
+        assert_eq!(d.clone().warning().to_string(), "t.rhai:1:2: warning: syntax error: x; write y");
+        assert_eq!(Diagnostic::tool("lost 3").note().to_string(), "rtrace: note: lost 3");
+        assert_eq!(Diagnostic::tool("x").location(), "rtrace");
+        assert!(Diagnostic::usage("-d x").usage && !Diagnostic::tool("x").usage);
+        assert_eq!(d.pos(), Some(Pos { line: 1, col: 2 }));
+        assert_eq!(Diagnostic::new("f", None, "x").pos(), None);
+    }
 }

@@ -84,7 +84,11 @@ fn usage_error(e: clap::Error) -> i32 {
     }
     let text = e.render().to_string();
     let first = text.lines().next().unwrap_or("").trim_start_matches("error: ");
-    crate::output::sink::report(&Diagnostic::usage(format!("{first} (see rtrace --help)")));
+    // clap's "did you mean": `tip: a similar argument exists: '--help'`.
+    let tips: Vec<&str> = text.lines().filter_map(|l| l.trim().strip_prefix("tip: ")).collect();
+    let d = Diagnostic::usage(format!("{first} (see rtrace --help)"));
+    let d = if tips.is_empty() { d } else { d.hint(tips.join("; ")) };
+    crate::output::sink::report(&d);
     2
 }
 
@@ -113,7 +117,15 @@ fn run(cli: Cli, tool: Option<(String, Vec<String>)>) -> Result<i32> {
             let source = crate::script::tools::find(&name).unwrap_or_default();
             (format!("tools/{name}.rhai"), source.to_string(), args)
         }
-        (Some(src), None) => ("-e".to_string(), src.clone(), cli.rest.clone()),
+        (Some(src), None) => {
+            // `rtrace t.rhai -e '...'`: two scripts, not a script and its argument.
+            if let Some(file) = cli.rest.first().filter(|f| f.ends_with(".rhai")) {
+                return Err(usage(format!(
+                    "both a script file ({file}) and -e given: run `rtrace {file}` or `rtrace -e 'SOURCE'` (arguments after the script are ARGS)"
+                )));
+            }
+            ("-e".to_string(), src.clone(), cli.rest.clone())
+        }
         (None, None) => {
             let Some(path) = cli.rest.first() else {
                 return Err(usage(
@@ -243,20 +255,4 @@ fn check_privileges() -> Result<()> {
         return Ok(());
     }
     bail!("tracing needs root, or the CAP_BPF and CAP_PERFMON capabilities: run with sudo")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn errno_numbers_are_dropped() {
-        assert_eq!(
-            crate::diag::without_errno_numbers(
-                "cannot open x: No such file or directory (os error 2); use y (os error 13)"
-            ),
-            "cannot open x: No such file or directory; use y"
-        );
-        assert_eq!(crate::diag::without_errno_numbers("keep (os error here)"), "keep (os error here)");
-    }
 }

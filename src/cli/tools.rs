@@ -44,7 +44,9 @@ pub fn classify(argv: &[String]) -> Invocation {
             i += if takes_value(w) { 2 } else { 1 };
             continue;
         }
-        if std::path::Path::new(w).exists() {
+        // A script file of that name wins; a directory can't be a script, so a tool's name still runs the tool.
+        let path = std::path::Path::new(w);
+        if path.exists() && !(path.is_dir() && tools::find(w).is_some()) {
             return Invocation::Normal;
         }
         if w == "tools" && i + 1 == argv.len() {

@@ -119,7 +119,8 @@ impl MapHandle {
             Some(b) => f(b.as_ref()).or_else(|e| fail_at(e, pos)),
             None => fail_at(
                 format!(
-                    "map '{}' has no kernel data yet: read maps in BEGIN, END, every() or after() closures",
+                    "map '{}' is used at the top level, before the probes exist: read and write maps in \
+                     probes, BEGIN, END, every() or after() closures",
                     self.name()
                 ),
                 pos,

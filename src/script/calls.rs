@@ -69,6 +69,11 @@ pub fn check(session: &Session) -> Result<(), Diagnostic> {
     let mut asts: Vec<&AST> = vec![&session.ast];
     asts.extend(sources.iter().map(|p| &*p.ast));
     let known = Known::new(session, &asts);
+    if let Some(pos) = map_made_in_a_closure(&session.ast) {
+        let msg = "a map is made inside a closure: declare maps at the top level (`let m = map();` above the \
+                   probes), then write `m[k] = ...` in the probe";
+        return Err(Diagnostic::at(&session.file_name, pos, msg));
+    }
     if let Some(p) = problems(&known, &session.ast).into_iter().next() {
         return Err(Diagnostic::at(&session.file_name, p.pos, p.message));
     }
@@ -173,6 +178,39 @@ impl Known {
         all.dedup();
         all
     }
+}
+
+/// Where a closure (a probe's, a timer's: Rhai compiles each to an `anon$`
+/// function) calls `map()`: a map made there would be a new, empty map each
+/// time, never one the kernel fills.
+fn map_made_in_a_closure(ast: &AST) -> Option<Position> {
+    let key = |p: Position| (p.line().unwrap_or(0), p.position().unwrap_or(0));
+    let closures: Vec<_> = ast
+        .iter_fn_def()
+        .filter(|f| f.name.starts_with("anon$"))
+        .map(|f| (key(f.body.start_position()), key(f.body.end_position())))
+        .collect();
+    let mut found = None;
+    ast.walk(&mut |path: &[ASTNode]| {
+        if let Some(ASTNode::Expr(Expr::FnCall(call, pos))) | Some(ASTNode::Stmt(Stmt::FnCall(call, pos))) = path.last()
+        {
+            let at = key(*pos);
+            // map(), map("name"), map("name", #{..}); not Rhai's map(array, f).
+            let ours = matches!(
+                call.args.as_ref(),
+                [] | [Expr::StringConstant(..)] | [Expr::StringConstant(..), Expr::Map(..)]
+            );
+            if call.name == "map"
+                && ours
+                && call.namespace.is_empty()
+                && closures.iter().any(|(a, b)| *a <= at && at <= *b)
+            {
+                found = Some(*pos);
+            }
+        }
+        found.is_none()
+    });
+    found
 }
 
 /// Whether `name` is written like a function name (not an operator).

@@ -8,7 +8,7 @@ const NO_FORM: &[(&str, &str)] = &[
     ("strftime", "time(fmt) formats the local time"),
     ("cat", "use system(\"cat FILE\") with --unsafe, or read the file in Rhai"),
     ("username", "e.uid is the user id; userspace can look its name up"),
-    ("override", "rtrace does not change return values"),
+    ("override", "use `override(VALUE)` in an `fmod_ret:FN` probe (see docs/probes-kernel.md)"),
     ("reg", "read arguments as e.arg0.. (see docs/probes-user.md)"),
     ("kaddr", "kernel addresses of symbols are not available to scripts yet"),
     ("uaddr", "user addresses of symbols are not available to scripts yet"),
@@ -20,7 +20,6 @@ const NO_FORM: &[(&str, &str)] = &[
     ("sizeof", "rtrace has no sizeof() yet"),
     ("offsetof", "rtrace has no offsetof() yet"),
     ("strerror", "rtrace has no strerror() yet"),
-    ("path", "rtrace has no path() yet"),
     ("debugf", "use printf"),
 ];
 
@@ -41,6 +40,11 @@ pub fn call_hint(name: &str, args: &[Expr]) -> Option<String> {
             return Some("print() takes one value; for a format and values use printf(fmt, ...)".into())
         }
         "exit" if args.len() > 1 => return Some("exit() takes at most one value, the exit status".into()),
+        "usym" if args.len() == 1 => {
+            return Some(
+                "a user address means something only in its process: give the pid too, `usym(addr, e.pid)`".into(),
+            )
+        }
         _ => {}
     }
     // bpftrace's builtin variables, written as calls (`pid()`, `kstack()`).
@@ -57,10 +61,64 @@ fn variable(e: &Expr) -> Option<&str> {
     }
 }
 
+/// Probe types a bpftrace program starts a line with (`kprobe:f { ... }`).
+const BPFTRACE_PROBES: &[&str] = &[
+    "BEGIN",
+    "END",
+    "tracepoint",
+    "t",
+    "kprobe",
+    "k",
+    "kretprobe",
+    "kr",
+    "uprobe",
+    "u",
+    "uretprobe",
+    "ur",
+    "usdt",
+    "U",
+    "profile",
+    "p",
+    "interval",
+    "i",
+    "software",
+    "s",
+    "hardware",
+    "h",
+    "fentry",
+    "f",
+    "fexit",
+    "fr",
+    "kfunc",
+    "kretfunc",
+    "rawtracepoint",
+    "rt",
+    "watchpoint",
+    "w",
+    "iter",
+    "lsm",
+];
+
+/// Whether `line` reads as a bpftrace probe: `BEGIN {`, `kprobe:f /pid == 1/ {`.
+fn bpftrace_probe_line(line: &str) -> bool {
+    let t = line.trim_start();
+    let word: String = t.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+    let rest = t[word.len()..].trim_start();
+    BPFTRACE_PROBES.contains(&word.as_str())
+        && (rest.starts_with(':') || ((word == "BEGIN" || word == "END") && (rest.is_empty() || rest.starts_with('{'))))
+}
+
 /// A hint for a syntax error at `pos` in `source` that comes from bpftrace syntax.
 pub fn syntax_hint(source: &str, pos: Position) -> Option<&'static str> {
     let line = source.lines().nth(pos.line()?.checked_sub(1)?)?;
     let col = pos.position().unwrap_or(1).saturating_sub(1);
+    if bpftrace_probe_line(line) {
+        return Some(
+            "this is a bpftrace program; an rtrace script is Rhai: `probe(\"tracepoint:syscalls:sys_enter_openat\", \
+             |e| { if e.pid == 1 { m[e.comm] = count(); } });` with `let m = map();` at the top \
+             (docs/from-bpftrace.md)",
+        );
+    }
     // Look at the offending character and the one before it (the lexer may
     // point at either).
     let around: String = line.chars().skip(col.saturating_sub(1)).take(3).collect();
@@ -75,7 +133,23 @@ pub fn syntax_hint(source: &str, pos: Position) -> Option<&'static str> {
     if around.contains('$') {
         return Some("locals are `let x = ...;` and script arguments are ARGS[0], ARGS[1], ... in rtrace (no $)");
     }
+    if around.contains('?') {
+        return Some("Rhai has no `c ? a : b`: write `if c { a } else { b }`, which is an expression");
+    }
+    if around.contains("++") || around.contains("--") {
+        return Some("Rhai has no `++`/`--`: write `x += 1` or `x -= 1`");
+    }
+    if around.contains('~') {
+        return Some("Rhai has no `~`: write `x ^ -1` for the bitwise not of x");
+    }
     None
+}
+
+/// A hint for a variable that doesn't exist: bpftrace's builtin variables
+/// (`comm`, `pid`, `retval`) are event fields.
+pub fn variable_hint(name: &str) -> Option<String> {
+    crate::builtins::event_field(name)
+        .map(|_| format!("bpftrace's `{name}` is the event field `e.{name}` in rtrace: write `e.{name}`"))
 }
 
 #[cfg(test)]
@@ -89,6 +163,20 @@ mod tests {
         assert!(syntax_hint("str(args->filename)", Position::new(1, 10)).unwrap().contains("`.`"));
         assert!(syntax_hint("print($1)", Position::new(1, 7)).unwrap().contains("ARGS[0]"));
         assert_eq!(syntax_hint("let x = ;", Position::new(1, 9)), None);
+        for program in [
+            "BEGIN { printf(\"hi\"); }",
+            "tracepoint:syscalls:sys_enter_openat /pid == 1/ { @[comm] = count(); }",
+            "  kprobe:vfs_read { }",
+            "END",
+        ] {
+            assert!(syntax_hint(program, Position::new(1, 7)).unwrap().contains("bpftrace program"), "{program}");
+        }
+        assert_eq!(syntax_hint("let BEGIN = 1;", Position::new(1, 7)), None);
+        assert!(syntax_hint("let x = a > 1 ? 1 : 2;", Position::new(1, 15)).unwrap().contains("if c { a } else { b }"));
+        assert!(syntax_hint("x++;", Position::new(1, 2)).unwrap().contains("x += 1"));
+        assert!(syntax_hint("let y = ~x;", Position::new(1, 9)).unwrap().contains("x ^ -1"));
+        assert!(variable_hint("comm").unwrap().contains("`e.comm`"));
+        assert_eq!(variable_hint("frobnicate"), None);
     }
 
     #[test]
@@ -97,5 +185,7 @@ mod tests {
         assert!(call_hint("arg3", &[]).unwrap().contains("`e.arg3`"));
         assert!(call_hint("strftime", &[]).unwrap().contains("time(fmt)"));
         assert_eq!(call_hint("frobnicate", &[]), None);
+        let one = [Expr::IntegerConstant(1, Position::NONE)];
+        assert!(call_hint("usym", &one).unwrap().contains("usym(addr, e.pid)"));
     }
 }

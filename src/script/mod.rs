@@ -186,7 +186,7 @@ impl Session {
             Ok(()) => {}
             // exit() at the top level: nothing will be attached.
             Err(e) if matches!(*e, rhai::EvalAltResult::ErrorTerminated(..)) => return Ok(()),
-            Err(e) => return Err(self.runtime_error(&e).into()),
+            Err(e) => return Err(self.top_level_error(&e).into()),
         }
         self.name_maps();
         self.keep_constants();
@@ -313,6 +313,28 @@ impl Session {
         self.engine.eval_statements_raw(&mut global, &mut rhai::Caches::new(), scope, ast.statements()).map(|_| ())
     }
 
+    /// An error of the top level: an unknown function is reported as the
+    /// call check reports it (close names, the rtrace form of a bpftrace
+    /// habit), and a map is named after its variable.
+    fn top_level_error(&self, e: &rhai::EvalAltResult) -> Diagnostic {
+        if matches!(e, rhai::EvalAltResult::ErrorFunctionNotFound(..)) {
+            if let Err(d) = calls::check(self) {
+                return d;
+            }
+        }
+        let mut d = self.runtime_error(e);
+        let unnamed: Vec<(u32, String)> =
+            self.registry.lock().unwrap().maps.iter().map(|m| (m.id(), m.name())).collect();
+        self.name_maps();
+        let reg = self.registry.lock().unwrap();
+        for (id, old) in unnamed {
+            if let Some(m) = reg.maps.iter().find(|m| m.id() == id) {
+                d.message = d.message.replace(&format!("map '{old}'"), &format!("map '{}'", m.name()));
+            }
+        }
+        d
+    }
+
     /// Give every map without an explicit name the name of the variable holding it.
     fn name_maps(&self) {
         for (name, _, value) in self.scope.iter() {
@@ -383,6 +405,11 @@ impl Session {
         }
         if let rhai::EvalAltResult::ErrorInFunctionCall(_, _, inner, _) = e {
             return self.runtime_error_near(inner, pos);
+        }
+        if let rhai::EvalAltResult::ErrorVariableNotFound(name, _) = e {
+            if let Some(hint) = habits::variable_hint(name) {
+                return Diagnostic::at(&self.file_name, pos, msg).hint(hint);
+            }
         }
         if let rhai::EvalAltResult::ErrorStackOverflow(_) = e {
             msg = format!(

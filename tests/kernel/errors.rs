@@ -243,3 +243,102 @@ fn shifts_by_a_variable_agree_between_kernel_and_userspace() {
     // Rhai's rule, spelled out: 64 or more shifts everything out.
     assert!(out.lines().iter().filter(|l| l.starts_with("0 ")).count() >= 3, "{out}");
 }
+
+/// A habit from bpftrace or another language, and what the one-line error
+/// must say: (what, arguments, the place, words the line must contain).
+const HINTS: &[(&str, &[&str], &str, &[&str])] = &[
+    (
+        "a whole bpftrace program",
+        &["-e", "BEGIN { printf(\"hi\\n\"); }"],
+        "-e:1:",
+        &["bpftrace program", "probe(", "docs/from-bpftrace.md"],
+    ),
+    (
+        "a bpftrace probe with a filter",
+        &["-e", "tracepoint:syscalls:sys_enter_openat /pid == 1/ { @[comm] = count(); }"],
+        "-e:1:",
+        &["bpftrace program", "let m = map();"],
+    ),
+    (
+        "bare comm",
+        &["-e", "probe(\"tracepoint:syscalls:sys_enter_openat\", |e| { print(comm); });"],
+        "-e:1:",
+        &["`e.comm`"],
+    ),
+    (
+        "bare pid",
+        &["-e", "probe(\"tracepoint:syscalls:sys_enter_openat\", |e| { print(pid); });"],
+        "-e:1:",
+        &["`e.pid`"],
+    ),
+    ("?:", &["-e", "probe(\"BEGIN\", || { let x = 1 > 0 ? 1 : 2; });"], "-e:1:", &["if c { a } else { b }"]),
+    ("++", &["-e", "probe(\"BEGIN\", || { let x = 1; x++; });"], "-e:1:", &["x += 1"]),
+    ("~", &["-e", "probe(\"BEGIN\", || { let x = ~1; });"], "-e:1:", &["x ^ -1"]),
+    (
+        "a typo at the top level",
+        &["-e", "prnt(\"x\");\nprobe(\"BEGIN\", || {});"],
+        "-e:1:1:",
+        &["unknown function `prnt`", "`print`"],
+    ),
+    (
+        "a map made in a probe",
+        &["-e", "probe(\"tracepoint:syscalls:sys_enter_openat\", |e| { let m = map(); });"],
+        "-e:1:",
+        &["declare maps at the top level"],
+    ),
+    (
+        "a map written at the top level",
+        &["-e", "let hits = map();\nhits[1] = 2;\nprobe(\"BEGIN\", || {});"],
+        "-e:2:",
+        &["map 'hits'", "read and write maps in"],
+    ),
+    (
+        "usym without a pid",
+        &["-e", "probe(\"tracepoint:syscalls:sys_enter_openat\", |e| { print(usym(e.args.filename)); });"],
+        "-e:1:",
+        &["usym(addr, e.pid)"],
+    ),
+    ("an option typo", &["--hepl"], "rtrace:", &["similar argument", "'--help'"]),
+    ("another option typo", &["--dryrun", "-e", "x"], "rtrace:", &["'--dry-run'"]),
+    (
+        "a script file and -e",
+        &["examples/count_events.rhai", "-e", "probe(\"BEGIN\", || {});"],
+        "rtrace:",
+        &["both a script file", "-e"],
+    ),
+];
+
+kernel_test!(errors_name_the_form_to_write);
+/// Each habit in [`HINTS`] is refused before anything attaches with one
+/// line at its place that names the rtrace form to write.
+fn errors_name_the_form_to_write() {
+    let _g = setup();
+    each_case(
+        HINTS,
+        |c| c.0,
+        |(what, args, place, words)| {
+            let line = assert_clean_error(&run(args));
+            assert!(line.starts_with(place), "{what}: not at {place}: {line}");
+            for w in words.iter() {
+                assert!(line.contains(w), "{what}: no `{w}` in: {line}");
+            }
+        },
+    );
+}
+
+kernel_test!(a_directory_named_like_a_tool_does_not_hide_it);
+/// `rtrace opensnoop` in a directory that has a subdirectory `opensnoop`:
+/// a directory can't be a script, so the tool runs.
+fn a_directory_named_like_a_tool_does_not_hide_it() {
+    let _g = setup();
+    let dir = TempDir::new();
+    std::fs::create_dir_all(dir.join("opensnoop")).unwrap();
+    let out = std::process::Command::new(rtrace_bin())
+        .args(["-d", "200ms", "opensnoop", "-h"])
+        .current_dir(dir.join(""))
+        .output()
+        .expect("rtrace");
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(!text.contains("is a directory"), "{text}");
+    assert!(text.to_lowercase().contains("usage"), "the tool's help: {text}");
+}
