@@ -226,7 +226,7 @@ fn fuzzed_scripts_never_panic_or_hang() {
             let _ = worker.join();
         }
     }
-    crate::errln!(
+    crate::util::errln!(
         "fuzz: {cases} cases (seed {seed}): {ok} compiled, {rejected} rejected cleanly, {} findings",
         findings.len()
     );

@@ -587,7 +587,7 @@ mod tests {
     fn btf() -> Option<&'static KernelBtf> {
         let k = kernel();
         if k.is_none() {
-            crate::errln!("skipped: no kernel BTF (/sys/kernel/btf/vmlinux)");
+            crate::util::errln!("skipped: no kernel BTF (/sys/kernel/btf/vmlinux)");
         }
         k
     }
@@ -647,7 +647,7 @@ mod tests {
     #[test]
     fn btf_type_walk_matches_string_scan() {
         let Ok(file) = File::open(VMLINUX_BTF) else {
-            crate::errln!("skipping: no {VMLINUX_BTF}");
+            crate::util::errln!("skipping: no {VMLINUX_BTF}");
             return;
         };
         let mut btf = Vec::new();

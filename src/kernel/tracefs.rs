@@ -382,7 +382,7 @@ pub fn tracefs_available() -> bool {
     match tracefs_root() {
         Ok(_) => true,
         Err(e) => {
-            crate::errln!("skipping: {e}");
+            crate::util::errln!("skipping: {e}");
             false
         }
     }

@@ -254,6 +254,6 @@ fn end_partial_line() {
     };
     let (out, err) = (id(1), id(2));
     if out.is_some() && out == err {
-        crate::errln!();
+        crate::util::errln!();
     }
 }

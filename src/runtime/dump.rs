@@ -69,7 +69,7 @@ pub fn report_new_losses(plan: &Plan, loaded: &Loaded) {
         let new = total - *seen;
         *seen = total;
         match sink::format() {
-            sink::Format::Text => crate::errln!("Lost {new} events on probe {probe}"),
+            sink::Format::Text => crate::util::errln!("Lost {new} events on probe {probe}"),
             sink::Format::Json => sink::raw(&output::format_lost_events_json(&probe, new)),
         }
     }

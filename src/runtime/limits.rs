@@ -67,7 +67,7 @@ pub fn kernel_losses(lost: &libbpf_rs::MapHandle, probes: usize) -> Vec<(u64, u6
 pub fn report_lost_controls(probes: &[String], lost: &libbpf_rs::MapHandle, reader: &Reader) {
     for (probe, (_, n)) in probes.iter().zip(kernel_losses(lost, probes.len())) {
         if n > 0 {
-            crate::errln!(
+            crate::util::errln!(
                 "Lost {n} control messages (print/clear/zero, action audits) on probe {probe}: the control ring was full"
             );
         }

@@ -115,7 +115,7 @@ fn verifier_error(
         None => Pos::of(probe_position(plan, prog)),
     };
     if full_log {
-        crate::errln!("{}", e.log);
+        crate::util::errln!("{}", e.log);
     }
     let msg = format!(
         "the kernel verifier rejected the code for this statement in {}: {reason} (set RTRACE_VERIFIER_LOG=1 for the full log)",

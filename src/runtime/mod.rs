@@ -39,7 +39,7 @@ pub fn run(session: &Session, plan: &Plan, opts: &Config, traced: Option<&mut tr
     let loaded = load::load_all(session, plan, opts)?;
     if opts.dry_run {
         if !opts.quiet {
-            crate::errln!(
+            crate::util::errln!(
                 "{} program(s) passed the verifier for {} probe(s); nothing attached (--dry-run)",
                 loaded.programs.len(),
                 plan.attach_count()
@@ -145,7 +145,7 @@ fn mapping_tracker(plan: &Plan, opts: &Config) -> Option<crate::symbols::procmap
         Ok(t) => Some(t),
         Err(e) => {
             if opts.debug_symbols {
-                crate::errln!("rtrace: cannot follow process mappings: {e}");
+                crate::util::errln!("rtrace: cannot follow process mappings: {e}");
             }
             None
         }
@@ -174,7 +174,7 @@ fn finish(
     limits::check_output()?;
     let reg = session.registry.lock().unwrap();
     if let Some(msg) = &reg.failure {
-        crate::errln!("rtrace: fail: {msg}");
+        crate::util::errln!("rtrace: fail: {msg}");
     }
     let command_status = traced.and_then(|t| t.command_status());
     let errors = (errors > 0).then_some(1);

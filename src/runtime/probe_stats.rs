@@ -76,7 +76,7 @@ pub fn report(plan: &Plan, programs: &[OwnedFd], enabled: &Result<Enabled, Strin
     }
     match crate::output::sink::format() {
         crate::output::sink::Format::Text => {
-            crate::errtext!("{}", crate::output::overhead::format_probe_stats_text(&stats))
+            crate::util::errtext!("{}", crate::output::overhead::format_probe_stats_text(&stats))
         }
         crate::output::sink::Format::Json => {
             crate::output::sink::raw(&crate::output::overhead::format_probe_stats_json(&stats))

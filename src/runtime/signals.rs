@@ -139,7 +139,7 @@ pub fn shutting_down() {
     SHUTDOWN.store(true, Ordering::SeqCst);
     END_REQUESTED.store(false, Ordering::SeqCst);
     if n >= 2 {
-        crate::errln!("rtrace: interrupted again: exiting now");
+        crate::util::errln!("rtrace: interrupted again: exiting now");
         std::process::exit(130);
     }
 }

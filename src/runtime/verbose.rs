@@ -15,7 +15,7 @@ pub fn print(plan: &Plan, loaded: &Loaded) {
     for (prog, fd) in plan.programs.iter().zip(&loaded.programs) {
         let insns = prog.code.insns.len();
         let info = prog_info(fd.as_fd()).unwrap_or_default();
-        crate::errln!(
+        crate::util::errln!(
             "rtrace: program {} ({}): {insns} instructions, {} processed by the verifier, {} bytes JITed",
             prog.name,
             plan.probes.get(prog.probe).map(String::as_str).unwrap_or("-"),
@@ -24,7 +24,7 @@ pub fn print(plan: &Plan, loaded: &Loaded) {
         );
         for id in info.map_ids {
             match map_info_by_id(id) {
-                Some(m) => crate::errln!(
+                Some(m) => crate::util::errln!(
                     "rtrace:   map {}: {}, key {} B, value {} B, {} entries",
                     m.name,
                     map_type_name(m.type_),
@@ -32,11 +32,11 @@ pub fn print(plan: &Plan, loaded: &Loaded) {
                     m.value_size,
                     m.max_entries
                 ),
-                None => crate::errln!("rtrace:   map id {id}"),
+                None => crate::util::errln!("rtrace:   map id {id}"),
             }
         }
         for point in &prog.points {
-            crate::errln!("rtrace:   attached to {}", point.name);
+            crate::util::errln!("rtrace:   attached to {}", point.name);
         }
     }
 }

@@ -319,7 +319,7 @@ pub fn write_reports(error: Option<(String, Option<usize>)>, exit_status: i32) -
         CiSystem::None => {}
         CiSystem::GitHub => {
             // Workflow commands are read from the step's output; stderr keeps stdout parseable.
-            crate::errtext!("{}", ci_report::github_annotations(&run, results));
+            crate::util::errtext!("{}", ci_report::github_annotations(&run, results));
             if let Some(path) = std::env::var("GITHUB_STEP_SUMMARY").ok().filter(|p| !p.is_empty()) {
                 note(write("$GITHUB_STEP_SUMMARY", &path, ci_report::github_summary(&run, results), true));
             }

@@ -92,7 +92,7 @@ pub fn sprintf(pos: Position, fmt: &str, values: &[Dynamic]) -> RhaiResult<Dynam
 pub fn eprintf(pos: Position, fmt: &str, values: &[Dynamic]) -> RhaiResult<Dynamic> {
     let text = formatted(pos, fmt, &spread(values))?;
     crate::output::sink::flush();
-    crate::errtext!("{text}");
+    crate::util::errtext!("{text}");
     Ok(Dynamic::UNIT)
 }
 

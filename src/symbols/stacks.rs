@@ -190,7 +190,7 @@ pub fn user_frames(pid: u32, addrs: &[u64]) -> Vec<Frame> {
                 Ok(s) => s,
                 Err(e) => {
                     if debug {
-                        crate::errln!("rtrace: symbolizing pid {pid}: {e:#}");
+                        crate::util::errln!("rtrace: symbolizing pid {pid}: {e:#}");
                     }
                     Vec::new()
                 }

@@ -3,7 +3,6 @@
 
 /// `eprintln!` that never panics: a closed stderr (`2>&1 | head`) is
 /// ignored rather than ending rtrace with Rust's panic status.
-#[macro_export]
 macro_rules! errln {
     ($($t:tt)*) => {{
         use std::io::Write as _;
@@ -12,13 +11,14 @@ macro_rules! errln {
 }
 
 /// `eprint!` that never panics (see [`errln!`]).
-#[macro_export]
 macro_rules! errtext {
     ($($t:tt)*) => {{
         use std::io::Write as _;
         let _ = write!(std::io::stderr(), $($t)*);
     }};
 }
+
+pub(crate) use {errln, errtext};
 
 /// Text on stdout outside the script output's sink (`--info`,
 /// `--list-tools`): the exit status, 1 when stdout is closed, never a panic.
