@@ -189,7 +189,11 @@ fn run(cli: Cli, tool: Option<(String, Vec<String>)>) -> Result<i32> {
     let mut config = Config::from_env(&ProcessEnv, cli.ring_size.as_deref())?;
     let mut traced = match (&cli.pid, &cli.command) {
         (Some(pid), _) => Some(TracedProcess::existing(*pid)?),
-        (_, Some(cmd)) if !cli.explain && !cli.dry_run => Some(TracedProcess::spawn_held(cmd)?),
+        (_, Some(cmd)) if !cli.explain && !cli.dry_run => {
+            // Records on stdout (-f json, folded stacks) stay parseable: the command's own stdout goes to stderr.
+            let records = cli.format == "json" || session.registry.lock().unwrap().command_stdout_to_stderr;
+            Some(TracedProcess::spawn_held(cmd, records && cli.output.is_none())?)
+        }
         _ => None,
     };
     if let (Some(t), Some(n)) = (traced.as_mut(), cli.repeat) {

@@ -42,6 +42,9 @@ pub struct TracedProcess {
     killed_by: Option<i32>,
     /// `-c`'s text.
     command: String,
+    /// The command's stdout goes to rtrace's stderr (`-f json` on stdout:
+    /// its lines would break the records).
+    stdout_to_stderr: bool,
     /// When the command was released, and when it was reaped.
     ran: (Option<Instant>, Option<Instant>),
     /// The instructions counter of this run, or why there is none.
@@ -71,6 +74,7 @@ impl TracedProcess {
             stopped: false,
             killed_by: None,
             command: String::new(),
+            stdout_to_stderr: false,
             ran: (None, None),
             instructions: Err(String::new()),
             runs: (1, 1),
@@ -79,9 +83,10 @@ impl TracedProcess {
         })
     }
 
-    /// `-c CMD`: start CMD, held before exec until [`release`](Self::release).
+    /// `-c CMD`: start CMD, held before exec until [`release`](Self::release);
+    /// with `stdout_to_stderr`, its stdout is rtrace's stderr.
     /// (A plain fork: `std::process::Command::spawn` waits for the exec.)
-    pub fn spawn_held(cmd: &str) -> Result<TracedProcess> {
+    pub fn spawn_held(cmd: &str, stdout_to_stderr: bool) -> Result<TracedProcess> {
         // Quotes or shell syntax: let sh parse it, then exec in place (same pid).
         let needs_shell = cmd.contains(|c: char| "'\"$`|&;<>(){}*?~\\".contains(c));
         let shell_cmd = format!("exec {cmd}");
@@ -113,6 +118,10 @@ impl TracedProcess {
             unsafe {
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0);
                 libc::close(fds[1]);
+                // Before the go-ahead: nothing is attached yet.
+                if stdout_to_stderr {
+                    libc::dup2(2, 1);
+                }
                 let mut byte = 0u8;
                 let n = loop {
                     let n = libc::read(fds[0], &mut byte as *mut u8 as *mut _, 1);
@@ -146,6 +155,7 @@ impl TracedProcess {
             stopped: false,
             killed_by: None,
             command: cmd.to_string(),
+            stdout_to_stderr,
             ran: (None, None),
             instructions,
             runs: (1, 1),
@@ -167,7 +177,7 @@ impl TracedProcess {
         if self.child.is_none() || started >= total || self.stopped || self.status != Some(0) {
             return Ok(None);
         }
-        let mut next = TracedProcess::spawn_held(&self.command)?;
+        let mut next = TracedProcess::spawn_held(&self.command, self.stdout_to_stderr)?;
         next.runs = (total, started + 1);
         next.exits = self.exits.clone();
         let pid = next.pid;

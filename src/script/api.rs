@@ -264,6 +264,11 @@ pub fn install(engine: &mut Engine, registry: &SharedRegistry) {
         }
         p.clone()
     });
+    // command_stdout_to_stderr(): at the top level, before the -c command starts.
+    let r = registry.clone();
+    engine.register_fn("command_stdout_to_stderr", move || {
+        r.lock().unwrap().command_stdout_to_stderr = true;
+    });
     // traced_pid(): the process -p names, or -1.
     let r = registry.clone();
     engine.register_fn("traced_pid", move || -> i64 { r.lock().unwrap().traced_pid.map_or(-1, i64::from) });

@@ -109,6 +109,9 @@ pub struct Registry {
     pub spec_check: Option<tools::SpecCheck>,
     /// `-p PID`, for `traced_pid()`.
     pub traced_pid: Option<i32>,
+    /// `command_stdout_to_stderr()`: the script's stdout is records (folded
+    /// stacks), so a `-c` command's own stdout goes to stderr.
+    pub command_stdout_to_stderr: bool,
     /// Answers `kernel_has(type, member)`; set with `spec_check`.
     pub member_check: Option<tools::MemberCheck>,
 }

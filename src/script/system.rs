@@ -142,7 +142,9 @@ fn act(pos: Position, job: Job) {
         Mode::Refuse => {}
         Mode::Skip => {
             if !SKIP_NOTED.swap(true, Ordering::SeqCst) {
-                crate::util::errln!("rtrace: note: system() and exec() do not run commands under --explain or --dry-run");
+                crate::util::errln!(
+                    "rtrace: note: system() and exec() do not run commands under --explain or --dry-run"
+                );
             }
         }
         Mode::Monitor => {
