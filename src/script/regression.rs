@@ -134,7 +134,7 @@ fn regression(
             let base = Distribution { map: format!("{name} (baseline)"), key: None, value: Some(base) };
             let c = baseline::compare(&base, &now, pct).map_err(fail)?;
             let shown = c.shown(base.count(), now_count);
-            let detail = if c.regressed { format!("{shown}: slower by more than {pct}%") } else { shown };
+            let detail = if c.regressed { format!("{shown}: higher by more than {pct}%") } else { shown };
             let mut r = CheckResult::new(name, !c.regressed, detail);
             r.measure = Some(Measure {
                 value: c.now_p50 as f64,
