@@ -269,6 +269,8 @@ pub fn install(engine: &mut Engine, registry: &SharedRegistry) {
     engine.register_fn("command_stdout_to_stderr", move || {
         r.lock().unwrap().command_stdout_to_stderr = true;
     });
+    // ring_size(SIZE): the event ring's size, `4M` or bytes (a tool's -b/--buffer-pages).
+    install_ring_size(engine, registry);
     // traced_pid(): the process -p names, or -1.
     let r = registry.clone();
     engine.register_fn("traced_pid", move || -> i64 { r.lock().unwrap().traced_pid.map_or(-1, i64::from) });
@@ -461,4 +463,20 @@ fn current_ast(ctx: &NativeCallContext) -> RhaiResult<Arc<AST>> {
 thread_local! {
     /// The AST whose top level is running, for `probe()` to remember.
     pub static CURRENT_AST: std::cell::RefCell<Option<Arc<AST>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// `ring_size("4M")` and `ring_size(bytes)`: set the event ring's size from
+/// the top level; a size out of range is an error at the call.
+fn install_ring_size(engine: &mut Engine, registry: &SharedRegistry) {
+    let r = registry.clone();
+    engine.register_fn("ring_size", move |ctx: NativeCallContext, size: Dynamic| -> RhaiResult<()> {
+        let text = if size.is_int() { size.as_int().unwrap_or(0).to_string() } else { size.to_string() };
+        match crate::config::ring_size(&text) {
+            Ok(bytes) => {
+                r.lock().unwrap().ring_size = Some(bytes);
+                Ok(())
+            }
+            Err(e) => fail_at(e.to_string(), ctx.call_position()),
+        }
+    });
 }

@@ -18,6 +18,15 @@ type SharedModule = std::sync::Arc<Module>;
 pub struct FileModules {
     files: FileModuleResolver,
     cache: Mutex<HashMap<PathBuf, SharedModule>>,
+    /// Every module loaded, for the closures they create (see [`super::modules::Libraries`]).
+    loaded: super::modules::Libraries,
+}
+
+impl FileModules {
+    /// A resolver that lists what it loads in `loaded`.
+    pub fn listing_into(loaded: super::modules::Libraries) -> FileModules {
+        FileModules { loaded, ..Default::default() }
+    }
 }
 
 impl ModuleResolver for FileModules {
@@ -44,6 +53,7 @@ impl ModuleResolver for FileModules {
             .map_err(|err| Box::new(EvalAltResult::ErrorInModule(path.to_string(), err, pos)))?
             .into();
         self.cache.lock().unwrap().insert(file, module.clone());
+        self.loaded.lock().unwrap().push(module.clone());
         Ok(module)
     }
 }

@@ -112,6 +112,9 @@ pub struct Registry {
     /// `command_stdout_to_stderr()`: the script's stdout is records (folded
     /// stacks), so a `-c` command's own stdout goes to stderr.
     pub command_stdout_to_stderr: bool,
+    /// `ring_size(SIZE)` at the top level: the event ring's size in bytes
+    /// (`--ring-size` and RTRACE_RING_SIZE win over it).
+    pub ring_size: Option<u32>,
     /// Answers `kernel_has(type, member)`; set with `spec_check`.
     pub member_check: Option<tools::MemberCheck>,
 }
@@ -132,6 +135,8 @@ pub struct Session {
     constants: Option<Constants>,
     /// The script's text (probe source strings are found in it).
     text: String,
+    /// The modules it loaded (closures made in them run with them).
+    libraries: modules::Libraries,
 }
 
 impl Session {
@@ -158,7 +163,7 @@ impl Session {
         system::install(&mut engine);
         throttle::install(&mut engine);
         bufs::install(&mut engine);
-        modules::install(&mut engine, source);
+        let libraries = modules::install(&mut engine, source);
         let ast = engine.compile(source).map_err(|e| {
             let d = Diagnostic::at(file_name, e.1, format!("syntax error: {}", e.0));
             match habits::syntax_hint(source, e.1) {
@@ -178,6 +183,7 @@ impl Session {
             file_name: file_name.to_string(),
             constants: None,
             text: source.to_string(),
+            libraries,
         })
     }
 
@@ -280,6 +286,7 @@ impl Session {
     fn callback_state(&self, ast: &AST) -> rhai::GlobalRuntimeState {
         let mut global = self.engine.new_global_runtime_state();
         global.lib.push(ast.shared_lib().clone());
+        global.lib.extend(self.libraries.lock().unwrap().iter().cloned());
         global.constants = self.constants.clone();
         global
     }

@@ -14,13 +14,22 @@ const STDLIB: &[(&str, &str)] = &[
     ("cexpr", include_str!("../../stdlib/cexpr.rhai")),
     ("net", include_str!("../../stdlib/net.rhai")),
     ("stacks", include_str!("../../stdlib/stacks.rhai")),
+    ("report", include_str!("../../stdlib/report.rhai")),
 ];
 
-/// Install the resolver on `engine`, for a script whose text is `script`.
+/// The modules a script has loaded. A closure made inside a module's
+/// function (`every(.., || ..)` in a stdlib helper) is defined in that
+/// module, not in the script: callbacks run with these libraries beside the
+/// script's own, so such a closure is found when it runs later.
+pub type Libraries = std::sync::Arc<std::sync::Mutex<Vec<rhai::Shared<Module>>>>;
+
+/// Install the resolver on `engine`, for a script whose text is `script`;
+/// the modules it loads are listed in the returned [`Libraries`].
 /// A stdlib module is compiled (a few milliseconds and some memory for them
 /// all) only when the script names it (`fmt::`), or when it imports
 /// anything: an imported file may use any of them.
-pub fn install(engine: &mut Engine, script: &str) {
+pub fn install(engine: &mut Engine, script: &str) -> Libraries {
+    let loaded = Libraries::default();
     let mut embedded = StaticModuleResolver::new();
     let every = script.contains("import");
     let mut plain = None;
@@ -40,16 +49,19 @@ pub fn install(engine: &mut Engine, script: &str) {
             Ok(module) => {
                 // Also registered under its own name, so closures that run
                 // later (BEGIN, probes, timers) see `fmt::...` too.
-                engine.register_static_module(*name, module.clone().into());
-                embedded.insert(*name, module);
+                let module: rhai::Shared<Module> = module.into();
+                engine.register_static_module(*name, module.clone());
+                loaded.lock().unwrap().push(module.clone());
+                embedded.insert(*name, (*module).clone());
             }
             Err(e) => crate::output::sink::report(&crate::diag::Diagnostic::tool(format!("stdlib module {name}: {e}"))),
         }
     }
     let mut resolvers = ModuleResolversCollection::new();
     resolvers.push(embedded);
-    resolvers.push(super::file_modules::FileModules::default());
+    resolvers.push(super::file_modules::FileModules::listing_into(loaded.clone()));
     engine.set_module_resolver(resolvers);
+    loaded
 }
 
 /// Make the top level's `import "PATH" as NAME;` modules visible to the

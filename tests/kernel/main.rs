@@ -47,8 +47,13 @@ mod split_userspace;
 mod stacks;
 mod statements;
 mod target;
+mod tool_options;
 mod tools;
+mod tools_counting;
 mod tools_kernel;
+mod tools_snoop;
+mod tools_summary;
+mod tools_trace;
 mod uprobe;
 
 fn main() {

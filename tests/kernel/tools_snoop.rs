@@ -1,0 +1,4 @@
+//! (filled in below)
+
+#[allow(unused_imports)]
+use crate::common::*;
