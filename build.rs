@@ -6,6 +6,7 @@
 //!   `scripts/install.sh` picks them up (see docs/cli.md, "Installing").
 
 use std::fmt::Write;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use clap::CommandFactory;
@@ -70,6 +71,85 @@ fn man_page_and_completions() -> std::io::Result<()> {
         std::fs::create_dir_all(&d)?;
         let mut f = std::fs::File::create(d.join(file))?;
         clap_complete::generate(shell, &mut cmd, "rtrace", &mut f);
+        f.write_all(tool_completion(shell, &value_options(&cmd)).as_bytes())?;
     }
     Ok(())
+}
+
+/// rtrace's options that take a value (`-e -d ... --ring-size`), as words.
+fn value_options(cmd: &clap::Command) -> String {
+    let mut words = Vec::new();
+    for a in cmd.get_arguments().filter(|a| !a.is_positional() && a.get_action().takes_values()) {
+        words.extend(a.get_short().map(|c| format!("-{c}")));
+        words.extend(a.get_long().map(|l| format!("--{l}")));
+    }
+    words.join(" ")
+}
+
+/// Completion of tool names (where a script or tool is expected) and of a
+/// tool's options (after its name, read from `rtrace TOOL -h`), added to
+/// clap's completion of rtrace's own options and their values.
+fn tool_completion(shell: Shell, value_options: &str) -> String {
+    match shell {
+        Shell::Bash => format!(
+            r#"
+# The tool named so far on the line (the first word that is neither an
+# option nor an option's value), if any.
+_rtrace_tool_named() {{
+    local i w skip=""
+    for ((i = 1; i < COMP_CWORD; i++)); do
+        w="${{COMP_WORDS[i]}}"
+        if [[ -n "$skip" ]]; then skip=""; continue; fi
+        case " {value_options} " in *" $w "*) skip=1; continue ;; esac
+        [[ "$w" == -* ]] && continue
+        rtrace --list-tools 2>/dev/null | awk '{{print $1}}' | grep -qx -- "$w" && echo "$w"
+        return
+    done
+}}
+_rtrace_with_tools() {{
+    local cur="${{COMP_WORDS[COMP_CWORD]}}" prev="${{COMP_WORDS[COMP_CWORD-1]}}" tool
+    tool="$(_rtrace_tool_named)"
+    if [[ -n "$tool" ]]; then
+        COMPREPLY=( $(compgen -W "$(rtrace "$tool" -h 2>/dev/null | sed -n '/^options:/,/^$/p' | grep -oE '(^ +|, )--?[A-Za-z0-9][-_A-Za-z0-9]*' | sed 's/^ *//; s/^, //')" -- "$cur") )
+        return 0
+    fi
+    _rtrace "$@"
+    case " {value_options} " in *" $prev "*) return 0 ;; esac
+    if [[ "$cur" != -* ]]; then
+        COMPREPLY+=( $(compgen -W "$(rtrace --list-tools 2>/dev/null | awk '{{print $1}}')" -- "$cur") )
+    fi
+    return 0
+}}
+complete -F _rtrace_with_tools -o bashdefault -o default rtrace
+"#
+        ),
+        Shell::Fish => format!(
+            r#"
+# Tools where a script or tool is expected, and a tool's own options after its name.
+function __rtrace_tool_named
+    set -l words (commandline -opc)
+    set -l skip 0
+    for w in $words[2..-1]
+        if test $skip = 1; set skip 0; continue; end
+        if contains -- $w {value_options}; set skip 1; continue; end
+        if string match -q -- '-*' $w; continue; end
+        if rtrace --list-tools 2>/dev/null | string replace -r ' .*' '' | string match -q -x -- $w
+            echo $w
+        end
+        return
+    end
+end
+function __rtrace_tool_options
+    rtrace (__rtrace_tool_named) -h 2>/dev/null | sed -n '/^options:/,/^$/p' | string match -r -a -- '(?:^ +|, )(--?[A-Za-z0-9][-_A-Za-z0-9]*)' | string match -r -- '^--?[A-Za-z0-9].*'
+end
+function __rtrace_in_tool
+    set -l tool (__rtrace_tool_named)
+    test -n "$tool"
+end
+complete -c rtrace -n 'not __rtrace_in_tool' -a '(rtrace --list-tools 2>/dev/null | string replace -r "  +" \t)'
+complete -c rtrace -n '__rtrace_in_tool' -f -a '(__rtrace_tool_options)'
+"#
+        ),
+        _ => String::new(),
+    }
 }

@@ -3,13 +3,39 @@
 
 use clap::Parser;
 
+/// The end of `--help` and of the man page: exit status, signals, the
+/// environment (docs/cli.md#environment has the details) and examples.
+pub const AFTER_HELP: &str = "\
+Exit status: 0 normally; the code given to exit(code); 1 after fail(), a failed check, assert or error; 2 for usage errors.
+Signals: SIGINT/SIGTERM end the run (END runs, maps print); SIGUSR1 prints every map and tracing goes on.
+
+Environment (read once at start; a value out of range is an error):
+  RTRACE_RING_SIZE=1M       event ring buffer size when --ring-size isn't given
+  RTRACE_STRLEN=64          bytes str() reads when no length is given (1-200)
+  RTRACE_JOIN_MAX=6         strings of a char ** argument shipped for join() (1-16)
+  RTRACE_MAX_PROBES=1024    most attach points of one script after wildcards
+  RTRACE_SYSCALL_DISPATCH=8 fewest syscall tracepoints sharing one raw_syscalls program
+  RTRACE_STACK_DEPTH=127    frames kept per stack (1-127)
+  RTRACE_STACK_ENTRIES      distinct stacks per stack map (16-1048576)
+  RTRACE_NO_SPLIT=1         as --no-split
+  RTRACE_ERRORS_SHOWN=1     with --keep-going, runtime errors printed before the rest are counted
+  RTRACE_VERIFIER_LOG=1     print the full verifier log of a rejected program
+  RTRACE_DEBUG_SYMBOLS=1    print user-stack symbolization problems
+
+Examples:
+  rtrace -e 'probe(\"tracepoint:syscalls:sys_enter_openat\", |e| { print(str(e.args.filename)); });'
+  rtrace -c 'make -j2' -e 'let m = map(); probe(\"tracepoint:raw_syscalls:sys_enter\", |e| { m[e.comm] = count(); });'
+  rtrace -l 'tracepoint:sched:*'
+  rtrace opensnoop -x               (a tool: rtrace --list-tools; rtrace TOOL -h)
+  rtrace --junit out.xml -c ./test.sh budgets.rhai";
+
 #[derive(Parser, Debug)]
 #[command(
     name = "rtrace",
     version,
     about = "A Linux tracer: Rhai scripts whose probes compile straight to eBPF",
     override_usage = "rtrace [OPTIONS] SCRIPT.rhai [ARGS...]\n       rtrace [OPTIONS] -e 'SOURCE' [ARGS...]\n       rtrace [OPTIONS] - [ARGS...]      (the script from stdin)\n       rtrace [OPTIONS] TOOL [TOOL-ARGS...]   (rtrace --list-tools)\n       rtrace -l [PATTERN]\n       rtrace --info",
-    after_help = "Exit status: 0 normally; the code given to exit(code); 1 after fail(), a failed assert or an error; 2 for usage errors.\nSignals: SIGINT/SIGTERM end the run (END runs, maps print); SIGUSR1 prints every map and tracing goes on."
+    after_help = AFTER_HELP
 )]
 pub struct Cli {
     /// Program source to run instead of a script file.
@@ -19,7 +45,7 @@ pub struct Cli {
     #[arg(short = 'd', value_name = "DURATION", allow_hyphen_values = true)]
     pub duration: Option<String>,
     /// Output format: text or json (NDJSON).
-    #[arg(short = 'f', value_name = "FORMAT", default_value = "text")]
+    #[arg(short = 'f', value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
     pub format: String,
     /// Write output to FILE.
     #[arg(short = 'o', value_name = "FILE")]

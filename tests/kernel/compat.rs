@@ -524,7 +524,7 @@ fn man_page_and_completions_are_built() {
     let share = std::path::Path::new(rtrace_bin()).parent().unwrap().join("share");
     let man = std::fs::read_to_string(share.join("man/man1/rtrace.1")).expect("man page built");
     assert!(man.starts_with(".ie") || man.contains(".TH rtrace"), "{}", &man[..200.min(man.len())]);
-    for opt in ["\\-\\-info", "\\-\\-dry\\-run", "\\-B"] {
+    for opt in ["\\-\\-info", "\\-\\-dry\\-run", "\\-B", "RTRACE_STRLEN", "Exit status", "Examples"] {
         assert!(man.contains(opt), "the man page lacks {opt}");
     }
     for (file, needle) in [
@@ -535,6 +535,48 @@ fn man_page_and_completions_are_built() {
         let text = std::fs::read_to_string(share.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
         assert!(text.contains(needle), "{file} lacks {needle}");
     }
+}
+
+kernel_test!(bash_completes_option_values_tools_and_tool_options, needs: Program("bash"));
+/// The bash completion, run as bash runs it (COMP_WORDS/COMP_CWORD, then
+/// the registered function): option values, tool names where a script or
+/// tool goes, and each tool's own options (from its -h) after its name.
+fn bash_completes_option_values_tools_and_tool_options() {
+    let _g = setup();
+    let bin = std::path::Path::new(rtrace_bin()).parent().unwrap();
+    let file = bin.join("share/bash-completion/completions/rtrace");
+    let complete = |line: &[&str]| -> Vec<String> {
+        let words: Vec<String> = line.iter().map(|w| format!("'{w}'")).collect();
+        let script = format!(
+            "source '{}'; COMP_WORDS=({}); COMP_CWORD=$(( ${{#COMP_WORDS[@]}} - 1 )); COMP_LINE=\"${{COMP_WORDS[*]}}\"; COMP_POINT=${{#COMP_LINE}}; \
+             f=$(complete -p rtrace | sed -E 's/.*-F ([^ ]+).*/\\1/'); $f rtrace \"${{COMP_WORDS[COMP_CWORD]}}\" \"${{COMP_WORDS[COMP_CWORD-1]}}\"; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+            file.display(),
+            words.join(" ")
+        );
+        let out = std::process::Command::new("bash")
+            .args(["-c", &script])
+            .env("PATH", format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default()))
+            .current_dir(bin)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{line:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let mut got: Vec<String> = String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect();
+        got.sort();
+        got
+    };
+    assert_eq!(complete(&["rtrace", "-f", ""]), ["json", "text"]);
+    assert_eq!(complete(&["rtrace", "-B", ""]), ["full", "line", "none"]);
+    assert!(complete(&["rtrace", "opens"]).contains(&"opensnoop".to_string()));
+    assert!(complete(&["rtrace", "-q", "exec"]).contains(&"execsnoop".to_string()));
+    // A tool's options: every name its -h lists, short and long.
+    let help = run(&["opensnoop", "-h"]).stdout;
+    let got = complete(&["rtrace", "-d", "5s", "opensnoop", "-"]);
+    for name in ["-x", "--failed", "-p", "--pid", "--help"] {
+        assert!(help.contains(name) && got.contains(&name.to_string()), "{name} in {got:?}");
+    }
+    assert_eq!(complete(&["rtrace", "opensnoop", "--fai"]), ["--failed"]);
+    // rtrace's own options before a tool is named.
+    assert_eq!(complete(&["rtrace", "--ring-s"]), ["--ring-size"]);
 }
 
 /// `0x` and lower-case hex digits.
