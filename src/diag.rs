@@ -203,21 +203,7 @@ impl std::error::Error for Diagnostic {}
 /// Drop the ` (os error N)` that system errors carry: the text before it
 /// already says what went wrong.
 pub fn without_errno_numbers(line: &str) -> String {
-    let mut out = String::with_capacity(line.len());
-    let mut rest = line;
-    while let Some(at) = rest.find(" (os error ") {
-        out.push_str(&rest[..at]);
-        let tail = &rest[at + " (os error ".len()..];
-        match tail.find(')') {
-            Some(close) if tail[..close].chars().all(|c| c.is_ascii_digit()) => rest = &tail[close + 1..],
-            _ => {
-                out.push_str(" (os error ");
-                rest = tail;
-            }
-        }
-    }
-    out.push_str(rest);
-    out
+    crate::util::errno::replace_os_errors(line, |_| String::new())
 }
 
 #[cfg(test)]

@@ -135,7 +135,8 @@ pub fn parse(fmt: &str) -> Result<Vec<Piece>, String> {
         };
         if !CONVERSIONS.contains(conv) {
             let hint = if "aA".contains(conv) { " (use %e for floats)" } else { " (write %% for a %)" };
-            return Err(format!("printf: unknown conversion %{conv} in {fmt:?}{hint}"));
+            let shown = format!("%{modifier}{}", conv.escape_debug());
+            return Err(format!("printf: unknown conversion {shown} in {fmt:?}{hint}"));
         }
         spec.conv = conv;
         if conv == 'r' {
@@ -540,6 +541,8 @@ mod tests {
         assert!(format("%d", &[i(1), i(2)]).unwrap_err().contains("too many values"));
         assert!(format("%d", &["x".into()]).unwrap_err().contains("%d expects a number, got string"));
         assert!(format("%k", &[i(1)]).unwrap_err().contains("unknown conversion %k"));
+        // A length modifier with no conversion after it: the line stays one line.
+        assert!(format("%q\n", &[i(1)]).unwrap_err().contains(r"unknown conversion %q\n in"));
         assert!(format("%a", &[x(1.0)]).unwrap_err().contains("use %e"));
         assert!(format("50%", &[]).unwrap_err().contains("ends in the middle"));
         assert!(format("%hhhd", &[i(1)]).unwrap_err().contains("length modifier"));

@@ -66,7 +66,12 @@ impl TracedProcess {
         {
             bail!("-p {pid}: no such process");
         }
-        Ok(TracedProcess {
+        Ok(TracedProcess::new(pid))
+    }
+
+    /// A process traced from now on, not (yet) known to be rtrace's child.
+    fn new(pid: i32) -> TracedProcess {
+        TracedProcess {
             pid,
             child: None,
             release: None,
@@ -80,7 +85,7 @@ impl TracedProcess {
             runs: (1, 1),
             exit: Arc::default(),
             exits: crossbeam_channel::bounded(1),
-        })
+        }
     }
 
     /// `-c CMD`: start CMD, held before exec until [`release`](Self::release);
@@ -147,21 +152,13 @@ impl TracedProcess {
             }
             _ => format!("the instructions counter could not be opened (perf_event_open: {})", errno::describe(&e)),
         });
-        Ok(TracedProcess {
-            pid,
-            child: Some(pid),
-            release: Some(release),
-            status: None,
-            stopped: false,
-            killed_by: None,
-            command: cmd.to_string(),
-            stdout_to_stderr,
-            ran: (None, None),
-            instructions,
-            runs: (1, 1),
-            exit: Arc::default(),
-            exits: crossbeam_channel::bounded(1),
-        })
+        let mut traced = TracedProcess::new(pid);
+        traced.child = Some(pid);
+        traced.release = Some(release);
+        traced.command = cmd.to_string();
+        traced.stdout_to_stderr = stdout_to_stderr;
+        traced.instructions = instructions;
+        Ok(traced)
     }
 
     /// `--repeat N`: run the command N times in all.

@@ -65,14 +65,30 @@ pub fn name(errno: i32) -> String {
 /// A system error as a line shows it: `No such file or directory (ENOENT)`,
 /// not Rust's `(os error 2)`.
 pub fn describe(e: &std::io::Error) -> String {
-    let text = e.to_string();
-    match e.raw_os_error() {
-        Some(n) => {
-            let plain = text.split(" (os error ").next().unwrap_or(&text);
-            format!("{plain} ({})", name(n))
+    replace_os_errors(&e.to_string(), |n| format!(" ({})", name(n)))
+}
+
+/// `line` with each ` (os error N)` that std's errors append replaced by
+/// `with(N)` (`""` drops the number; see [`describe`] for the name).
+pub fn replace_os_errors(line: &str, with: impl Fn(i32) -> String) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    while let Some(at) = rest.find(" (os error ") {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at + " (os error ".len()..];
+        match tail.find(')').and_then(|close| Some((close, tail[..close].parse::<i32>().ok()?))) {
+            Some((close, n)) => {
+                out.push_str(&with(n));
+                rest = &tail[close + 1..];
+            }
+            None => {
+                out.push_str(" (os error ");
+                rest = tail;
+            }
         }
-        None => text,
     }
+    out.push_str(rest);
+    out
 }
 
 #[cfg(test)]
