@@ -50,6 +50,9 @@ struct Known {
     aliases: HashMap<String, String>,
     /// Names bound as variables somewhere (they may hold function pointers).
     variables: HashSet<String>,
+    /// Variables every binding and assignment of which is a string (`let
+    /// name = e.comm;`), for printf's checks; `false`: some binding isn't.
+    strings: HashMap<String, bool>,
     /// Object-map property names (they may hold methods).
     properties: HashSet<String>,
     /// Top-level variables holding maps.
@@ -121,6 +124,7 @@ impl Known {
         }
         for (name, _, value) in session.scope.iter() {
             k.variables.insert(name.to_string());
+            k.bound(name, value.is_string());
             if value.flatten_clone().try_cast::<MapHandle>().is_some() {
                 k.maps.insert(name.to_string());
             }
@@ -129,6 +133,9 @@ impl Known {
             for f in ast.iter_functions() {
                 k.script.entry(f.name.to_string()).or_default().insert(f.params.len());
                 k.variables.extend(f.params.iter().map(|p| p.to_string()));
+                for p in f.params.iter() {
+                    k.bound(p, false);
+                }
             }
             k.collect_names(ast);
         }
@@ -141,11 +148,19 @@ impl Known {
             match path.last() {
                 Some(ASTNode::Stmt(Stmt::Var(x, ..))) => {
                     self.variables.insert(x.0.name.to_string());
+                    self.bound(&x.0.name, string_valued(&x.1));
+                }
+                Some(ASTNode::Stmt(Stmt::Assignment(x))) => {
+                    if let Expr::Variable(v, ..) = &x.1.lhs {
+                        self.bound(&v.1, !x.0.is_op_assignment() && string_valued(&x.1.rhs));
+                    }
                 }
                 Some(ASTNode::Stmt(Stmt::For(x, ..))) => {
                     self.variables.insert(x.0.name.to_string());
+                    self.bound(&x.0.name, false);
                     if let Some(counter) = &x.1 {
                         self.variables.insert(counter.name.to_string());
+                        self.bound(&counter.name, false);
                     }
                 }
                 Some(ASTNode::Stmt(Stmt::Import(x, ..))) => {
@@ -168,6 +183,20 @@ impl Known {
             }
             true
         });
+    }
+
+    /// `name` is bound (or assigned) a value that is (`string`) or may not be a string.
+    fn bound(&mut self, name: &str, string: bool) {
+        *self.strings.entry(name.to_string()).or_insert(true) &= string;
+    }
+
+    /// A value that is a string whatever runs it: [`string_valued`], or a
+    /// variable only ever bound to such values.
+    fn is_string(&self, e: &Expr) -> bool {
+        match e {
+            Expr::Variable(v, ..) => self.strings.get(v.1.as_str()) == Some(&true),
+            _ => string_valued(e),
+        }
     }
 
     /// Every name a call could mean, for "did you mean".
@@ -356,7 +385,7 @@ fn format_problem(known: &Known, call: &FnCallExpr) -> Option<String> {
     // Which conversion each value feeds: `*` widths and precisions are numbers.
     let numeric = specs.iter().flat_map(|s| std::iter::repeat_n(true, s.values() - 1).chain([s.numeric()]));
     for (i, (value, numeric)) in values.iter().zip(numeric).enumerate() {
-        if numeric && string_valued(value) {
+        if numeric && known.is_string(value) {
             return Some(format!(
                 "{name}: the format {:?} prints value {} as a number, but it is a string (use %s)",
                 fmt.as_str(),

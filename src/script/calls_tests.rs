@@ -134,6 +134,24 @@ fn literal_formats_are_checked_against_their_values() {
     );
     refused(r#"probe("END", || { printf("%*d\n", 1); });"#, &["takes 2 values, 1 given"]);
     refused(r#"probe("END", || { system("kill %d %d", 1); });"#, &["system: the format", "takes 2 values, 1 given"]);
+    // Through a variable only ever bound to strings, as written directly.
+    for value in ["e.comm", "\"x\"", "`${e.pid}`"] {
+        for (bind, print) in
+            [("let v = VALUE;", "printf(\"%d\\n\", v)"), ("let v = e.comm; v = VALUE;", "printf(\"%s %x\\n\", v, v)")]
+        {
+            let src =
+                format!("probe(\"t:syscalls:sys_enter_read\", |e| {{ {} {}; }});", bind.replace("VALUE", value), print);
+            refused(&src, &["printf: the format", "as a number, but it is a string (use %s)"]);
+        }
+    }
+    // A variable that may hold a number is left to run time.
+    for src in [
+        r#"probe("t:syscalls:sys_enter_read", |e| { let v = e.comm; if e.pid > 1 { v = e.pid.to_string(); } printf("%s\n", v); });"#,
+        r#"probe("t:syscalls:sys_enter_read", |e| { let v = if e.pid > 1 { "a" } else { 1 }; printf("%d\n", v); });"#,
+        r#"fn f(v) { printf("%d\n", v) } probe("END", || { let v = "a"; f(1); });"#,
+    ] {
+        assert_eq!(error(src), None, "{src}");
+    }
 }
 
 #[test]
