@@ -43,3 +43,33 @@ fn a_join_statement_in_an_imported_file_prints() {
         "{out}"
     );
 }
+
+kernel_test!(closures_made_in_a_module_run_when_their_time_comes);
+/// A module's function that hands closures to `every()`, `after()` and
+/// `probe("END")` (as `report::summaries` does): each runs later, from the
+/// event loop, with the module's functions and the values it captured —
+/// for a file module and for the embedded `report`.
+fn closures_made_in_a_module_run_when_their_time_comes() {
+    let _g = setup();
+    let dir = TempDir::new();
+    let module = dir.write(
+        "ticks.rhai",
+        "fn label(n) { `tick ${n}` }\nfn start(limit, show) {\n    let n = 0;\n    every(\"20ms\", || { n += 1; print(label(n)); if n == limit { show.call(n); exit(); } });\n    probe(\"END\", || { print(`end after ${n}`); });\n}\n",
+    );
+    let src = format!(
+        "import \"{}\" as t;\nt::start(3, |n| {{ print(`shown at ${{n}}`); }});\n",
+        module.display().to_string().trim_end_matches(".rhai")
+    );
+    let out = run(&["-q", "-e", &src]);
+    assert_eq!(out.code, Some(0), "{out}");
+    assert_eq!(out.lines(), ["tick 1", "tick 2", "tick 3", "shown at 3", "end after 3"], "{out}");
+    // report::summaries: two summaries at the interval, then the run ends; no third at END.
+    let src = "let n = 0;\nreport::summaries(1, 2, (), || { n += 1; print(`summary ${n}`); });\n";
+    let out = run(&["-q", "-e", src]);
+    assert_eq!(out.code, Some(0), "{out}");
+    assert_eq!(out.lines(), ["summary 1", "summary 2"], "{out}");
+    // Without an interval: one summary when the run ends (-d here).
+    let out = run(&["-q", "-d", "100ms", "-e", "report::summaries((), (), (), || { print(\"the summary\"); });"]);
+    assert_eq!(out.code, Some(0), "{out}");
+    assert_eq!(out.lines(), ["the summary"], "{out}");
+}
