@@ -29,13 +29,7 @@ use crate::util::wildcard::{has_wildcard, wildcard_match};
 const NOT_SEARCHED: &[Kind] = &[Kind::TpBtf, Kind::Kretprobe, Kind::Fexit, Kind::Uretprobe];
 
 pub fn run(pattern: Option<&str>, verbose: bool) -> Result<i32> {
-    let pattern = pattern.map(str::trim).unwrap_or("");
-    let items: Vec<&str> = pattern.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
-    let items = if items.is_empty() { vec!["*"] } else { items };
-    let mut listing = Listing::default();
-    for item in items {
-        list_item(item, verbose, &mut listing)?;
-    }
+    let mut listing = listing(pattern.unwrap_or(""), verbose)?;
     let mut notes = std::mem::take(&mut listing.notes);
     notes.dedup();
     for n in &notes {
@@ -56,6 +50,23 @@ pub fn run(pattern: Option<&str>, verbose: bool) -> Result<i32> {
     }
     let _ = out.flush();
     Ok(0)
+}
+
+/// What `-l PATTERN` finds (an empty PATTERN: everything).
+fn listing(pattern: &str, verbose: bool) -> Result<Listing> {
+    let items: Vec<&str> = pattern.trim().split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
+    let items = if items.is_empty() { vec!["*"] } else { items };
+    let mut listing = Listing::default();
+    for item in items {
+        list_item(item, verbose, &mut listing)?;
+    }
+    Ok(listing)
+}
+
+/// `list_probes(pattern)` in a script: the probes `-l PATTERN` prints, or
+/// why there are none to list.
+pub fn probe_names(pattern: &str) -> Result<Vec<String>, String> {
+    listing(pattern, false).map(|l| l.probes.into_keys().collect()).map_err(|e| format!("{e:#}"))
 }
 
 /// Probe types `-l` lists (not BEGIN/END).

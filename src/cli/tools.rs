@@ -72,6 +72,7 @@ pub fn install_probe_check(session: &Session) {
     let mut registry = session.registry.lock().unwrap();
     registry.spec_check = Some(check);
     registry.member_check = Some(members);
+    registry.probe_list = Some(std::sync::Arc::new(super::list::probe_names));
 }
 
 /// `kernel_has(what, member)`: `what` is `struct NAME` / `union NAME` (BTF)

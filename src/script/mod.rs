@@ -117,6 +117,8 @@ pub struct Registry {
     pub ring_size: Option<u32>,
     /// Answers `kernel_has(type, member)`; set with `spec_check`.
     pub member_check: Option<tools::MemberCheck>,
+    /// Answers `list_probes(pattern)`; set with `spec_check`.
+    pub probe_list: Option<tools::ProbeList>,
 }
 
 pub type SharedRegistry = Arc<Mutex<Registry>>;
@@ -211,6 +213,9 @@ impl Session {
     /// errors inside it name the script's line:column.
     fn compile_probe_sources(&mut self) -> Result<()> {
         let mut probes = std::mem::take(&mut self.registry.lock().unwrap().probes);
+        if probes.iter().any(|p| p.source.is_some()) {
+            self.share_top_level_variables();
+        }
         for p in probes.iter_mut() {
             let Some(src) = p.source.clone() else { continue };
             let placed = self.placed_in_script(p.pos, &src);
@@ -243,6 +248,22 @@ impl Session {
         }
         self.registry.lock().unwrap().probes = probes;
         Ok(())
+    }
+
+    /// Make each top-level variable one shared value, as a closure written
+    /// in the script makes those it captures: the closures compiled from
+    /// probe source strings then update the same variable (a counter two
+    /// string probes bump), not each its own copy.
+    fn share_top_level_variables(&mut self) {
+        let mut shared = Scope::new();
+        for (name, constant, value) in self.scope.iter_raw() {
+            if constant {
+                shared.push_constant_dynamic(name.to_string(), value.clone());
+            } else {
+                shared.push_dynamic(name.to_string(), value.clone().into_shared());
+            }
+        }
+        self.scope = shared;
     }
 
     /// `src`, the source string of the probe() call at `call`, placed where

@@ -14,6 +14,9 @@ pub type SpecCheck = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 /// tracepoint (`tracepoint:CAT:NAME`) has a member or field of a name.
 pub type MemberCheck = Arc<dyn Fn(&str, &str) -> bool + Send + Sync>;
 
+/// The probes `rtrace -l PATTERN` lists, or why it can't list them.
+pub type ProbeList = Arc<dyn Fn(&str) -> Result<Vec<String>, String> + Send + Sync>;
+
 include!(concat!(env!("OUT_DIR"), "/tools.rs"));
 
 /// The source of the embedded tool `name`.
@@ -54,9 +57,58 @@ pub fn install(engine: &mut Engine, registry: &SharedRegistry) {
         let check = r.lock().unwrap().member_check.clone();
         check.is_some_and(|c| c(what, member))
     });
+    // list_probes("kprobe:vfs_*"): what `rtrace -l` lists, as an array (a tool's -r/--regexp
+    // filters it with regex_match); a pattern that can't be listed is an error at the call.
+    let r = registry.clone();
+    engine.register_fn(
+        "list_probes",
+        move |ctx: rhai::NativeCallContext, pattern: &str| -> Result<rhai::Array, Box<rhai::EvalAltResult>> {
+            let list = r.lock().unwrap().probe_list.clone();
+            let Some(list) = list else { return Ok(rhai::Array::new()) };
+            match list(pattern) {
+                Ok(names) => Ok(names.into_iter().map(rhai::Dynamic::from).collect()),
+                Err(e) => Err(Box::new(rhai::EvalAltResult::ErrorRuntime(
+                    format!("list_probes({pattern:?}): {e}").into(),
+                    ctx.call_position(),
+                ))),
+            }
+        },
+    );
+    // regex_match(text, re): whether the regular expression `re` (Rust's regex
+    // syntax, unanchored as Python's re.search) matches somewhere in `text`.
+    engine.register_fn(
+        "regex_match",
+        |ctx: rhai::NativeCallContext, text: &str, re: &str| -> Result<bool, Box<rhai::EvalAltResult>> {
+            compiled_regex(re)
+                .map(|r| r.is_match(text))
+                .map_err(|e| Box::new(rhai::EvalAltResult::ErrorRuntime(e.into(), ctx.call_position())))
+        },
+    );
     // rtrace's own process id, so that a tool can leave out its own events.
     engine.register_fn("rtrace_pid", || std::process::id() as i64);
     engine.register_fn("eprint", |text: &str| crate::output::sink::script_stderr(&format!("{text}\n")));
+}
+
+/// `re` compiled (once per distinct text: a filter calls it per event).
+fn compiled_regex(re: &str) -> Result<regex::Regex, String> {
+    thread_local! {
+        static CACHE: std::cell::RefCell<std::collections::HashMap<String, regex::Regex>> = Default::default();
+    }
+    CACHE.with(|c| {
+        if let Some(r) = c.borrow().get(re) {
+            return Ok(r.clone());
+        }
+        let compiled = regex::Regex::new(re).map_err(|e| {
+            let first = e.to_string().lines().last().unwrap_or("").trim().to_string();
+            format!("regex_match: {re:?} is not a regular expression: {first}")
+        })?;
+        let mut cache = c.borrow_mut();
+        if cache.len() > 256 {
+            cache.clear();
+        }
+        cache.insert(re.to_string(), compiled.clone());
+        Ok(compiled)
+    })
 }
 
 #[cfg(test)]
