@@ -99,7 +99,7 @@ fn compiled_regex(re: &str) -> Result<regex::Regex, String> {
             return Ok(r.clone());
         }
         let compiled = regex::Regex::new(re).map_err(|e| {
-            let first = e.to_string().lines().last().unwrap_or("").trim().to_string();
+            let first = e.to_string().lines().last().unwrap_or("").trim().trim_start_matches("error: ").to_string();
             format!("regex_match: {re:?} is not a regular expression: {first}")
         })?;
         let mut cache = c.borrow_mut();

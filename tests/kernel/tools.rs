@@ -15,7 +15,7 @@ use crate::common::*;
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/uprobe_target.c");
 
 /// The uprobe fixture built under a unique name (so only this test's runs hit its probes).
-fn fixture() -> (TempDir, PathBuf) {
+pub(crate) fn fixture() -> (TempDir, PathBuf) {
     let dir = TempDir::new();
     let src = std::fs::read_to_string(FIXTURE).unwrap();
     let bin = build_c(&dir, &format!("rtt_{}", token()), &src, &["-O2"]);
@@ -23,7 +23,7 @@ fn fixture() -> (TempDir, PathBuf) {
 }
 
 /// Run the fixture with N rounds.
-fn run_fixture(bin: &PathBuf, n: usize) {
+pub(crate) fn run_fixture(bin: &PathBuf, n: usize) {
     let out = Command::new(bin).arg(n.to_string()).output().unwrap();
     assert!(out.status.success(), "fixture failed: {out:?}");
 }
@@ -133,7 +133,7 @@ fn argdist_counts_and_histograms_of_a_programs_calls() {
     let rets = format!("r:{b}:rtt_mul()");
     let hist = format!("p:{b}:rtt_mul(long a, long b):long:a");
     let lat = format!("r:{b}:rtt_mul():u64:$latency");
-    let t = start_tool(&["argdist", "-i", "1", "-C", &count, &pair, &rets, "-H", &hist, &lat]);
+    let t = start_tool(&["argdist", "-c", "-i", "1", "-C", &count, &pair, &rets, "-H", &hist, &lat]);
     run_fixture(&bin, 5);
     // The summary with all five calls.
     let out = argdist_rows(t, "b = 40");
@@ -172,7 +172,7 @@ fn argdist_usdt_arguments() {
     let (_d, bin) = fixture();
     assert!(std::fs::read(&bin).unwrap().windows(7).any(|w| w == b"stapsdt"), "the fixture has USDT probes");
     let spec = format!("u:{}:tick:long,char*:arg3,arg2", bin.display());
-    let t = start_tool(&["argdist", "-i", "1", "-C", &spec]);
+    let t = start_tool(&["argdist", "-c", "-i", "1", "-C", &spec]);
     run_fixture(&bin, 6);
     let out = argdist_rows(t, "arg3 = 300");
     for (v, name) in [(100, "alpha"), (200, "beta"), (300, "gamma")] {
@@ -184,7 +184,18 @@ kernel_test!(argdist_libc_calls_and_tracepoints_of_one_process);
 fn argdist_libc_calls_and_tracepoints_of_one_process() {
     let _g = setup();
     let me = pid().to_string();
-    let t = start_tool(&["argdist", "-p", &me, "-i", "1", "-C", "p:c:getppid()", "-C", "t:syscalls:sys_enter_getppid"]);
+    let t = start_tool(&[
+        "argdist",
+        "-c",
+        "-p",
+        &me,
+        "-i",
+        "1",
+        "-C",
+        "p:c:getppid()",
+        "-C",
+        "t:syscalls:sys_enter_getppid",
+    ]);
     for _ in 0..7 {
         unsafe { libc::getppid() };
     }
@@ -262,7 +273,7 @@ fn funccount_over_tracepoints() {
     let t = start_tool(&["funccount", "-p", &me, "t:syscalls:sys_enter_getppid"]);
     getppid_n(9);
     let out = t.interrupt_and_finish();
-    assert_eq!(lines_with(&out, &[&format!("{:<36} {:>8}", "sys_enter_getppid", 9)]).len(), 1, "{out}");
+    assert_eq!(lines_with(&out, &[&format!("{:<36} {:>8}", "syscalls:sys_enter_getppid", 9)]).len(), 1, "{out}");
 }
 
 kernel_test!(opensnoop_statsnoop_show_paths_and_errors);

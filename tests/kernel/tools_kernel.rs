@@ -28,7 +28,7 @@ fn argdist_follows_btf_struct_pointers_with_c_expressions() {
     // Kernel structs through tp_btf and raw tracepoint arguments.
     let fork = format!("btf:sched:sched_process_fork():char*:args->child->comm:args->parent->tgid == {me}");
     let raw = format!("rt::sched_process_fork():int:args->child->pid > 0:args->parent->tgid == {me}");
-    let t = start_tool(&["argdist", "-i", "1", "-C", &sleep, &fork, &raw]);
+    let t = start_tool(&["argdist", "-c", "-i", "1", "-C", &sleep, &fork, &raw]);
     for _ in 0..3 {
         std::thread::sleep(Duration::from_nanos(1_234_567));
     }
