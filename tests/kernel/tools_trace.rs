@@ -4,8 +4,6 @@
 //! the uprobe fixture built under a unique name) and checks what each option
 //! filters, which column it adds, or what it prints under the line.
 
-use std::path::PathBuf;
-use std::process::Command;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::common::*;
@@ -181,7 +179,7 @@ fn on_one_cpu(f: impl FnOnce()) -> usize {
     unsafe {
         let mut old: libc::cpu_set_t = std::mem::zeroed();
         assert_eq!(libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut old), 0);
-        let cpu = (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &old)).last().unwrap();
+        let cpu = (0..libc::CPU_SETSIZE as usize).rev().find(|&c| libc::CPU_ISSET(c, &old)).unwrap();
         let mut one: libc::cpu_set_t = std::mem::zeroed();
         libc::CPU_SET(cpu, &mut one);
         assert_eq!(libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one), 0);
