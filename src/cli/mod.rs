@@ -187,9 +187,15 @@ fn run(cli: Cli, tool: Option<(String, Vec<String>)>) -> Result<i32> {
         bail!("--exporter runs a metrics service: it needs --serve ADDR:PORT and can't be used with -c");
     }
     let mut config = Config::from_env(&ProcessEnv, cli.ring_size.as_deref())?;
-    if let Some(bytes) = session.registry.lock().unwrap().ring_size {
-        if cli.ring_size.is_none() && std::env::var_os("RTRACE_RING_SIZE").is_none() {
-            config.ring_size = bytes;
+    {
+        let reg = session.registry.lock().unwrap();
+        if let Some(bytes) = reg.ring_size {
+            if cli.ring_size.is_none() && std::env::var_os("RTRACE_RING_SIZE").is_none() {
+                config.ring_size = bytes;
+            }
+        }
+        if reg.stack_entries.is_some() && config.stack_entries.is_none() {
+            config.stack_entries = reg.stack_entries;
         }
     }
     let mut traced = match (&cli.pid, &cli.command) {

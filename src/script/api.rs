@@ -269,8 +269,9 @@ pub fn install(engine: &mut Engine, registry: &SharedRegistry) {
     engine.register_fn("command_stdout_to_stderr", move || {
         r.lock().unwrap().command_stdout_to_stderr = true;
     });
-    // ring_size(SIZE): the event ring's size, `4M` or bytes (a tool's -b/--buffer-pages).
-    install_ring_size(engine, registry);
+    // ring_size(SIZE): the event ring's size, `4M` or bytes (a tool's -b/--buffer-pages);
+    // stack_entries(N): distinct stacks per stack map (profile's --stack-storage-size).
+    install_map_sizes(engine, registry);
     // traced_pid(): the process -p names, or -1.
     let r = registry.clone();
     engine.register_fn("traced_pid", move || -> i64 { r.lock().unwrap().traced_pid.map_or(-1, i64::from) });
@@ -465,9 +466,20 @@ thread_local! {
     pub static CURRENT_AST: std::cell::RefCell<Option<Arc<AST>>> = const { std::cell::RefCell::new(None) };
 }
 
-/// `ring_size("4M")` and `ring_size(bytes)`: set the event ring's size from
-/// the top level; a size out of range is an error at the call.
-fn install_ring_size(engine: &mut Engine, registry: &SharedRegistry) {
+/// `ring_size("4M")` / `ring_size(bytes)` and `stack_entries(n)`: sizes set
+/// from the top level; a size out of range is an error at the call.
+fn install_map_sizes(engine: &mut Engine, registry: &SharedRegistry) {
+    let r = registry.clone();
+    engine.register_fn("stack_entries", move |ctx: NativeCallContext, n: i64| -> RhaiResult<()> {
+        if !(16..=1 << 20).contains(&n) {
+            return fail_at(
+                format!("stack_entries({n}): give from 16 to 1048576 distinct stacks"),
+                ctx.call_position(),
+            );
+        }
+        r.lock().unwrap().stack_entries = Some(n as u32);
+        Ok(())
+    });
     let r = registry.clone();
     engine.register_fn("ring_size", move |ctx: NativeCallContext, size: Dynamic| -> RhaiResult<()> {
         let text = if size.is_int() { size.as_int().unwrap_or(0).to_string() } else { size.to_string() };

@@ -115,6 +115,9 @@ pub struct Registry {
     /// `ring_size(SIZE)` at the top level: the event ring's size in bytes
     /// (`--ring-size` and RTRACE_RING_SIZE win over it).
     pub ring_size: Option<u32>,
+    /// `stack_entries(N)` at the top level: distinct stacks per stack map
+    /// (RTRACE_STACK_ENTRIES wins over it).
+    pub stack_entries: Option<u32>,
     /// Answers `kernel_has(type, member)`; set with `spec_check`.
     pub member_check: Option<tools::MemberCheck>,
     /// Answers `list_probes(pattern)`; set with `spec_check`.

@@ -201,7 +201,11 @@ const BCC_0_26: &[(&str, &[&str])] = &[
 ];
 
 /// Options of rtrace's tools that BCC 0.26's don't have: (tool, `-s/--long`, why).
-const RTRACE_ONLY: &[(&str, &str, &str)] = &[];
+const RTRACE_ONLY: &[(&str, &str, &str)] = &[(
+    "profile",
+    "-v/--verbose",
+    "prints the rtrace probe the tool generates (BCC's --ebpf, which prints its C program, is hidden)",
+)];
 
 /// One option as the table or a help row names it.
 #[derive(Debug, Clone, PartialEq)]

@@ -387,8 +387,9 @@ fn syscount_counts_this_process() {
 kernel_test!(scheduler_tools_see_this_thread_sleep);
 fn scheduler_tools_see_this_thread_sleep() {
     let _g = setup();
-    let me = tid().to_string();
-    for tool in ["runqlat", "cpudist"] {
+    // runqlat's -p is the process (as BCC's); cpudist's the thread.
+    for (tool, me) in [("runqlat", pid()), ("cpudist", tid())] {
+        let me = me.to_string();
         let t = start_tool(&[tool, "-p", &me]);
         for _ in 0..10 {
             std::thread::sleep(Duration::from_millis(2));

@@ -575,14 +575,16 @@ fn counting_tools_refuse_what_they_cant_do() {
 // ---------------------------------------------------------------------------
 // Kernel functions
 
-kernel_test!(counting_tools_options_on_kernel_functions, needs: Kprobes, Check("two CPUs", two_cpus));
+kernel_test!(counting_tools_options_on_kernel_functions, needs: Kprobes);
 /// The options on kernel functions: funccount -r -c, funclatency -r -l,
-/// stackcount -r -s, on this process's reads of /dev/zero.
+/// stackcount -r -s, on this process's reads of /dev/zero. (With one CPU,
+/// as in the test VM, -c is shown counting that CPU's reads; with two, also
+/// leaving out the other's.)
 fn counting_tools_options_on_kernel_functions() {
     let _g = setup();
     let me = pid().to_string();
     let cpus = allowed_cpus();
-    let (a, b) = (cpus[0], cpus[1]);
+    let (a, b) = (cpus[0], cpus.get(1).copied());
     let mut zero = Zero::open();
     let mut reads_on = |cpu: usize, n: usize| {
         let _p = Pinned::to(cpu);
@@ -593,7 +595,9 @@ fn counting_tools_options_on_kernel_functions() {
 
     let t = start_tool(&["funccount", "-r", "-c", &a.to_string(), "-p", &me, "^vfs_(read|readv)$"]);
     reads_on(a, 5);
-    reads_on(b, 3);
+    if let Some(b) = b {
+        reads_on(b, 3);
+    }
     let out = t.interrupt_and_finish();
     assert_eq!(rows(&out), vec![("vfs_read".to_string(), 5)], "{out}");
 
