@@ -397,8 +397,7 @@ fn runqlat_histograms_per_pid_namespace() {
     };
     let mut t = start_tool(&["runqlat", "--pidnss", "1"]);
     let (a, b) = (format!("pidns = {mine}"), format!("pidns = {theirs}"));
-    let met =
-        t.wait_for(Duration::from_secs(10), |lines| lines.iter().any(|l| *l == a) && lines.iter().any(|l| *l == b));
+    let met = t.wait_for(Duration::from_secs(10), |lines| lines.contains(&a) && lines.contains(&b));
     let out = t.interrupt_and_finish();
     let _ = child.kill();
     let _ = child.wait();
