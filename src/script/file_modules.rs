@@ -14,17 +14,23 @@ use rhai::{Engine, EvalAltResult, Module, ModuleResolver, Position, Scope};
 /// A module as resolvers hand it out (`rhai::Shared`, an `Arc` with the `sync` feature).
 type SharedModule = std::sync::Arc<Module>;
 
+/// The modules a script has loaded. A closure made inside a module's
+/// function (`every(.., || ..)` in a stdlib helper) is defined in that
+/// module, not in the script: callbacks run with these libraries beside the
+/// script's own, so such a closure is found when it runs later.
+pub type Libraries = std::sync::Arc<std::sync::Mutex<Vec<rhai::Shared<Module>>>>;
+
 #[derive(Default)]
 pub struct FileModules {
     files: FileModuleResolver,
     cache: Mutex<HashMap<PathBuf, SharedModule>>,
-    /// Every module loaded, for the closures they create (see [`super::modules::Libraries`]).
-    loaded: super::modules::Libraries,
+    /// Every module loaded (closures made in them run with them).
+    loaded: Libraries,
 }
 
 impl FileModules {
     /// A resolver that lists what it loads in `loaded`.
-    pub fn listing_into(loaded: super::modules::Libraries) -> FileModules {
+    pub fn listing_into(loaded: Libraries) -> FileModules {
         FileModules { loaded, ..Default::default() }
     }
 }

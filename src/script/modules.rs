@@ -17,11 +17,7 @@ const STDLIB: &[(&str, &str)] = &[
     ("report", include_str!("../../stdlib/report.rhai")),
 ];
 
-/// The modules a script has loaded. A closure made inside a module's
-/// function (`every(.., || ..)` in a stdlib helper) is defined in that
-/// module, not in the script: callbacks run with these libraries beside the
-/// script's own, so such a closure is found when it runs later.
-pub type Libraries = std::sync::Arc<std::sync::Mutex<Vec<rhai::Shared<Module>>>>;
+pub use super::file_modules::Libraries;
 
 /// Install the resolver on `engine`, for a script whose text is `script`;
 /// the modules it loads are listed in the returned [`Libraries`].
