@@ -733,8 +733,15 @@ fn profile_folds_user_frames_below_kernel_frames() {
         return;
     }
     for l in &syscalls {
+        // The delimiter comes between a sample's user and kernel frames when
+        // it has both (as BCC's); a process exiting has no user stack left.
         let at = l.find(";entry_SYSCALL_64").unwrap();
-        assert!(l[..at].ends_with(";-"), "kernel frames after the user frames and the delimiter: {l}");
+        let user_frames = l[..at].contains(';');
+        assert!(!user_frames || l[..at].ends_with(";-"), "kernel frames after the user frames and the delimiter: {l}");
+    }
+    if !syscalls.iter().any(|l| l.contains(";-;entry_SYSCALL_64")) {
+        inconclusive("no sample in a system call had a user stack");
+        return;
     }
     for l in out.stdout.lines() {
         let count = l.rsplit(' ').next().unwrap_or("");
