@@ -13,7 +13,8 @@ use super::{parse_duration, ProbeDef, SharedRegistry, Timer};
 
 type RhaiResult<T> = Result<T, Box<EvalAltResult>>;
 
-fn fail_at<T>(msg: impl Into<String>, pos: Position) -> RhaiResult<T> {
+/// A script error with `msg` at `pos` (the call's place).
+pub(super) fn fail_at<T>(msg: impl Into<String>, pos: Position) -> RhaiResult<T> {
     Err(Box::new(EvalAltResult::ErrorRuntime(Dynamic::from(msg.into()), pos)))
 }
 

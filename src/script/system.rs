@@ -160,9 +160,7 @@ fn act(pos: Position, job: Job) {
     }
 }
 
-fn fail_at<T>(msg: impl Into<String>, pos: Position) -> RhaiResult<T> {
-    Err(Box::new(EvalAltResult::ErrorRuntime(Dynamic::from(msg.into()), pos)))
-}
+use super::api::fail_at;
 
 /// The functions that act on the system, and why each needs `--unsafe`.
 const ACTIONS: &[(&str, &str)] = &[

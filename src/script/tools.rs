@@ -67,10 +67,7 @@ pub fn install(engine: &mut Engine, registry: &SharedRegistry) {
             let Some(list) = list else { return Ok(rhai::Array::new()) };
             match list(pattern) {
                 Ok(names) => Ok(names.into_iter().map(rhai::Dynamic::from).collect()),
-                Err(e) => Err(Box::new(rhai::EvalAltResult::ErrorRuntime(
-                    format!("list_probes({pattern:?}): {e}").into(),
-                    ctx.call_position(),
-                ))),
+                Err(e) => super::api::fail_at(format!("list_probes({pattern:?}): {e}"), ctx.call_position()),
             }
         },
     );
@@ -79,9 +76,10 @@ pub fn install(engine: &mut Engine, registry: &SharedRegistry) {
     engine.register_fn(
         "regex_match",
         |ctx: rhai::NativeCallContext, text: &str, re: &str| -> Result<bool, Box<rhai::EvalAltResult>> {
-            compiled_regex(re)
-                .map(|r| r.is_match(text))
-                .map_err(|e| Box::new(rhai::EvalAltResult::ErrorRuntime(e.into(), ctx.call_position())))
+            match compiled_regex(re) {
+                Ok(r) => Ok(r.is_match(text)),
+                Err(e) => super::api::fail_at(e, ctx.call_position()),
+            }
         },
     );
     // rtrace's own process id, so that a tool can leave out its own events.

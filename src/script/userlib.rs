@@ -8,9 +8,7 @@ use crate::output::{printf, sink};
 
 type RhaiResult<T> = Result<T, Box<EvalAltResult>>;
 
-fn fail_at<T>(msg: impl Into<String>, pos: Position) -> RhaiResult<T> {
-    Err(Box::new(EvalAltResult::ErrorRuntime(Dynamic::from(msg.into()), pos)))
-}
+use super::api::fail_at;
 
 /// `printf(fmt, values...)`: the text goes to the output (registered by formatting.rs).
 pub fn printf(pos: Position, fmt: &str, args: &[Dynamic]) -> RhaiResult<Dynamic> {
