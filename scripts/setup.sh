@@ -6,9 +6,10 @@
 # prometheus (with promtool): the --serve tests check the metrics with promtool and scrape
 #   rtrace with a real Prometheus server on loopback (its service is not started).
 # python3-junitparser: the CI-report tests read --junit files with a real JUnit consumer.
+# python3-yaml: the CI-report tests read docs/ci.md's GitHub/GitLab job files to run them.
 set -euo pipefail
 need=()
-for p in libelf-dev zlib1g-dev pkg-config bpftrace gcc systemtap-sdt-dev prometheus python3-junitparser; do
+for p in libelf-dev zlib1g-dev pkg-config bpftrace gcc systemtap-sdt-dev prometheus python3-junitparser python3-yaml; do
     dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -375,3 +375,173 @@ fn regressions_over_repeated_runs() {
     assert_eq!(caught, 5, "{details:?}");
     assert!(details[0].contains("over 10 and 10 samples: higher by more than 10%"), "{details:?}");
 }
+
+/// The jobs of docs/ci.md, as a list of steps: each `run:` or `script:`
+/// line (continuations joined), or a `uses:` step with its inputs.
+#[derive(Debug)]
+struct DocsJob {
+    system: String,
+    lines: Vec<String>,
+    junit: String,
+    metrics: Option<String>,
+}
+
+fn docs_ci_jobs() -> Vec<DocsJob> {
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/ci.md")).unwrap();
+    let blocks: Vec<&str> = text.split("```yaml\n").skip(1).map(|b| b.split("```").next().unwrap()).collect();
+    // PyYAML reads the job files as GitHub and GitLab would; the steps come back as JSON.
+    let code = r#"
+import json, sys, yaml
+out = []
+for block in json.load(sys.stdin):
+    doc = yaml.safe_load(block)
+    if "jobs" in doc:
+        for job in doc["jobs"].values():
+            steps, junit = [], None
+            for s in job["steps"]:
+                if "run" in s: steps.append(s["run"])
+                if "uses" in s and "junit" in s["uses"]: junit = s["with"]["report_paths"]
+            out.append({"system": "github", "runs": steps, "junit": junit, "metrics": None})
+    else:
+        for job in doc.values():
+            rep = job["artifacts"]["reports"]
+            out.append({"system": "gitlab", "runs": job["script"], "junit": rep["junit"], "metrics": rep.get("metrics")})
+print(json.dumps(out))
+"#;
+    let mut child = Command::new("/usr/bin/python3")
+        .args(["-c", code])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3");
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(serde_json::to_string(&blocks).unwrap().as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "PyYAML could not read docs/ci.md's job files");
+    let jobs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    jobs.as_array()
+        .unwrap()
+        .iter()
+        .map(|j| DocsJob {
+            system: j["system"].as_str().unwrap().to_string(),
+            lines: j["runs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .flat_map(|r| r.as_str().unwrap().replace("\\\n", " ").lines().map(str::to_string).collect::<Vec<_>>())
+                .filter(|l| !l.trim().is_empty())
+                .collect(),
+            junit: j["junit"].as_str().expect("a JUnit report").to_string(),
+            metrics: j["metrics"].as_str().map(str::to_string),
+        })
+        .collect()
+}
+
+kernel_test!(
+    the_ci_jobs_in_the_docs_run_as_written,
+    needs: Program("gcc"),
+    Program("cargo"),
+    Path("/usr/lib/python3/dist-packages/junitparser"),
+    Path("/usr/lib/python3/dist-packages/yaml")
+);
+/// docs/ci.md's GitHub Actions and GitLab CI jobs, run line by line as
+/// those systems would, with the variables they set: the package installs
+/// are checked as installed (no network here), `cargo build --release`
+/// runs in this checkout, every other line in a job directory that holds
+/// the checkout's `tests/`, `examples/` and built rtrace; `sudo` is the
+/// runner's (a pass-through where none is installed: the suite runs as
+/// root). Then the reports the jobs publish are read as their consumers
+/// read them, and agree with the budget step's exit status.
+fn the_ci_jobs_in_the_docs_run_as_written() {
+    let _g = setup();
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let jobs = docs_ci_jobs();
+    assert_eq!(jobs.iter().map(|j| j.system.as_str()).collect::<Vec<_>>(), ["github", "gitlab"], "{jobs:?}");
+    for job in &jobs {
+        let dir = TempDir::new();
+        for d in ["tests", "examples"] {
+            std::os::unix::fs::symlink(repo.join(d), dir.join(d)).unwrap();
+        }
+        std::fs::create_dir_all(dir.join("target/release")).unwrap();
+        std::os::unix::fs::symlink(rtrace_bin(), dir.join("target/release/rtrace")).unwrap();
+        let bin = dir.join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        if !on_path("sudo") {
+            let shim = dir.write("bin/sudo", "#!/bin/sh\n[ \"$1\" = -E ] && shift\nexec \"$@\"\n");
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&shim, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let summary = dir.join("step-summary.md");
+        let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+        let env: Vec<(&str, String)> = match job.system.as_str() {
+            "github" => vec![
+                ("GITHUB_ACTIONS", "true".into()),
+                ("CI", "true".into()),
+                ("GITHUB_STEP_SUMMARY", summary.display().to_string()),
+                ("GITHUB_WORKSPACE", dir.path.display().to_string()),
+            ],
+            _ => vec![
+                ("GITLAB_CI", "true".into()),
+                ("CI", "true".into()),
+                ("CI_PROJECT_DIR", dir.path.display().to_string()),
+            ],
+        };
+        let mut budget_status = None;
+        let mut log = String::new();
+        for line in &job.lines {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            if let Some(i) = words.iter().position(|w| *w == "install") {
+                assert!(words.contains(&"apt-get"), "{line}");
+                for pkg in words[i + 1..].iter().filter(|w| !w.starts_with('-') && **w != "cargo") {
+                    let ok = Command::new("dpkg").args(["-s", pkg]).output().unwrap().status.success();
+                    assert!(ok, "{}: the job installs {pkg}, which this machine lacks", job.system);
+                }
+                continue;
+            }
+            let in_repo = line.trim() == "cargo build --release";
+            let out = Command::new("bash")
+                .args(["-e", "-c", line])
+                .current_dir(if in_repo { repo } else { &dir.path })
+                .env("PATH", &path)
+                .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+                .output()
+                .unwrap();
+            let status = out.status.code();
+            log += &format!(
+                "$ {line}\n{}{}[{status:?}]\n",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            if line.contains("rtrace --junit") {
+                budget_status = status;
+                // GitHub annotations: one ::error per failed check, at its script line.
+                let annotations =
+                    String::from_utf8_lossy(&out.stderr).lines().filter(|l| l.starts_with("::error")).count();
+                let expected = if job.system == "github" && status == Some(1) { 1 } else { 0 };
+                assert_eq!(annotations, expected, "{}: annotations\n{log}", job.system);
+            } else {
+                assert_eq!(status, Some(0), "{}: a job step failed\n{log}", job.system);
+            }
+        }
+        let status = budget_status.unwrap_or_else(|| panic!("{}: no budget step\n{log}", job.system));
+        assert!(status == 0 || status == 1, "{}: the budget step exits 0 or 1\n{log}", job.system);
+        let (cases, text) = junit_as_read(&dir.join(&job.junit));
+        let names: Vec<&str> = cases.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["ci_spin p99 <= 1000 us", "ci_spin was called", "command"], "{text}\n{log}");
+        let failed: Vec<&str> = cases.iter().filter(|(_, k)| k != "pass").map(|(n, _)| n.as_str()).collect();
+        let expected_failed: &[&str] = if status == 0 { &[] } else { &["ci_spin p99 <= 1000 us"] };
+        assert_eq!(failed, expected_failed, "{}: the report agrees with the exit status\n{text}\n{log}", job.system);
+        match job.system.as_str() {
+            "github" => {
+                let md = std::fs::read_to_string(&summary).unwrap_or_default();
+                assert!(md.contains("| ci_spin p99 <= 1000 us | "), "the job summary\n{md}\n{log}");
+            }
+            _ => {
+                let metrics = std::fs::read_to_string(dir.join(job.metrics.as_deref().expect("a metrics report")))
+                    .unwrap_or_default();
+                let line = "rtrace_check_passed{check=\"ci_spin was called\"} 1";
+                assert!(metrics.lines().any(|l| l == line), "no {line}\n{metrics}\n{log}");
+            }
+        }
+    }
+}

@@ -122,7 +122,7 @@ pub fn kernel_lacks(needs: Needs) -> Option<String> {
 }
 
 /// Whether `program` runs from `$PATH` (a name) or is there (a path).
-fn on_path(program: &str) -> bool {
+pub fn on_path(program: &str) -> bool {
     use std::os::unix::fs::PermissionsExt;
     let runnable = |p: &Path| p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
     if program.contains('/') {
