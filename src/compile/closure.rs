@@ -7,7 +7,7 @@
 use std::cmp::Reverse;
 use std::collections::HashMap;
 
-use rhai::{ASTNode, Expr as RExpr, Position, Stmt, AST};
+use rhai::{AST, ASTNode, Expr as RExpr, Position, Stmt};
 
 /// A closure's parameters and body statements, found in `ast` by function name.
 #[derive(Clone)]
@@ -142,6 +142,27 @@ pub fn needs_per_point_program(body: &ClosureBody) -> bool {
                 }
             }
             true
+        });
+    }
+    found
+}
+
+/// Whether a closure body reads a kernel stack (`e.kstack`, `e.kstack(...)`,
+/// or `kstack` of any value: a script function's copy of `e` included).
+/// A `syscalls:sys_*` tracepoint hands BPF the syscall's user registers, so
+/// a kernel stack taken there is empty on some kernels (Debian's 6.1): such
+/// a probe goes on the raw_syscalls dispatch program, whose stack is the
+/// kernel's.
+pub fn reads_kernel_stack(body: &ClosureBody) -> bool {
+    let mut found = false;
+    for s in &body.body {
+        s.walk(&mut Vec::new(), &mut |path: &[ASTNode]| {
+            match path.last() {
+                Some(ASTNode::Expr(RExpr::Property(p, _))) if p.2.as_str() == "kstack" => found = true,
+                Some(ASTNode::Expr(RExpr::MethodCall(c, _))) if c.name.as_str() == "kstack" => found = true,
+                _ => {}
+            }
+            !found
         });
     }
     found

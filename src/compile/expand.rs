@@ -29,10 +29,12 @@ pub(super) struct Groups {
 /// Expand a probe()'s `specs`; `per_point` when the closure needs a program
 /// per point (it reads `e.args` or `e.probe`). `total` counts the script's
 /// points so far. The syscall tracepoints of one direction, from whichever
-/// specs, may share one dispatch program (`dispatch::units`).
+/// specs, share one dispatch program when there are `dispatch_from` or more
+/// (0: never; `dispatch::units`).
 pub(super) fn groups(
     specs: &[ProbeSpec],
     per_point: bool,
+    dispatch_from: usize,
     opts: &Config,
     kernel: &dyn Kernel,
     total: &mut usize,
@@ -49,7 +51,7 @@ pub(super) fn groups(
         }
         expanded.push(points);
     }
-    let units = dispatch::units(specs, expanded, opts.syscall_dispatch, kernel);
+    let units = dispatch::units(specs, expanded, dispatch_from, kernel);
     Ok(units
         .into_iter()
         .map(|unit| {

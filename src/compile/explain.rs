@@ -89,10 +89,12 @@ pub fn render_with(session: &Session, plan: &Plan, source: &str, code: bool) -> 
         if prog.dispatch > 0 {
             let _ = writeln!(
                 out,
-                "  one program on {} for {} syscalls: it branches on the syscall number (e.probe and e.args per syscall); \
-                 {} or more syscall tracepoints of one direction in one probe() get one (RTRACE_SYSCALL_DISPATCH)",
+                "  one program on {} for {} syscall{}: it branches on the syscall number (e.probe and e.args per syscall); \
+                 {} or more syscall tracepoints of one direction in one probe() get one (RTRACE_SYSCALL_DISPATCH), \
+                 any number when the probe reads a kernel stack",
                 prog.points.first().map(|p| p.name.as_str()).unwrap_or("?"),
                 prog.dispatch,
+                if prog.dispatch == 1 { "" } else { "s" },
                 plan.syscall_dispatch
             );
         }

@@ -39,8 +39,8 @@ use crate::kernel::Kernel;
 use crate::plan::maps::MapTable;
 use crate::plan::site::{MapShape, Site};
 pub use crate::plan::{CompiledProgram, Plan, SitePlan};
-use crate::probes::spec::{self, ProbeKind};
 use crate::probes::AttachPoint;
+use crate::probes::spec::{self, ProbeKind};
 use crate::script::{ProbeDef, Session};
 use pending::Pending;
 
@@ -181,8 +181,15 @@ fn expand_probes<'r>(defs: &'r [ProbeDef], opts: &Config, kernel: &dyn Kernel, f
         let per_point = closure::needs_per_point_program(&body)
             || split::functions_need_per_point(&body, &def.ast, def.closure.curry().len());
         // Many syscall tracepoints of one direction, from any of the specs:
-        // one program on raw_syscalls, lowered per syscall first.
-        let units = expand::groups(&specs, per_point, opts, kernel, &mut total_points).map_err(|e| at(file, def, e))?;
+        // one program on raw_syscalls, lowered per syscall first; any number
+        // of them when the closure reads a kernel stack (closure::reads_kernel_stack).
+        let dispatch_from = match opts.syscall_dispatch {
+            0 => 0,
+            _ if closure::reads_kernel_stack(&body) => 1,
+            n => n,
+        };
+        let units = expand::groups(&specs, per_point, dispatch_from, opts, kernel, &mut total_points)
+            .map_err(|e| at(file, def, e))?;
         out.kernel.push(Expanded { def, index: out.kernel.len(), body, units });
     }
     Ok(out)

@@ -179,10 +179,10 @@ fn is_hex(s: &str) -> bool {
 fn fixture_script(fx: &Fixture, prelude: &str, body: &str) -> String {
     fill(
         r#"__PRELUDE__
-// raw_syscalls (getppid is 110), not syscalls:sys_enter_getppid: before
-// Linux 6.4ish a syscall tracepoint gives BPF no kernel stack.
-probe("tracepoint:raw_syscalls:sys_enter", |e| {
-    if e.comm == "__COMM__" && e.args.id == 110 {
+// A syscall tracepoint hands BPF the user registers (no kernel stack on
+// Debian's 6.1): rtrace puts a probe reading e.kstack on raw_syscalls.
+probe("tracepoint:syscalls:sys_enter_getppid", |e| {
+    if e.comm == "__COMM__" {
         __BODY__
     }
 });"#,
