@@ -8,6 +8,8 @@
 //! Lowering matches each row's enum exhaustively: a new row doesn't compile
 //! until it is lowered.
 
+pub use crate::util::names::NameTable;
+
 /// What a value is, as far as the split needs to know.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -42,6 +44,14 @@ pub enum Field {
     Args,
     Kstack,
     Ustack,
+    /// `e.jiffies`: the kernel's jiffies counter (bpf_jiffies64).
+    Jiffies,
+    /// `e.usermode`: 1 when the event interrupted user mode, else 0.
+    Usermode,
+    /// `e.ns_pid` / `e.ns_tid`: the process and thread id as the task's own
+    /// (innermost) pid namespace numbers them.
+    NsPid,
+    NsTid,
     /// `e.arg0`, `e.arg1` ...: the probe type's positional arguments.
     Arg(u32),
 }
@@ -99,6 +109,10 @@ pub const FIELDS: &[FieldRow] = &[
     per_point(field("args", Field::Args, Kind::Pointer)),
     field("kstack", Field::Kstack, Kind::Int),
     field("ustack", Field::Ustack, Kind::Int),
+    field("jiffies", Field::Jiffies, Kind::Int),
+    field("usermode", Field::Usermode, Kind::Int),
+    field("ns_pid", Field::NsPid, Kind::Int),
+    field("ns_tid", Field::NsTid, Kind::Int),
 ];
 
 const ARG: FieldRow = field("argN", Field::Arg(0), Kind::Int);
@@ -162,7 +176,7 @@ pub const AGGREGATIONS: &[AggregationRow] = &[
     AggregationRow { shares_rhai_name: true, ..agg("max", Aggregation::Max, &[1]) },
     agg("avg", Aggregation::Avg, &[1]),
     agg("stats", Aggregation::Stats, &[1]),
-    agg("hist", Aggregation::Hist, &[1]),
+    agg("hist", Aggregation::Hist, &[1, 2]),
     agg("lhist", Aggregation::Lhist, &[4]),
     agg("quantiles", Aggregation::Quantiles, &[1, 2]),
 ];
@@ -211,6 +225,17 @@ pub enum Call {
     Print,
     Clear,
     Zero,
+    /// `i8(x)` ... `u64(x)`: `x` cut to `bits` bits, sign- or zero-extended.
+    Cast {
+        bits: u8,
+        signed: bool,
+    },
+    /// `ncpus()`: the number of possible CPUs, a constant.
+    Ncpus,
+    /// `syscall_name(n)`, `signal_name(n)`, `errno_name(n)`, `strerror(n)`:
+    /// the kernel keeps the integer, which prints as the name; userspace
+    /// gives the name.
+    Name(NameTable),
 }
 
 /// Where a call may run.
@@ -253,6 +278,20 @@ pub const CALLS: &[CallRow] = &[
     call("print", Call::Print, &[1], Runs::Both, None),
     call("clear", Call::Clear, &[1], Runs::Both, None),
     call("zero", Call::Zero, &[1], Runs::Both, None),
+    call("i8", Call::Cast { bits: 8, signed: true }, &[1], Runs::Both, Some(Kind::Int)),
+    call("i16", Call::Cast { bits: 16, signed: true }, &[1], Runs::Both, Some(Kind::Int)),
+    call("i32", Call::Cast { bits: 32, signed: true }, &[1], Runs::Both, Some(Kind::Int)),
+    call("i64", Call::Cast { bits: 64, signed: true }, &[1], Runs::Both, Some(Kind::Int)),
+    call("u8", Call::Cast { bits: 8, signed: false }, &[1], Runs::Both, Some(Kind::Int)),
+    call("u16", Call::Cast { bits: 16, signed: false }, &[1], Runs::Both, Some(Kind::Int)),
+    call("u32", Call::Cast { bits: 32, signed: false }, &[1], Runs::Both, Some(Kind::Int)),
+    call("u64", Call::Cast { bits: 64, signed: false }, &[1], Runs::Both, Some(Kind::Int)),
+    call("ncpus", Call::Ncpus, &[0], Runs::Both, Some(Kind::Int)),
+    // Kind::Int as for ksym(): the kernel holds the number (it prints as the name).
+    call("syscall_name", Call::Name(NameTable::Syscall), &[1], Runs::Both, Some(Kind::Int)),
+    call("signal_name", Call::Name(NameTable::Signal), &[1], Runs::Both, Some(Kind::Int)),
+    call("errno_name", Call::Name(NameTable::Errno), &[1], Runs::Both, Some(Kind::Int)),
+    call("strerror", Call::Name(NameTable::Strerror), &[1], Runs::Both, Some(Kind::Int)),
 ];
 
 impl CallRow {

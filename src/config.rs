@@ -78,6 +78,35 @@ pub struct Config {
     pub allow_unsafe: bool,
     /// `--monitor`: every action is audited but none is taken.
     pub monitor: bool,
+    /// What a point of a wildcard probe that can't be attached does
+    /// (`--missing-probes`, else env `RTRACE_MISSING_PROBES`, default warn).
+    pub missing_probes: MissingProbes,
+}
+
+/// bpftrace's `missing_probes` setting: what becomes of an attach point of a
+/// probe with several (a wildcard, a list) that the kernel refuses. A probe
+/// with one point, or none of whose points attach, is always an error.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MissingProbes {
+    /// The run fails, naming the point.
+    Error,
+    /// One warning per point, the run goes on with the rest.
+    #[default]
+    Warn,
+    /// Skipped silently.
+    Ignore,
+}
+
+impl MissingProbes {
+    /// `error`, `warn` or `ignore`.
+    pub fn parse(text: &str) -> Option<MissingProbes> {
+        match text.trim() {
+            "error" => Some(MissingProbes::Error),
+            "warn" => Some(MissingProbes::Warn),
+            "ignore" => Some(MissingProbes::Ignore),
+            _ => None,
+        }
+    }
 }
 
 /// Where settings come from: the environment in a run, a map in tests.
@@ -130,6 +159,13 @@ impl Config {
             check_helpers: 0,
             allow_unsafe: false,
             monitor: false,
+            missing_probes: match env.get("RTRACE_MISSING_PROBES") {
+                Some(v) => match MissingProbes::parse(&v) {
+                    Some(m) => m,
+                    None => bail!("RTRACE_MISSING_PROBES={v}: must be error, warn or ignore"),
+                },
+                None => MissingProbes::Warn,
+            },
         })
     }
 
@@ -225,5 +261,14 @@ mod tests {
         }
         let e = Config::from_env(&HashMap::new(), Some("1K")).unwrap_err().to_string();
         assert_eq!(e, "ring size '1K': give a size from 4K to 1G, e.g. 4M");
+    }
+
+    #[test]
+    fn missing_probes_setting() {
+        assert_eq!(Config::from_env(&HashMap::new(), None).unwrap().missing_probes, MissingProbes::Warn);
+        let c = Config::from_env(&HashMap::from([("RTRACE_MISSING_PROBES", "ignore")]), None).unwrap();
+        assert_eq!(c.missing_probes, MissingProbes::Ignore);
+        let e = Config::from_env(&HashMap::from([("RTRACE_MISSING_PROBES", "skip")]), None).unwrap_err().to_string();
+        assert_eq!(e, "RTRACE_MISSING_PROBES=skip: must be error, warn or ignore");
     }
 }

@@ -17,6 +17,7 @@ pub const GET_CURRENT_TASK: u32 = 35;
 pub const PROBE_READ_STR: u32 = 45;
 pub const GET_CURRENT_CGROUP_ID: u32 = 80;
 pub const SEND_SIGNAL: u32 = 109;
+pub const JIFFIES64: u32 = 118;
 pub const PROBE_READ_USER: u32 = 112;
 pub const PROBE_READ_KERNEL: u32 = 113;
 pub const PROBE_READ_USER_STR: u32 = 114;
@@ -45,6 +46,7 @@ pub fn name(id: u32) -> &'static str {
         GET_STACKID => "get_stackid",
         GET_CURRENT_TASK => "get_current_task",
         SEND_SIGNAL => "send_signal",
+        JIFFIES64 => "jiffies64",
         PROBE_READ_STR => "probe_read_str",
         GET_CURRENT_CGROUP_ID => "get_current_cgroup_id",
         PROBE_READ_USER => "probe_read_user",

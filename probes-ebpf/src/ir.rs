@@ -63,6 +63,8 @@ pub enum Builtin {
     Rand,
     /// The current task_struct pointer.
     CurTask,
+    /// The kernel's jiffies counter (bpf_jiffies64).
+    Jiffies,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -264,6 +266,12 @@ pub enum AggOp {
     Avg,
     Stats,
     Hist,
+    /// `hist(x, bits)` with bits in 1..=5: each power of two split into
+    /// `2^bits` linear sub-buckets, bucketed as bpftrace's `hist(x, k)`
+    /// (see [`crate::quantile::hist_bucket`]).
+    HistBits {
+        bits: u8,
+    },
     Lhist {
         min: i64,
         max: i64,

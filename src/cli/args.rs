@@ -14,6 +14,7 @@ Environment (read once at start; a value out of range is an error):
   RTRACE_STRLEN=64          bytes str() reads when no length is given (1-200)
   RTRACE_JOIN_MAX=6         strings of a char ** argument shipped for join() (1-16)
   RTRACE_MAX_PROBES=1024    most attach points of one script after wildcards
+  RTRACE_MISSING_PROBES=warn  a wildcard's points that can't attach: error, warn or ignore
   RTRACE_SYSCALL_DISPATCH=8 fewest syscall tracepoints sharing one raw_syscalls program
   RTRACE_STACK_DEPTH=127    frames kept per stack (1-127)
   RTRACE_STACK_ENTRIES      distinct stacks per stack map (16-1048576)
@@ -90,6 +91,12 @@ pub struct Cli {
     /// Compile and load through the verifier; attach nothing.
     #[arg(long = "dry-run")]
     pub dry_run: bool,
+    /// What a point of a wildcard (or list) probe that the kernel can't attach does:
+    /// `error` ends the run, `warn` (the default) prints one warning per point and
+    /// goes on, `ignore` skips it silently (env RTRACE_MISSING_PROBES). A probe none
+    /// of whose points attach is always an error.
+    #[arg(long = "missing-probes", value_name = "MODE", value_parser = ["error", "warn", "ignore"])]
+    pub missing_probes: Option<String>,
     /// Run every probe's closure whole in userspace, as ordinary Rhai (the
     /// kernel only captures each event): the meaning the kernel/userspace
     /// split must keep, to check a surprising result (env RTRACE_NO_SPLIT=1).

@@ -17,7 +17,7 @@ use std::io::Write;
 
 use anyhow::{bail, Result};
 
-use crate::kernel::LiveKernel;
+use crate::kernel::{btf_print, LiveKernel};
 use crate::probes::listing::{ListQuery, Listing};
 use crate::probes::spec::{self, ProbeKind as Kind};
 use crate::probes::{tracepoint, TypeEntry, TYPES};
@@ -28,8 +28,11 @@ use crate::util::wildcard::{has_wildcard, wildcard_match};
 /// listed under the entry kind (return probes) or the raw tracepoint (tp_btf).
 const NOT_SEARCHED: &[Kind] = &[Kind::TpBtf, Kind::Kretprobe, Kind::Fexit, Kind::Uretprobe];
 
-pub fn run(pattern: Option<&str>, verbose: bool) -> Result<i32> {
-    let mut listing = listing(pattern.unwrap_or(""), verbose)?;
+pub fn run(pattern: Option<&str>, verbose: bool, pid: Option<i32>) -> Result<i32> {
+    if let Some(p) = pattern.filter(|p| btf_print::is_type_pattern(p.trim())) {
+        return print_types(p.trim(), verbose);
+    }
+    let mut listing = listing(pattern.unwrap_or(""), verbose, pid)?;
     let mut notes = std::mem::take(&mut listing.notes);
     notes.dedup();
     for n in &notes {
@@ -52,13 +55,31 @@ pub fn run(pattern: Option<&str>, verbose: bool) -> Result<i32> {
     Ok(0)
 }
 
-/// What `-l PATTERN` finds (an empty PATTERN: everything).
-fn listing(pattern: &str, verbose: bool) -> Result<Listing> {
+/// `-l 'struct task_*'`: the kernel's struct (union, enum) names from BTF,
+/// sorted; `-lv`: their definitions, each followed by a blank line, as
+/// bpftrace prints them.
+fn print_types(pattern: &str, verbose: bool) -> Result<i32> {
+    let found = btf_print::list(pattern, verbose)?;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+    for t in &found {
+        // A definition ends in a newline: the blank line after it is bpftrace's.
+        if writeln!(out, "{t}").is_err() {
+            return Ok(0);
+        }
+    }
+    let _ = out.flush();
+    Ok(0)
+}
+
+/// What `-l PATTERN` finds (an empty PATTERN: everything); `pid`: `-p PID`,
+/// whose mapped files `uprobe:*` and `usdt:*` search.
+fn listing(pattern: &str, verbose: bool, pid: Option<i32>) -> Result<Listing> {
     let items: Vec<&str> = pattern.trim().split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
     let items = if items.is_empty() { vec!["*"] } else { items };
     let mut listing = Listing::default();
     for item in items {
-        list_item(item, verbose, &mut listing)?;
+        list_item(item, verbose, pid, &mut listing)?;
     }
     Ok(listing)
 }
@@ -66,7 +87,7 @@ fn listing(pattern: &str, verbose: bool) -> Result<Listing> {
 /// `list_probes(pattern)` in a script: the probes `-l PATTERN` prints, or
 /// why there are none to list.
 pub fn probe_names(pattern: &str) -> Result<Vec<String>, String> {
-    listing(pattern, false).map(|l| l.probes.into_keys().collect()).map_err(|e| format!("{e:#}"))
+    listing(pattern, false, None).map(|l| l.probes.into_keys().collect()).map_err(|e| format!("{e:#}"))
 }
 
 /// Probe types `-l` lists (not BEGIN/END).
@@ -74,17 +95,17 @@ fn listed() -> impl Iterator<Item = &'static TypeEntry> {
     TYPES.iter().filter(|t| t.listed)
 }
 
-fn list_item(item: &str, verbose: bool, out: &mut Listing) -> Result<()> {
+fn list_item(item: &str, verbose: bool, pid: Option<i32>, out: &mut Listing) -> Result<()> {
     let searched = || listed().filter(|t| !NOT_SEARCHED.contains(&t.kind));
     let Some((ty, rest)) = item.split_once(':') else {
         // `-l tracepoint`, `-l software`: the whole type.
         if let Some(t) = listed().find(|t| t.name() == item) {
-            return list_type(t, "", verbose, true, out);
+            return list_type(t, "", verbose, true, pid, out);
         }
         // A bare word: the name part of every probe that needs no binary.
         for t in searched() {
             let rest = if t.kind == Kind::Tracepoint { format!("*:{item}") } else { item.to_string() };
-            if let Err(e) = list_type(t, &rest, verbose, false, out) {
+            if let Err(e) = list_type(t, &rest, verbose, false, pid, out) {
                 out.notes.push(format!("{}: {e:#}", t.name()));
             }
         }
@@ -94,7 +115,7 @@ fn list_item(item: &str, verbose: bool, out: &mut Listing) -> Result<()> {
         // `*:./prog:*`: each type lists what fits its own syntax (uprobe
         // and usdt a binary's probes, kernel types none for a path).
         for t in searched().filter(|t| wildcard_match(ty, t.name())) {
-            if let Err(e) = list_type(t, rest, verbose, false, out) {
+            if let Err(e) = list_type(t, rest, verbose, false, pid, out) {
                 out.notes.push(format!("{}: {e:#}", t.name()));
             }
         }
@@ -103,11 +124,18 @@ fn list_item(item: &str, verbose: bool, out: &mut Listing) -> Result<()> {
     let Some(t) = spec::kind_named(ty).and_then(|k| listed().find(|t| t.kind == k)) else {
         bail!("{}", unknown_type(ty, rest));
     };
-    list_type(t, rest, verbose, true, out)
+    list_type(t, rest, verbose, true, pid, out)
 }
 
-fn list_type(t: &TypeEntry, rest: &str, verbose: bool, explicit: bool, out: &mut Listing) -> Result<()> {
-    let found = t.imp.list(&ListQuery { rest, verbose, explicit }, &LiveKernel)?;
+fn list_type(
+    t: &TypeEntry,
+    rest: &str,
+    verbose: bool,
+    explicit: bool,
+    pid: Option<i32>,
+    out: &mut Listing,
+) -> Result<()> {
+    let found = t.imp.list(&ListQuery { rest, verbose, explicit, pid }, &LiveKernel)?;
     out.extend(found);
     Ok(())
 }

@@ -107,7 +107,7 @@ fn run(cli: Cli, tool: Option<(String, Vec<String>)>) -> Result<i32> {
         bail!("-l lists probes and runs no script: drop -e, or drop -l");
     }
     if cli.list {
-        return list::run(cli.rest.first().map(String::as_str), cli.verbose);
+        return list::run(cli.rest.first().map(String::as_str), cli.verbose, cli.pid);
     }
     if cli.list_tools {
         return Ok(tools::print_list());
@@ -225,6 +225,9 @@ fn run(cli: Cli, tool: Option<(String, Vec<String>)>) -> Result<i32> {
     config.verbose = cli.verbose;
     config.check_helpers = cli.check_helpers.min(2);
     config.exporter = cli.exporter;
+    if let Some(mode) = cli.missing_probes.as_deref().and_then(crate::config::MissingProbes::parse) {
+        config.missing_probes = mode;
+    }
     crate::symbols::stacks::set_debug(config.debug_symbols);
     let plan = compile::compile(&session, &config, &crate::kernel::LiveKernel)?;
     if cli.explain {

@@ -7,7 +7,7 @@
 use std::cmp::Reverse;
 use std::collections::HashMap;
 
-use rhai::{AST, ASTNode, Expr as RExpr, Position, Stmt};
+use rhai::{ASTNode, Expr as RExpr, Position, Stmt, AST};
 
 /// A closure's parameters and body statements, found in `ast` by function name.
 #[derive(Clone)]

@@ -8,7 +8,7 @@ use rhai::{Expr as RExpr, Position};
 use super::fields;
 use super::lower::{err, property_chain, str_literal, userspace_only, LowerError, Lowerer, Result};
 use super::syntax::indexed_arg;
-use crate::builtins::Field;
+use crate::builtins::{Call, Field, NameTable};
 use crate::kernel::btf::Shape;
 use crate::kernel::tracepoint_format::{c_int_width, FieldKind};
 use crate::probes::event::btf_slot;
@@ -160,7 +160,7 @@ impl Lowerer<'_> {
                             return err(
                                 a.position(),
                                 "stack arguments are a constant limit and/or a mode: \"bpftrace\", \"perf\", \"raw\"",
-                            )
+                            );
                         }
                     }
                 }
@@ -230,13 +230,18 @@ impl Lowerer<'_> {
             Field::Probe => str_literal(self.target.probe_name),
             Field::Args => return err(pos, "`e.args` needs a field name, e.g. `e.args.filename`"),
             Field::Arg(i) => match self.target.event.arg(i, self.target.probe_name) {
-                Some(Ok(x)) => x,
+                // BTF-typed arguments (fentry, tp_btf, lsm) read at their
+                // width and sign, as `e.args.NAME` does: an `int` -1 is -1.
+                Some(Ok(x)) => match (self.target.event.btf_args(), self.target.btf) {
+                    (Some(params), Some(btf)) if (i as usize) < params.len() => btf_slot(btf, i, params[i as usize].ty),
+                    _ => x,
+                },
                 Some(Err(m)) => return err(pos, m),
                 None => {
                     return err(
                         pos,
                         format!("`{name}` isn't available for this probe type (tracepoints use e.args.NAME)"),
-                    )
+                    );
                 }
             },
             Field::Retval => match self.target.event.retval() {
@@ -249,7 +254,75 @@ impl Lowerer<'_> {
             },
             Field::Kstack | Field::Ustack => return self.stack_expr(&[name.to_string()], pos),
             Field::Curtask => Expr::Builtin(Builtin::CurTask),
+            Field::Jiffies => Expr::Builtin(Builtin::Jiffies),
+            Field::Usermode => self.usermode(),
+            Field::NsPid | Field::NsTid => return self.ns_id(field == Field::NsPid, name, pos),
         })
+    }
+
+    /// `e.usermode`: 1 when the event interrupted user mode (the saved
+    /// registers' code segment is a user one), as bpftrace's `usermode`.
+    /// Uprobes and USDT always are; kprobes read their registers (0: they
+    /// are in the kernel); perf events read the interrupted registers;
+    /// tracepoints, raw tracepoints, fentry/fexit and LSM hooks run in the
+    /// kernel, so 0.
+    fn usermode(&self) -> Expr {
+        if self.target.event.user_memory() {
+            return Expr::Int(1);
+        }
+        match self.target.context {
+            ContextKind::PtRegs | ContextKind::PerfEvent => {
+                // `struct pt_regs` (first in `bpf_perf_event_data`): cs, whose
+                // low two bits are the privilege level (3: user).
+                let cs = Expr::CtxInt { offset: crate::kernel::arch::CS, size: 8, signed: false };
+                let rpl = Expr::Binary(BinOp::And, Box::new(cs), Box::new(Expr::Int(3)));
+                Expr::Binary(BinOp::Eq, Box::new(rpl), Box::new(Expr::Int(3)))
+            }
+            ContextKind::Tracepoint | ContextKind::RawTracepoint => Expr::Int(0),
+        }
+    }
+
+    /// `e.ns_pid` / `e.ns_tid`: `task->thread_pid` (of the thread group
+    /// leader for the pid), then `numbers[level].nr`: the id in the
+    /// innermost pid namespace the task is in.
+    fn ns_id(&self, process: bool, name: &str, pos: Position) -> Result<Expr> {
+        let missing =
+            |what: &str| err(pos, format!("`e.{name}` reads {what} through BTF, which this kernel doesn't describe"));
+        let Some(btf) = self.target.btf else { return missing("the task's pid") };
+        let Some(task) = btf.struct_named("task_struct") else { return missing("task_struct") };
+        let Some(pid) = btf.struct_named("pid") else { return missing("struct pid") };
+        let Some(upid) = btf.struct_named("upid") else { return missing("struct upid") };
+        let (Some(numbers), Some(nr), Some(ns)) =
+            (btf.member(pid, "numbers"), btf.member(upid, "nr"), btf.member(upid, "ns"))
+        else {
+            return missing("struct pid's numbers");
+        };
+        let base =
+            fields::Base { value: Expr::Builtin(Builtin::CurTask), ty: task, pointee: true, name: "task".into() };
+        let path: Vec<String> =
+            if process { vec!["group_leader".into(), "thread_pid".into()] } else { vec!["thread_pid".into()] };
+        let walked =
+            fields::walk(btf, base, &path).map_err(|(_, m)| LowerError { pos, message: m, userspace: false })?;
+        // The level and the number both start from the `struct pid` pointer.
+        let pid_ptr = walked.expr;
+        let level_base = fields::Base { value: pid_ptr.clone(), ty: pid, pointee: true, name: "pid".into() };
+        let level = fields::walk(btf, level_base, &["level".to_string()])
+            .map_err(|(_, m)| LowerError { pos, message: m, userspace: false })?
+            .expr;
+        // `struct upid` is { int nr; struct pid_namespace *ns; }: ns is its last member.
+        let upid_size = (ns.bit_offset / 8 + 8) as i64;
+        let index = if upid_size.count_ones() == 1 {
+            Expr::Binary(BinOp::Shl, Box::new(level), Box::new(Expr::Int(upid_size.trailing_zeros() as i64)))
+        } else {
+            Expr::Binary(BinOp::Mul, Box::new(level), Box::new(Expr::Int(upid_size)))
+        };
+        let offset = Expr::Int((numbers.bit_offset / 8 + nr.bit_offset / 8) as i64);
+        let addr = Expr::Binary(
+            BinOp::Add,
+            Box::new(Expr::Binary(BinOp::Add, Box::new(pid_ptr), Box::new(offset))),
+            Box::new(index),
+        );
+        Ok(Expr::ReadMem { addr: Box::new(addr), size: 4, signed: true, mem: Memory::Kernel })
     }
 
     /// `e.args.A.B...` and `e.curtask.A...`: a typed start, then struct
@@ -376,6 +449,49 @@ impl Lowerer<'_> {
             _ => return err(pos, format!("field `{field}` has type `{}`, which probes can't read yet", f.c_type)),
         })
     }
+}
+
+impl Lowerer<'_> {
+    /// `ncpus()`, and the names: `syscall_name(n)` ... keep the number,
+    /// marked to print as the name ([`name_meaning`]).
+    pub(crate) fn value_call(&mut self, call: Call, args: &[RExpr], pos: Position) -> Result<Expr> {
+        match call {
+            Call::Ncpus => Ok(Expr::Int(crate::util::names::possible_cpus())),
+            Call::Name(table) => {
+                let v = self.int_expr(&args[0])?;
+                Ok(name_value(table, v))
+            }
+            _ => err(pos, "not a value built-in"),
+        }
+    }
+}
+
+/// The no-op each name table's value is wrapped in (`ksym()` has `| 0`), so
+/// that the value's meaning survives into locals, keys and records.
+fn name_marker(table: NameTable) -> (BinOp, i64) {
+    match table {
+        NameTable::Syscall => (BinOp::And, -1),
+        NameTable::Errno => (BinOp::Xor, 0),
+        NameTable::Signal => (BinOp::Shl, 0),
+        NameTable::Strerror => (BinOp::Shr, 0),
+    }
+}
+
+const NAME_TABLES: [NameTable; 4] = [NameTable::Syscall, NameTable::Errno, NameTable::Signal, NameTable::Strerror];
+
+/// `v`, printing as a name of `table`.
+pub(crate) fn name_value(table: NameTable, v: Expr) -> Expr {
+    let (op, k) = name_marker(table);
+    Expr::Binary(op, Box::new(v), Box::new(Expr::Int(k)))
+}
+
+/// The names a kernel value prints as, when it is a [`name_value`].
+pub(crate) fn name_meaning(e: &Expr) -> Option<NameTable> {
+    let Expr::Binary(op, _, b) = e else { return None };
+    NAME_TABLES.into_iter().find(|t| {
+        let (mop, k) = name_marker(*t);
+        mop == *op && **b == Expr::Int(k)
+    })
 }
 
 /// A member chain's reads, from user memory when `user`.

@@ -72,7 +72,7 @@ pub fn walk(btf: &dyn BtfTypes, base: Base, members: &[String]) -> Result<Access
                 _ => return Err((i, format!("`{written}` is `{}`, which has no members", btf.type_name(ty)))),
             },
             Place::Memory { ty, .. } | Place::Scalar { ty, .. } => {
-                return Err((i, format!("`{written}` is `{}`, which has no members", btf.type_name(ty))))
+                return Err((i, format!("`{written}` is `{}`, which has no members", btf.type_name(ty))));
             }
         };
         let Some(m) = btf.member(composite, name) else {

@@ -38,7 +38,7 @@ pub fn agg_kind(op: AggOp) -> AggKind {
         AggOp::Min => AggKind::Min,
         AggOp::Max => AggKind::Max,
         AggOp::Avg | AggOp::Stats => AggKind::Avg,
-        AggOp::Hist | AggOp::Lhist { .. } | AggOp::Quantiles { .. } => AggKind::Hist,
+        AggOp::Hist | AggOp::HistBits { .. } | AggOp::Lhist { .. } | AggOp::Quantiles { .. } => AggKind::Hist,
     }
 }
 
@@ -51,6 +51,7 @@ fn agg_name(op: AggOp) -> &'static str {
         AggOp::Avg => "avg()",
         AggOp::Stats => "stats()",
         AggOp::Hist => "hist()",
+        AggOp::HistBits { .. } => "hist(x, bits)",
         AggOp::Lhist { .. } => "lhist()",
         AggOp::Quantiles { .. } => "quantiles()",
     }
@@ -61,7 +62,7 @@ pub fn quantiles_unit(arg: &rhai::Expr) -> std::result::Result<u32, String> {
     let unit = match arg {
         rhai::Expr::StringConstant(s, _) => s.as_str(),
         _ => {
-            return Err("quantiles(x, unit): the unit must be a string literal: \"ns\", \"us\", \"ms\" or \"s\"".into())
+            return Err("quantiles(x, unit): the unit must be a string literal: \"ns\", \"us\", \"ms\" or \"s\"".into());
         }
     };
     match unit {
@@ -119,7 +120,7 @@ pub fn unify(uses: &[MapUse], names: &dyn Fn(MapId) -> String) -> Result<BTreeMa
                                 "map '{name}' has a string key here but an integer key at {} (or the reverse)",
                                 first.at
                             ),
-                        ))
+                        ));
                     }
                 };
             }
@@ -153,7 +154,7 @@ pub fn unify(uses: &[MapUse], names: &dyn Fn(MapId) -> String) -> Result<BTreeMa
                             return Err((
                                 u.at.to_string(),
                                 format!("map '{name}' stores a string here but an integer at {a} (or the reverse)"),
-                            ))
+                            ));
                         }
                     });
                 }
@@ -174,7 +175,7 @@ pub fn unify(uses: &[MapUse], names: &dyn Fn(MapId) -> String) -> Result<BTreeMa
                 return Err((
                     b.to_string(),
                     format!("map '{name}' is assigned plain values here but is an aggregation at {a}; use two maps"),
-                ))
+                ));
             }
             (Some((op, _)), None) => MapShape {
                 layout: MapLayout { key, value: ValueKind::Agg(agg_kind(op)) },

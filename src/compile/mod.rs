@@ -39,8 +39,8 @@ use crate::kernel::Kernel;
 use crate::plan::maps::MapTable;
 use crate::plan::site::{MapShape, Site};
 pub use crate::plan::{CompiledProgram, Plan, SitePlan};
-use crate::probes::AttachPoint;
 use crate::probes::spec::{self, ProbeKind};
+use crate::probes::AttachPoint;
 use crate::script::{ProbeDef, Session};
 use pending::Pending;
 

@@ -327,7 +327,9 @@ impl<'a> Walk<'a> {
         let (reads, writes) = self.map_uses(s, cond_only);
         for m in reads.iter().chain(&writes) {
             if self.map_id(m).is_some_and(|id| self.owned.contains(&id)) {
-                return Some(format!("map `{m}` is written (or read by a userspace key) by userspace statements, so every probe statement using it runs in userspace, in event order"));
+                return Some(format!(
+                    "map `{m}` is written (or read by a userspace key) by userspace statements, so every probe statement using it runs in userspace, in event order"
+                ));
             }
             if let Some(p) = self.user_wrote.get(m) {
                 return Some(format!("it uses map `{m}` after the userspace statement at {} writes it", at(p)));
@@ -769,7 +771,9 @@ impl<'a> Walk<'a> {
         match self.lookup(name) {
             Some(Var::Kernel(k)) => return Ok(*k),
             Some(Var::User(at)) => {
-                return Err(format!("`{name}` is computed in userspace at {}", crate::script::position_text(*at)).into())
+                return Err(
+                    format!("`{name}` is computed in userspace at {}", crate::script::position_text(*at)).into()
+                );
             }
             None => {}
         }

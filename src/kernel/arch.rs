@@ -31,6 +31,9 @@ pub const RETURN_VALUE: u32 = 80;
 /// `pt_regs` offset of the instruction pointer: at a uprobe, the probed
 /// instruction's address.
 pub const IP: u32 = 128;
+/// `pt_regs` offset of the code segment: its low two bits are the
+/// privilege level the registers were saved at (3: user mode).
+pub const CS: u32 = 136;
 /// `pt_regs` offset of the stack pointer.
 pub const SP: u32 = 152;
 

@@ -113,6 +113,11 @@ pub trait BtfTypes: Sync {
 }
 
 impl KernelBtf {
+    /// libbpf's handle, for printing type definitions (`btf_print`).
+    pub(super) fn raw(&self) -> *const libbpf_sys::btf {
+        self.btf.as_libbpf_object().as_ptr()
+    }
+
     fn ty(&self, id: u32) -> Option<BtfType<'_>> {
         self.btf.type_by_id(TypeId::from(id))
     }

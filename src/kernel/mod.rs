@@ -7,6 +7,7 @@
 pub mod arch;
 pub mod btf;
 mod btf_lazy;
+pub mod btf_print;
 #[cfg(test)]
 pub mod fake;
 #[cfg(test)]

@@ -38,7 +38,8 @@ impl Baseline {
         for (name, v) in &self.dists {
             let (kind, counts) = match v {
                 MapValue::Quantiles { unit_ns, counts } => (format!("quantiles {unit_ns}"), counts),
-                MapValue::Hist(counts) => ("hist".to_string(), counts),
+                MapValue::Hist { bits: 0, counts } => ("hist".to_string(), counts),
+                MapValue::Hist { bits, counts } => (format!("hist {bits}"), counts),
                 MapValue::Lhist { min, max, step, counts } => (format!("lhist {min} {max} {step}"), counts),
                 _ => continue,
             };
@@ -78,11 +79,15 @@ impl Baseline {
             let num = |s: &str| s.parse::<i64>().map_err(|_| bad("a number in KIND"));
             let value = match k.as_slice() {
                 ["quantiles", unit] => MapValue::Quantiles { unit_ns: num(unit)? as u32, counts },
-                ["hist"] => MapValue::Hist(counts),
+                ["hist"] => MapValue::Hist { bits: 0, counts },
+                ["hist", bits] => match bits.parse::<u8>() {
+                    Ok(bits @ 0..=5) => MapValue::Hist { bits, counts },
+                    _ => return Err(bad("hist BITS is a number from 0 to 5")),
+                },
                 ["lhist", min, max, step] => {
                     MapValue::Lhist { min: num(min)?, max: num(max)?, step: num(step)?, counts }
                 }
-                _ => return Err(bad("KIND is `quantiles UNIT_NS`, `hist` or `lhist MIN MAX STEP`")),
+                _ => return Err(bad("KIND is `quantiles UNIT_NS`, `hist [BITS]` or `lhist MIN MAX STEP`")),
             };
             dists.insert(name.to_string(), value);
         }
@@ -176,7 +181,7 @@ mod tests {
     fn a_file_reads_back_as_it_was_written() {
         let mut b = Baseline::default();
         b.dists.insert("p".into(), MapValue::Quantiles { unit_ns: 1000, counts: vec![0, 3, 0, 7] });
-        b.dists.insert("h".into(), MapValue::Hist(vec![1, 0, 2]));
+        b.dists.insert("h".into(), MapValue::Hist { bits: 0, counts: vec![1, 0, 2] });
         b.dists.insert("l".into(), MapValue::Lhist { min: 0, max: 100, step: 10, counts: vec![0, 5] });
         let text = b.render();
         assert_eq!(text, "rtrace-baseline 1\nh\thist\t0:1,2:2\nl\tlhist 0 100 10\t1:5\np\tquantiles 1000\t1:3,3:7\n");

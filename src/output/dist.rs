@@ -170,14 +170,18 @@ fn check_kind(map: &str, v: &MapValue) -> Result<(), String> {
 
 fn counts(v: &MapValue) -> Option<&Vec<u64>> {
     match v {
-        MapValue::Hist(c) | MapValue::Lhist { counts: c, .. } | MapValue::Quantiles { counts: c, .. } => Some(c),
+        MapValue::Hist { counts: c, .. }
+        | MapValue::Lhist { counts: c, .. }
+        | MapValue::Quantiles { counts: c, .. } => Some(c),
         _ => None,
     }
 }
 
 fn counts_mut(v: &mut MapValue) -> Option<&mut Vec<u64>> {
     match v {
-        MapValue::Hist(c) | MapValue::Lhist { counts: c, .. } | MapValue::Quantiles { counts: c, .. } => Some(c),
+        MapValue::Hist { counts: c, .. }
+        | MapValue::Lhist { counts: c, .. }
+        | MapValue::Quantiles { counts: c, .. } => Some(c),
         _ => None,
     }
 }
@@ -198,7 +202,9 @@ enum Side {
 /// value, for quantiles the estimate (the same on both sides).
 fn value_at(v: &MapValue, i: usize, side: Side) -> i64 {
     match v {
-        MapValue::Hist(_) => hist_bounds(i).map_or(0, |(lo, hi)| if side == Side::Low { lo } else { hi }),
+        MapValue::Hist { bits, .. } => {
+            hist_bounds(i, *bits).map_or(0, |(lo, hi)| if side == Side::Low { lo } else { hi })
+        }
         MapValue::Lhist { min, max, step, .. } => {
             let (lo, hi) = lhist_bounds(i, *min, *max, *step);
             if side == Side::Low {
@@ -212,13 +218,14 @@ fn value_at(v: &MapValue, i: usize, side: Side) -> i64 {
     }
 }
 
-/// Lowest and highest value of log2 histogram bucket `i` (see `HIST_LEN`).
-pub fn hist_bounds(i: usize) -> Option<(i64, i64)> {
-    Some(match i {
-        0 => (i64::MIN, -1),
-        1 => (0, 0),
-        2..=64 => (1i64 << (i - 2), ((1u64 << (i - 1)) - 1) as i64),
-        _ => return None,
+/// Lowest and highest value of bucket `i` of `hist(x, bits)`.
+pub fn hist_bounds(i: usize, bits: u8) -> Option<(i64, i64)> {
+    if i >= probes_ebpf::quantile::hist_len(bits) {
+        return None;
+    }
+    Some(match super::layout::hist_span(i, bits) {
+        super::layout::Span::Range(low, high) => (low as i64, (high - 1).min(i64::MAX as i128) as i64),
+        _ => (i64::MIN, -1),
     })
 }
 

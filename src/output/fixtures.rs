@@ -17,7 +17,7 @@ pub fn hist_of(values: &[i64]) -> MapValue {
     for &v in values {
         counts[hist_bucket(v)] += 1;
     }
-    MapValue::Hist(counts)
+    MapValue::Hist { bits: 0, counts }
 }
 
 pub fn lhist_of(values: &[i64], min: i64, max: i64, step: i64) -> MapValue {
@@ -179,7 +179,7 @@ pub fn empty_count() -> MapDump {
 
 /// `@m = hist(3); zero(@m)`.
 pub fn zeroed_hist() -> MapDump {
-    keyless(MapValue::Hist(vec![0; HIST_LEN]))
+    keyless(MapValue::Hist { bits: 0, counts: vec![0; HIST_LEN] })
 }
 
 /// `@m[1] = lhist(3, 0, 10, 1); @m[2] = lhist(3, 0, 10, 1); zero(@m)`.

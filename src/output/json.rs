@@ -47,10 +47,11 @@ pub fn format_printf_json(text: &str) -> String {
     format!("{{\"type\": \"printf\", \"data\": \"{}\"}}\n", escape_json(text))
 }
 
-/// `{"type": "lost_events", "data": {"events": N}}`. bpftrace's record does
-/// not name the probe, so `_probe` is not part of it.
+/// `{"type": "lost_events", "count": N, "data": {"events": N}}`, as
+/// bpftrace writes it (the count twice). bpftrace's record does not name
+/// the probe, so `_probe` is not part of it.
 pub fn format_lost_events_json(_probe: &str, lost: u64) -> String {
-    format!("{{\"type\": \"lost_events\", \"data\": {{\"events\": {lost}}}}}\n")
+    format!("{{\"type\": \"lost_events\", \"count\": {lost}, \"data\": {{\"events\": {lost}}}}}\n")
 }
 
 /// `{"type": "attached_probes", "data": {"probes": N}}`.
@@ -81,15 +82,15 @@ fn push_json_value(out: &mut String, value: &MapValue) {
                 total
             );
         }
-        MapValue::Hist(counts) => push_hist_json(out, counts),
+        MapValue::Hist { bits, counts } => push_hist_json(out, counts, *bits),
         MapValue::Lhist { min, max, step, counts } => push_lhist_json(out, counts, *min, *max, *step),
         MapValue::Quantiles { unit_ns, counts } => out.push_str(&super::dist::quantiles_json(*unit_ns, counts)),
     }
 }
 
 /// `[{"min": 4, "max": 7, "count": 1}, ...]`; the negative bucket has only `"max": -1`.
-fn push_hist_json(out: &mut String, counts: &[u64]) {
-    push_rows_json(out, &hist_rows(counts));
+fn push_hist_json(out: &mut String, counts: &[u64], bits: u8) {
+    push_rows_json(out, &hist_rows(counts, bits));
 }
 
 /// Like [`push_hist_json`]; the below-min bucket has only `"max": min - 1`,
@@ -443,7 +444,26 @@ mod tests {
         assert_eq!(format_attached_json(2), concat!(r#"{"type": "attached_probes", "data": {"probes": 2}}"#, "\n"));
         assert_eq!(
             format_lost_events_json("kprobe:vfs_read", 7),
-            concat!(r#"{"type": "lost_events", "data": {"events": 7}}"#, "\n")
+            concat!(r#"{"type": "lost_events", "count": 7, "data": {"events": 7}}"#, "\n")
         );
+    }
+
+    #[test]
+    fn hist_bits_record_as_bpftrace() {
+        // bpftrace's runtime test: $i from 0 to 1023, @ = hist($i, 3).
+        let mut counts = vec![0u64; probes_ebpf::quantile::hist_len(3)];
+        for v in 0..1024 {
+            counts[probes_ebpf::quantile::hist_bucket(v, 3) as usize] += 1;
+        }
+        let dump =
+            MapDump { name: String::new(), keyless: true, entries: vec![(vec![], MapValue::Hist { bits: 3, counts })] };
+        let v: serde_json::Value = serde_json::from_str(&format_map_json(&dump)).unwrap();
+        let rows = v["data"]["@"].as_array().unwrap();
+        assert_eq!(rows.len(), 64);
+        assert_eq!(rows[0], serde_json::json!({"min": 0, "max": 0, "count": 1}));
+        assert_eq!(rows[15], serde_json::json!({"min": 15, "max": 15, "count": 1}));
+        assert_eq!(rows[16], serde_json::json!({"min": 16, "max": 17, "count": 2}));
+        assert_eq!(rows[24], serde_json::json!({"min": 32, "max": 35, "count": 4}));
+        assert_eq!(rows[63], serde_json::json!({"min": 960, "max": 1023, "count": 64}));
     }
 }

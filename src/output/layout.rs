@@ -33,7 +33,7 @@ impl MapValue {
         match self {
             MapValue::Int(_) | MapValue::Ptr(_) => MapKind::Int,
             MapValue::Str(_) => MapKind::Str,
-            MapValue::Hist(_) | MapValue::Lhist { .. } => MapKind::Hist,
+            MapValue::Hist { .. } | MapValue::Lhist { .. } => MapKind::Hist,
             MapValue::Avg { .. } | MapValue::Stats { .. } => MapKind::Stats,
             MapValue::Quantiles { .. } => MapKind::Quantiles,
         }
@@ -100,9 +100,27 @@ pub fn bucket(counts: &[u64], index: usize) -> u64 {
     counts.get(index).copied().unwrap_or(0)
 }
 
-/// Buckets a log2 histogram prints: first to last non-empty one.
-pub fn hist_visible_range(counts: &[u64]) -> Option<RangeInclusive<usize>> {
-    non_empty_range(counts, 0..=HIST_LEN - 1)
+/// Buckets a `hist(x, bits)` prints: first to last non-empty one.
+pub fn hist_visible_range(counts: &[u64], bits: u8) -> Option<RangeInclusive<usize>> {
+    non_empty_range(counts, 0..=probes_ebpf::quantile::hist_len(bits) - 1)
+}
+
+/// The values bucket `index` of `hist(x, bits)` holds (see
+/// `probes_ebpf::quantile::hist_bucket`): below 0 for index 0; one value
+/// each up to index `2^(bits+1)`; then `2^bits` buckets per power of two.
+pub fn hist_span(index: usize, bits: u8) -> Span {
+    let k = u32::from(bits.min(5));
+    let n = 1usize << k;
+    match index {
+        0 => Span::Below(0),
+        i if i <= n => Span::Range(i as i128 - 1, i as i128),
+        i => {
+            let j = i - 1;
+            let power = (j >> k) as u32 - 1;
+            let low = ((n + (j & (n - 1))) as i128) << power;
+            Span::Range(low, low + (1i128 << power))
+        }
+    }
 }
 
 /// Buckets a linear histogram prints: first to last non-empty one.
@@ -159,7 +177,7 @@ fn int_value(value: &MapValue) -> i64 {
 
 fn hist_total(value: &MapValue) -> u64 {
     match value {
-        MapValue::Hist(counts) | MapValue::Lhist { counts, .. } | MapValue::Quantiles { counts, .. } => {
+        MapValue::Hist { counts, .. } | MapValue::Lhist { counts, .. } | MapValue::Quantiles { counts, .. } => {
             counts.iter().fold(0u64, |sum, &c| sum.wrapping_add(c))
         }
         _ => 0,
@@ -227,18 +245,10 @@ pub struct Row {
     pub span: Span,
 }
 
-/// The rows a log2 histogram prints: first to last non-empty bucket.
-pub fn hist_rows(counts: &[u64]) -> Vec<Row> {
-    let span = |i: usize| match i {
-        0 => Span::Below(0),
-        i => {
-            let low: i128 = if i == 1 { 0 } else { 1 << (i - 2) };
-            let high: i128 = if i == 1 { 1 } else { 1 << (i - 1) };
-            Span::Range(low, high)
-        }
-    };
-    let rows = hist_visible_range(counts).into_iter().flatten();
-    rows.map(|index| Row { index, count: bucket(counts, index), span: span(index) }).collect()
+/// The rows a `hist(x, bits)` prints: first to last non-empty bucket.
+pub fn hist_rows(counts: &[u64], bits: u8) -> Vec<Row> {
+    let rows = hist_visible_range(counts, bits).into_iter().flatten();
+    rows.map(|index| Row { index, count: bucket(counts, index), span: hist_span(index, bits) }).collect()
 }
 
 /// The rows a linear histogram prints: first to last non-empty bucket.

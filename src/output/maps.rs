@@ -80,9 +80,9 @@ fn push_text_value(out: &mut String, value: &MapValue) {
         MapValue::Stats { count, total } => {
             let _ = write!(out, "count {}, average {}, total {}", *count as i64, average(*count, *total), total);
         }
-        MapValue::Hist(counts) => {
+        MapValue::Hist { bits, counts } => {
             out.push('\n');
-            push_hist_text(out, counts);
+            push_hist_text(out, counts, *bits);
         }
         MapValue::Lhist { min, max, step, counts } => {
             out.push('\n');
@@ -92,8 +92,8 @@ fn push_text_value(out: &mut String, value: &MapValue) {
     }
 }
 
-fn push_hist_text(out: &mut String, counts: &[u64]) {
-    push_rows(out, &hist_rows(counts), |row| hist_bucket_label(row.index));
+fn push_hist_text(out: &mut String, counts: &[u64], bits: u8) {
+    push_rows(out, &hist_rows(counts, bits), |row| hist_bucket_label(row.index, bits));
 }
 
 fn push_lhist_text(out: &mut String, counts: &[u64], min: i64, max: i64, step: i64) {
@@ -121,20 +121,30 @@ fn push_bar_row(out: &mut String, label: &str, count: u64, max_count: u64) {
     let _ = writeln!(out, "{label:<16}{count:>8} |{bar:<BAR_WIDTH$}|");
 }
 
-/// `(..., 0)`, `[0]`, `[1]`, `[2, 4)`, ..., `[1K, 2K)`, ..., `[4E, 8E)`.
-fn hist_bucket_label(index: usize) -> String {
+/// `(..., 0)`, `[0]`, `[1]`, `[2, 4)`, ..., `[1K, 2K)`, ..., `[4E, 8E)`;
+/// with `bits`, single values up to `2^(bits+1) - 1`, then `[16, 18)`,
+/// ..., `[10K, 11K)`, as bpftrace labels `hist(x, k)`.
+fn hist_bucket_label(index: usize, bits: u8) -> String {
+    let singles = 2usize << bits.min(5);
     match index {
         0 => "(..., 0)".to_string(),
-        1 => "[0]".to_string(),
-        2 => "[1]".to_string(),
-        i => format!("[{}, {})", power_of_two_label(i - 2), power_of_two_label(i - 1)),
+        i if i <= singles => format!("[{}]", i - 1),
+        i => format!("[{}, {})", hist_bound_label(i - 1, bits), hist_bound_label(i, bits)),
     }
 }
 
-/// `2^power` with a binary suffix: 512, 1K, 2M, 4G, ...
-fn power_of_two_label(power: usize) -> String {
+/// Where bucket `index` of `hist(x, bits)` ends: a number up to
+/// `2^(bits+1)`, then `m * 2^p` with `2^p`'s binary suffix (512, 1K, 9K, 2M, ...).
+fn hist_bound_label(index: usize, bits: u8) -> String {
     const SUFFIXES: [&str; 7] = ["", "K", "M", "G", "T", "P", "E"];
-    format!("{}{}", 1u64 << (power % 10), SUFFIXES[power / 10])
+    let k = usize::from(bits.min(5));
+    if index <= 2 << k {
+        return index.to_string();
+    }
+    let n = 1u64 << k;
+    let power = (index >> k) - 1;
+    let interval = index as u64 & (n - 1);
+    format!("{}{}", (1u64 << (power % 10)) * (n + interval), SUFFIXES[power / 10])
 }
 
 /// Linear histogram bound: exact multiples of 1M and 1K get a suffix.
@@ -550,9 +560,9 @@ mod tests {
     fn hist_labels_beyond_tera() {
         // bpftrace 0.17 folds values of 2^32 and more into [2G, 4G); these
         // labels follow the same suffix scheme one step further.
-        assert_eq!(hist_bucket_label(42), "[1T, 2T)");
-        assert_eq!(hist_bucket_label(52), "[1P, 2P)");
-        assert_eq!(hist_bucket_label(HIST_LEN - 1), "[4E, 8E)");
+        assert_eq!(hist_bucket_label(42, 0), "[1T, 2T)");
+        assert_eq!(hist_bucket_label(52, 0), "[1P, 2P)");
+        assert_eq!(hist_bucket_label(HIST_LEN - 1, 0), "[4E, 8E)");
         let dump = MapDump {
             name: "m".to_string(),
             keyless: true,
@@ -580,5 +590,74 @@ mod tests {
             ],
         };
         assert_eq!(format_map_text(&dump), "@m[c]: 0\n@m[a]: 1\n@m[b]: 1\n");
+    }
+
+    fn hist_bits_of(values: &[i64], bits: u8) -> MapValue {
+        let mut counts = vec![0u64; probes_ebpf::quantile::hist_len(bits)];
+        for &v in values {
+            counts[probes_ebpf::quantile::hist_bucket(v, bits) as usize] += 1;
+        }
+        MapValue::Hist { bits, counts }
+    }
+
+    #[test]
+    fn hist_bits_labels_as_bpftrace() {
+        // bpftrace: @ = hist($i, 1) for 0..=8, 11, 3000.
+        let dump = MapDump {
+            name: "h".into(),
+            keyless: true,
+            entries: vec![(vec![], hist_bits_of(&[0, 1, 2, 3, 4, 5, 6, 7, 8, 11, 3000, -2], 1))],
+        };
+        let text = format_map_text(&dump);
+        let labels: Vec<&str> = text.lines().skip(1).filter(|l| !l.is_empty()).map(|l| l[..16].trim_end()).collect();
+        assert_eq!(
+            labels,
+            [
+                "(..., 0)",
+                "[0]",
+                "[1]",
+                "[2]",
+                "[3]",
+                "[4, 6)",
+                "[6, 8)",
+                "[8, 12)",
+                "[12, 16)",
+                "[16, 24)",
+                "[24, 32)",
+                "[32, 48)",
+                "[48, 64)",
+                "[64, 96)",
+                "[96, 128)",
+                "[128, 192)",
+                "[192, 256)",
+                "[256, 384)",
+                "[384, 512)",
+                "[512, 768)",
+                "[768, 1024)",
+                "[1024, 1536)",
+                "[1536, 2K)",
+                "[2K, 3K)",
+            ]
+        );
+        // With 3 bits: 16 single values, then 8 buckets per power of two; K from 8K on.
+        let dump = MapDump {
+            name: "h".into(),
+            keyless: true,
+            entries: vec![(vec![], hist_bits_of(&[15, 16, 17, 18, 1024, 8192, 9215, 9216], 3))],
+        };
+        let text = format_map_text(&dump);
+        let rows: Vec<&str> = text.lines().filter(|l| l.contains('|') && !l.contains(" 0 |")).collect();
+        let labels: Vec<&str> = rows.iter().map(|l| l[..16].trim_end()).collect();
+        assert_eq!(labels, ["[15]", "[16, 18)", "[18, 20)", "[1024, 1152)", "[8K, 9K)", "[9K, 10K)"]);
+        assert!(rows[1].contains("       2 |"), "{text}");
+    }
+
+    #[test]
+    fn hist_zero_bits_is_plain_hist() {
+        let values = [-5, 0, 1, 2, 3, 7, 1000, 1 << 40, i64::MAX];
+        let plain = MapDump { name: "m".into(), keyless: true, entries: vec![(vec![], fixtures::hist_of(&values))] };
+        let bits0 = MapDump { name: "m".into(), keyless: true, entries: vec![(vec![], hist_bits_of(&values, 0))] };
+        assert_eq!(format_map_text(&plain), format_map_text(&bits0));
+        assert_eq!(super::super::json::format_map_json(&plain), super::super::json::format_map_json(&bits0));
     }
 }

@@ -9,7 +9,7 @@
 
 use std::fmt::Write;
 
-use super::layout::{lhist_bucket_bounds, lhist_inner_buckets, KeyPart, MapDump, MapValue, HIST_LEN};
+use super::layout::{lhist_bucket_bounds, lhist_inner_buckets, KeyPart, MapDump, MapValue};
 
 /// The exposition format of one scrape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -230,7 +230,7 @@ pub fn map_family(name: &str, help: &str, dump: &MapDump, counter: bool, labels:
         Some(MapValue::Int(_) | MapValue::Ptr(_) | MapValue::Avg { .. }) => Type::Gauge,
         Some(MapValue::Str(_)) => return None,
         Some(MapValue::Stats { .. } | MapValue::Quantiles { .. }) => Type::Summary,
-        Some(MapValue::Hist(_) | MapValue::Lhist { .. }) => Type::Histogram,
+        Some(MapValue::Hist { .. } | MapValue::Lhist { .. }) => Type::Histogram,
     };
     let mut family = Family::new(name, kind, help);
     if dump.keyless && counter && entries.is_empty() {
@@ -240,12 +240,12 @@ pub fn map_family(name: &str, help: &str, dump: &MapDump, counter: bool, labels:
     let hist_top = entries
         .iter()
         .filter_map(|(_, v)| match v {
-            MapValue::Hist(c) => c.iter().rposition(|&n| n > 0),
+            MapValue::Hist { counts: c, .. } => c.iter().rposition(|&n| n > 0),
             _ => None,
         })
         .max();
     let hist_negative =
-        entries.iter().any(|(_, v)| matches!(v, MapValue::Hist(c) if c.first().is_some_and(|&n| n > 0)));
+        entries.iter().any(|(_, v)| matches!(v, MapValue::Hist { counts: c, .. } if c.first().is_some_and(|&n| n > 0)));
     let lhist_below = entries
         .iter()
         .any(|(_, v)| matches!(v, MapValue::Lhist { counts, .. } if counts.first().is_some_and(|&n| n > 0)));
@@ -268,10 +268,10 @@ pub fn map_family(name: &str, help: &str, dump: &MapDump, counter: bool, labels:
                 family.samples.push(Sample { suffix: "_sum", labels, value: Number::Int(*total) });
             }
             MapValue::Quantiles { counts, .. } => push_quantiles(&mut family, &labels, counts),
-            MapValue::Hist(counts) => {
+            MapValue::Hist { bits, counts } => {
                 let first = if hist_negative { 0 } else { 1 };
-                let top = hist_top.unwrap_or(1).clamp(1, HIST_LEN - 1);
-                let bounds: Vec<(String, usize)> = (first..=top).map(|i| (hist_le(i), i)).collect();
+                let top = hist_top.unwrap_or(1).clamp(1, probes_ebpf::quantile::hist_len(*bits) - 1);
+                let bounds: Vec<(String, usize)> = (first..=top).map(|i| (hist_le(i, *bits), i)).collect();
                 push_buckets(&mut family, &labels, counts, &bounds);
             }
             MapValue::Lhist { min, max, step, counts } => {
@@ -314,11 +314,10 @@ fn push_quantiles(family: &mut Family, labels: &[(String, String)], counts: &[u6
 
 /// The inclusive upper bound of log2 bucket `i`: the values are integers,
 /// so bucket `[2^k, 2^(k+1))` ends at `2^(k+1) - 1`.
-fn hist_le(i: usize) -> String {
-    match i {
-        0 => "-1".into(),
-        1 => "0".into(),
-        i => ((1u64 << (i - 1)) - 1).to_string(),
+fn hist_le(i: usize, bits: u8) -> String {
+    match super::layout::hist_span(i, bits) {
+        super::layout::Span::Range(_, high) => (high - 1).to_string(),
+        _ => "-1".into(),
     }
 }
 
@@ -416,6 +415,7 @@ pub fn render(families: &[Family], format: Format) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::output::HIST_LEN;
 
     fn dump(keyless: bool, entries: Vec<(Vec<KeyPart>, MapValue)>) -> MapDump {
         MapDump { name: "m".into(), keyless, entries }
@@ -479,7 +479,9 @@ mod tests {
         counts[2] = 2;
         counts[3] = 1;
         counts[5] = 3;
-        let f = map_family("rtrace_lat", "h", &dump(true, vec![(vec![], MapValue::Hist(counts))]), false, &[]).unwrap();
+        let f =
+            map_family("rtrace_lat", "h", &dump(true, vec![(vec![], MapValue::Hist { bits: 0, counts })]), false, &[])
+                .unwrap();
         assert_eq!(
             render(&[f], Format::Prometheus),
             "# HELP rtrace_lat h\n# TYPE rtrace_lat histogram\n\
@@ -495,7 +497,13 @@ mod tests {
         a[0] = 2;
         let mut b = vec![0u64; HIST_LEN];
         b[64] = 1;
-        let d = dump(false, vec![(vec![s("b")], MapValue::Hist(b)), (vec![s("a")], MapValue::Hist(a))]);
+        let d = dump(
+            false,
+            vec![
+                (vec![s("b")], MapValue::Hist { bits: 0, counts: b }),
+                (vec![s("a")], MapValue::Hist { bits: 0, counts: a }),
+            ],
+        );
         let f = map_family("h", "h", &d, false, &names(&["k"])).unwrap();
         let a_rows: Vec<String> = f
             .samples

@@ -44,6 +44,43 @@ pub fn value(text: &str, data_json: &str) {
     }
 }
 
+/// `print([1, 2, "s"])` / `print(#{a: 1})`: Rhai's text, or a `value`
+/// record whose data is a JSON array / object.
+pub fn script_value(v: &rhai::Dynamic) {
+    value(&v.to_string(), &dynamic_json(v));
+}
+
+/// A script value as bpftrace writes values in JSON: arrays (its tuples)
+/// unspaced, `[1,2,"s",[4,5]]`; object maps (its records) spaced,
+/// `{"a": 0, "b": "x"}`; numbers, strings, bools, `()` as `null`; anything
+/// else as its text.
+pub fn dynamic_json(v: &rhai::Dynamic) -> String {
+    if v.is_unit() {
+        return "null".to_string();
+    }
+    if let Ok(i) = v.as_int() {
+        return i.to_string();
+    }
+    if let Ok(f) = v.as_float() {
+        return float_json(f);
+    }
+    if let Ok(b) = v.as_bool() {
+        return b.to_string();
+    }
+    if let Some(a) = v.read_lock::<rhai::Array>() {
+        return format!("[{}]", a.iter().map(dynamic_json).collect::<Vec<_>>().join(","));
+    }
+    if let Some(m) = v.read_lock::<rhai::Map>() {
+        let fields: Vec<String> =
+            m.iter().map(|(k, v)| format!("\"{}\": {}", escape_json(k), dynamic_json(v))).collect();
+        return format!("{{{}}}", fields.join(", "));
+    }
+    if let Some(b) = v.read_lock::<rhai::Blob>() {
+        return format!("[{}]", b.iter().map(u8::to_string).collect::<Vec<_>>().join(","));
+    }
+    format!("\"{}\"", escape_json(&v.to_string()))
+}
+
 /// Write what `time(fmt);` or `join(arr);` print as a statement.
 pub fn text_record(kind: &str, text: &str) {
     match sink::format() {
@@ -85,6 +122,27 @@ mod tests {
         assert_eq!(float_json(1.5), "1.5");
         assert_eq!(float_json(2.0), "2.0");
         assert_eq!(float_json(f64::NAN), "\"NaN\"");
+    }
+
+    #[test]
+    fn arrays_and_maps_are_json_values() {
+        let mut inner = rhai::Map::new();
+        inner.insert("x".into(), rhai::Dynamic::from(1_i64));
+        inner.insert("s".into(), rhai::Dynamic::from("a\"b".to_string()));
+        let v: rhai::Array = vec![
+            rhai::Dynamic::from(1_i64),
+            rhai::Dynamic::from(2.5_f64),
+            rhai::Dynamic::from("s".to_string()),
+            rhai::Dynamic::from(vec![rhai::Dynamic::from(4_i64), rhai::Dynamic::from(true)]),
+            rhai::Dynamic::from(inner),
+            rhai::Dynamic::UNIT,
+        ];
+        let json = dynamic_json(&rhai::Dynamic::from(v));
+        assert_eq!(json, r#"[1,2.5,"s",[4,true],{"s": "a\"b", "x": 1},null]"#);
+        let record = format_value_json(&json);
+        let parsed: serde_json::Value = serde_json::from_str(&record).unwrap();
+        assert_eq!(parsed["type"], "value");
+        assert_eq!(parsed["data"][4]["x"], 1);
     }
 
     #[test]

@@ -24,8 +24,10 @@ pub enum MapValue {
     Avg { count: u64, total: i64 },
     /// stats(): printed as `count N, average A, total T`.
     Stats { count: u64, total: i64 },
-    /// Log2 histogram counts indexed by `layout::hist_bucket`; at most `HIST_LEN` are used.
-    Hist(Vec<u64>),
+    /// `hist(x, bits)` counts indexed by `layout::hist_bucket`: log2 buckets
+    /// (at most `HIST_LEN`) when `bits` is 0, else `2^bits` linear
+    /// sub-buckets per power of two (`probes_ebpf::quantile::hist_bucket`).
+    Hist { bits: u8, counts: Vec<u64> },
     /// Linear histogram counts indexed by `layout::lhist_bucket`.
     Lhist { min: i64, max: i64, step: i64, counts: Vec<u64> },
     /// quantiles(): counts indexed by `probes_ebpf::quantile::bucket`;

@@ -104,6 +104,8 @@ pub enum ValueMeaning {
     },
     /// A kernel address shown as its function name.
     Ksym,
+    /// A number shown as its name (`syscall_name(n)`, `errno_name(n)` ...).
+    Name(crate::util::names::NameTable),
     /// A boolean (0 or 1 in the kernel; `true`/`false` in userspace).
     Bool,
     /// `buf(ptr, len)`: a length and bytes, shown hex-escaped in userspace.

@@ -60,12 +60,42 @@ impl EventContext for NoArgs {}
 pub struct PtRegsEvent {
     pub func: Option<String>,
     pub user: bool,
+    /// The integer arguments' and return value's widths and signs, where
+    /// BTF describes the function (an `int` returning -1 reads -1).
+    pub ints: Option<IntSignature>,
+}
+
+/// Which arguments and return value of a function are integers, of what
+/// width (bytes) and sign; others (pointers, no BTF) read as whole registers.
+#[derive(Default)]
+pub struct IntSignature {
+    pub args: Vec<Option<(u32, bool)>>,
+    pub ret: Option<(u32, bool)>,
+}
+
+impl IntSignature {
+    pub fn from_btf(btf: &dyn BtfTypes, params: &[Param], ret: u32) -> IntSignature {
+        let int = |ty: u32| match btf.shape(ty) {
+            Shape::Int { size, signed } if size <= 8 && size.is_power_of_two() => Some((size, signed)),
+            _ => None,
+        };
+        IntSignature { args: params.iter().map(|p| int(p.ty)).collect(), ret: int(ret) }
+    }
+}
+
+impl PtRegsEvent {
+    fn int_arg(&self, i: u32) -> (u32, bool) {
+        self.ints.as_ref().and_then(|s| s.args.get(i as usize).copied().flatten()).unwrap_or((8, false))
+    }
 }
 
 impl EventContext for PtRegsEvent {
     fn arg(&self, i: u32, _probe: &str) -> Option<Result<Expr, String>> {
+        // An integer argument is read at its width (the register's low
+        // bytes: x86-64 is little-endian) and extended by its sign.
+        let (size, signed) = self.int_arg(i);
         if let Some(offset) = arch::argument_offset(i) {
-            return Some(Ok(Expr::CtxInt { offset, size: 8, signed: false }));
+            return Some(Ok(Expr::CtxInt { offset, size, signed }));
         }
         if i >= 10 {
             return None;
@@ -74,10 +104,11 @@ impl EventContext for PtRegsEvent {
         // above the return address.
         let sp = Expr::CtxInt { offset: arch::SP, size: 8, signed: false };
         let addr = Expr::Binary(BinOp::Add, Box::new(sp), Box::new(Expr::Int(arch::argument_stack_offset(i))));
-        Some(Ok(Expr::ReadMem { addr: Box::new(addr), size: 8, signed: false, mem: Memory::user(self.user) }))
+        Some(Ok(Expr::ReadMem { addr: Box::new(addr), size, signed, mem: Memory::user(self.user) }))
     }
     fn retval(&self) -> Option<Expr> {
-        Some(Expr::CtxInt { offset: arch::RETURN_VALUE, size: 8, signed: true })
+        let (size, signed) = self.ints.as_ref().and_then(|s| s.ret).unwrap_or((8, true));
+        Some(Expr::CtxInt { offset: arch::RETURN_VALUE, size, signed })
     }
     fn func(&self) -> Option<&str> {
         self.func.as_deref()

@@ -16,7 +16,7 @@ use std::os::fd::BorrowedFd;
 use anyhow::{anyhow, bail, Result};
 use probes_ebpf::ir::ContextKind;
 
-use super::event::{btf_slot, PtRegsEvent, RawArgsEvent};
+use super::event::{btf_slot, IntSignature, PtRegsEvent, RawArgsEvent};
 use super::listing::{field_decl, kernel_name, matches, or_star, ListQuery, Listing};
 use super::{AttachPoint, AttachTarget, ProbeType, ProgramSpec, Verdict};
 use crate::config::Trace;
@@ -176,8 +176,10 @@ impl KernelFunctionProbe {
 }
 
 impl ProbeType for KernelFunctionProbe {
-    fn per_point(&self, _points: &[AttachPoint], k: &dyn Kernel) -> bool {
-        self.trampoline_only || k.fentry_available()
+    /// A single function is a program of its own too (its BTF types then
+    /// say how wide and signed the arguments and return value are).
+    fn per_point(&self, points: &[AttachPoint], k: &dyn Kernel) -> bool {
+        self.trampoline_only || k.fentry_available() || points.len() == 1
     }
     fn program(&self, point: &AttachPoint, per_point: bool, k: &dyn Kernel) -> Result<ProgramSpec> {
         let AttachTarget::KernelFunction { function, ret, .. } = &point.target else {
@@ -185,7 +187,13 @@ impl ProbeType for KernelFunctionProbe {
         };
         let func = per_point.then(|| function.clone());
         if !self.trampoline(point, k) {
-            return Ok(ProgramSpec::new(BPF_PROG_TYPE_KPROBE, ContextKind::PtRegs, PtRegsEvent { func, user: false }));
+            // One function per program: its BTF types say how wide and signed each value is.
+            let ints = k
+                .btf()
+                .filter(|_| per_point)
+                .and_then(|b| b.function_params(function).map(|(p, r)| IntSignature::from_btf(b, &p, r)));
+            let event = PtRegsEvent { func, user: false, ints };
+            return Ok(ProgramSpec::new(BPF_PROG_TYPE_KPROBE, ContextKind::PtRegs, event));
         }
         // Trampolines see the arguments as `u64 args[]` (return value last).
         let btf = k.btf();

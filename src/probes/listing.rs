@@ -17,6 +17,8 @@ pub struct ListQuery<'a> {
     /// The type was named (not a wildcard or a bare word): say why nothing
     /// can be listed, and a pattern that doesn't fit the type is an error.
     pub explicit: bool,
+    /// `-p PID`: `*` (or no binary) names every file that process has mapped.
+    pub pid: Option<i32>,
 }
 
 /// Probes found: full name → detail lines; and notes (why a type lists
@@ -92,18 +94,22 @@ pub fn field_decl(name: &str, c_type: &str) -> String {
 }
 
 /// The binaries a `-l 'uprobe:BIN:...'` / `'usdt:BIN...'` item names (BIN
-/// may have wildcards in a path: `./bin/prog*`). None when the item is not
-/// explicit and BIN is no path (a bare word or `*:NAME` searches no binary).
+/// may have wildcards in a path: `./bin/prog*`; with `-p PID`, `*` is every
+/// file that process has mapped). None when the item is not explicit and
+/// BIN is no path (a bare word or `*:NAME` searches no binary).
 pub fn binaries(kind: &str, bin: &str, q: &ListQuery) -> Result<Option<Vec<PathBuf>>> {
+    if let (Some(pid), true, true) = (q.pid, q.explicit, bin == "*" || bin.is_empty()) {
+        return crate::symbols::mapped_objects(pid).map(Some).map_err(|e| anyhow!("-l {kind}: -p {pid}: {e}"));
+    }
     if !q.explicit && !bin.contains('/') {
         return Ok(None);
     }
     if bin.is_empty() || (has_wildcard(bin) && !bin.contains('/')) {
         bail!(
-            "-l: {kind} probes are listed per binary: give one, e.g. -l '{kind}:/bin/bash:*' or '{kind}:./bin/prog*:*'"
+            "-l: {kind} probes are listed per binary: give one, e.g. -l '{kind}:/bin/bash:*' or '{kind}:./bin/prog*:*', or add -p PID to list those of every file a process has mapped"
         );
     }
-    let found = crate::symbols::resolve_binaries(bin, None).map_err(|e| anyhow!("{kind}:{}: {e}", q.rest))?;
+    let found = crate::symbols::resolve_binaries(bin, q.pid).map_err(|e| anyhow!("{kind}:{}: {e}", q.rest))?;
     Ok(Some(found))
 }
 

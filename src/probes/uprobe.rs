@@ -45,29 +45,78 @@ fn parse_number(s: &str) -> Option<u64> {
     }
 }
 
-/// `BIN:FN`, `BIN:FN+OFF`, `BIN:ADDRESS` → (BIN, location).
-fn parse_target(kind: &str, target: &str) -> Result<(String, Location)> {
-    let Some((bin, rest)) = target.split_once(':') else {
-        bail!("{kind} '{target}' needs BINARY:FUNCTION, e.g. {kind}:/bin/bash:readline or {kind}:libc:malloc");
-    };
-    if bin.is_empty() {
-        bail!("{kind} '{target}' names no binary");
+/// The binary a uprobe spec names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Binary {
+    /// A path, library or program name (maybe a path with wildcards).
+    Named(String),
+    /// No binary (`uprobe:FN`), with `-p PID`: the program that process runs.
+    ProcessProgram,
+    /// `*`, with `-p PID`: every file that process has mapped.
+    AllMapped,
+}
+
+/// What a `-p`-only form says without `-p` (or with `-c`, whose command
+/// is not running yet when probes are placed).
+fn needs_pid(kind: &str, target: &str, what: &str, follow: bool) -> anyhow::Error {
+    if follow {
+        return anyhow!("{kind} '{target}': {what} needs a running process (-p PID); with -c CMD, name the binary");
     }
+    anyhow!(
+        "{kind} '{target}': {what} needs -p PID; or name the binary, e.g. {kind}:/bin/bash:readline or {kind}:libc:malloc"
+    )
+}
+
+/// `FN`, `FN+OFF` or `ADDRESS` → its location.
+fn parse_location(kind: &str, target: &str, rest: &str) -> Result<Location> {
     if rest.is_empty() {
         bail!("{kind} '{target}' names no function");
     }
     if rest.starts_with(|c: char| c.is_ascii_digit()) {
         let addr = parse_number(rest).ok_or_else(|| anyhow!("{kind} '{target}': bad address '{rest}'"))?;
-        return Ok((bin.to_string(), Location::Address(addr)));
+        return Ok(Location::Address(addr));
     }
     if let Some((name, off)) = rest.split_once('+') {
         let offset = parse_number(off).ok_or_else(|| anyhow!("{kind} '{target}': bad offset '{off}'"))?;
         if has_wildcard(name) {
             bail!("{kind} '{target}': an offset can't follow a wildcard");
         }
-        return Ok((bin.to_string(), Location::Function { name: name.to_string(), offset }));
+        return Ok(Location::Function { name: name.to_string(), offset });
     }
-    Ok((bin.to_string(), Location::Function { name: rest.to_string(), offset: 0 }))
+    Ok(Location::Function { name: rest.to_string(), offset: 0 })
+}
+
+/// `BIN:FN`, `BIN:FN+OFF`, `BIN:ADDRESS` → (BIN, location); with a traced
+/// process (`pid`), `FN` alone (its program) and `*:FN` (every file it
+/// has mapped) too, as bpftrace reads them under `-p`.
+fn parse_target(kind: &str, target: &str, pid: Option<i32>, follow: bool) -> Result<(Binary, Location)> {
+    let Some((bin, rest)) = target.split_once(':') else {
+        if pid.is_some() && !target.contains('/') {
+            return Ok((Binary::ProcessProgram, parse_location(kind, target, target)?));
+        }
+        if target.contains('/') {
+            bail!("{kind} '{target}' needs BINARY:FUNCTION, e.g. {kind}:/bin/bash:readline or {kind}:libc:malloc");
+        }
+        return Err(needs_pid(kind, target, "a function without a binary", follow));
+    };
+    let location = parse_location(kind, target, rest)?;
+    match bin {
+        "" if pid.is_some() => Ok((Binary::ProcessProgram, location)),
+        "" => Err(needs_pid(kind, target, "an empty binary (the traced process's program)", follow)),
+        "*" if pid.is_some() => Ok((Binary::AllMapped, location)),
+        "*" => Err(needs_pid(kind, target, "'*' as the binary (every file a process has mapped)", follow)),
+        _ => Ok((Binary::Named(bin.to_string()), location)),
+    }
+}
+
+/// The traced process whose files `-p` forms name: `-p PID`'s, not a `-c`
+/// command's (held before it runs its program).
+fn traced_pid(trace: &Trace) -> Option<i32> {
+    if trace.follow_children {
+        None
+    } else {
+        trace.pid
+    }
 }
 
 impl UprobeProbe {
@@ -103,7 +152,15 @@ impl UprobeProbe {
                 let mut seen = std::collections::HashSet::new();
                 let mut points = Vec::new();
                 for f in functions.iter().filter(|f| wildcard_match(&name, &f.name)) {
-                    let Some(off) = elf.code_addr_to_offset(f.addr + offset) else { continue };
+                    // An indirect function whose implementation can't be found is passed over.
+                    let start = match f.ifunc {
+                        true => match implementation(&elf, &functions, path_buf, f) {
+                            Ok((start, _)) => start,
+                            Err(_) => continue,
+                        },
+                        false => f.addr,
+                    };
+                    let Some(off) = elf.code_addr_to_offset(start + offset) else { continue };
                     // Aliases of one function attach once.
                     if seen.insert(off) {
                         points.push(self.point(&path, f.name.clone(), off, f.name.clone()));
@@ -128,10 +185,12 @@ impl UprobeProbe {
                     }
                     bail!("no function '{name}' in {path}; did you mean {}?", hint.join(", "));
                 };
-                if offset > 0 && f.size > 0 && offset >= f.size {
-                    bail!("offset {offset} is past the end of {name} ({} bytes) in {path}", f.size);
+                let (start, size) =
+                    if f.ifunc { implementation(&elf, &functions, path_buf, f)? } else { (f.addr, f.size) };
+                if offset > 0 && size > 0 && offset >= size {
+                    bail!("offset {offset} is past the end of {name} ({size} bytes) in {path}");
                 }
-                let file_offset = to_offset(f.addr + offset)?;
+                let file_offset = to_offset(start + offset)?;
                 let label = if offset > 0 { format!("{name}+{offset}") } else { name.clone() };
                 Ok(vec![self.point(&path, label.clone(), file_offset, label)])
             }
@@ -155,18 +214,28 @@ impl ProbeType for UprobeProbe {
             AttachTarget::Uprobe { symbol, .. } if per_point => Some(symbol.clone()),
             _ => None,
         };
-        Ok(ProgramSpec::new(BPF_PROG_TYPE_KPROBE, ContextKind::PtRegs, PtRegsEvent { func, user: true }))
+        Ok(ProgramSpec::new(BPF_PROG_TYPE_KPROBE, ContextKind::PtRegs, PtRegsEvent { func, user: true, ints: None }))
     }
     fn expand(&self, spec: &ProbeSpec, trace: &Trace, _k: &dyn Kernel) -> Result<Vec<AttachPoint>> {
         let kind = self.kind();
-        let (bin, location) = parse_target(kind, &spec.target)?;
-        let binaries =
-            symbols::resolve_binaries(&bin, trace.pid).map_err(|e| anyhow!("{kind}:{}: {e}", spec.target))?;
+        let pid = traced_pid(trace);
+        let (bin, location) = parse_target(kind, &spec.target, pid, trace.follow_children)?;
+        let in_process = |e: anyhow::Error| anyhow!("{kind}:{}: {e}", spec.target);
+        let (binaries, bin) = match (bin, pid) {
+            (Binary::Named(bin), _) => (symbols::resolve_binaries(&bin, trace.pid).map_err(in_process)?, bin),
+            (Binary::ProcessProgram, Some(pid)) => {
+                return self.expand_in(&symbols::process_exe(pid).map_err(in_process)?, &location);
+            }
+            (Binary::AllMapped, Some(pid)) => {
+                (symbols::mapped_objects(pid).map_err(in_process)?, format!("process {pid}'s mapped files"))
+            }
+            _ => unreachable!("-p forms are only parsed with a pid"),
+        };
         if let [one] = binaries.as_slice() {
             return self.expand_in(one, &location);
         }
-        // `uprobe:./bin/prog*:FN`: every matching file that has FN (files
-        // that are no ELF or lack it are passed over).
+        // `uprobe:./bin/prog*:FN`, `uprobe:*:FN -p PID`: every matching file
+        // that has FN (files that are no ELF or lack it are passed over).
         let mut points = Vec::new();
         for path in &binaries {
             if let Ok(found) = self.expand_in(path, &location) {
@@ -181,7 +250,12 @@ impl ProbeType for UprobeProbe {
     fn list(&self, q: &ListQuery, _k: &dyn Kernel) -> Result<Listing> {
         let mut out = Listing::default();
         let kind = self.kind();
-        let (bin, func) = q.rest.split_once(':').unwrap_or((q.rest, ""));
+        let (bin, func) = match q.rest.split_once(':') {
+            Some(parts) => parts,
+            // `-l 'uprobe:FN' -p PID`: FN in every file the process has mapped.
+            None if q.pid.is_some() && q.explicit && !q.rest.contains('/') => ("*", q.rest),
+            None => (q.rest, ""),
+        };
         let func = or_star(func.split('+').next().unwrap_or(""));
         let Some(paths) = binaries(kind, bin, q)? else { return Ok(out) };
         let several = paths.len() > 1;
@@ -212,6 +286,27 @@ impl ProbeType for UprobeProbe {
             open_uprobe(path, *offset, *retprobe, 0, None).map_err(|e| anyhow!("cannot attach {}: {e}", point.name))?;
         sys::attach_bpf(vec![fd], prog).map_err(|e| anyhow!("{}: {e}", point.name))
     }
+}
+
+/// Where the code of indirect function `f` starts (its link-time address)
+/// and how long it is (0: unknown): the implementation its resolver picks
+/// on this machine.
+fn implementation(
+    elf: &ElfFile,
+    functions: &[symbols::elf::Function],
+    path: &Path,
+    f: &symbols::elf::Function,
+) -> Result<(u64, u64)> {
+    let offset = symbols::ifunc::implementation_offset(path, &f.name)?;
+    let addr = elf.code_offset_to_addr(offset).ok_or_else(|| {
+        anyhow!(
+            "cannot find the implementation of indirect function '{}' in {}: offset {offset:#x} is not code",
+            f.name,
+            path.display()
+        )
+    })?;
+    let size = symbols::elf::function_at(functions, addr).filter(|g| g.addr == addr && !g.ifunc).map_or(0, |g| g.size);
+    Ok((addr, size))
 }
 
 const PMU_DIR: &str = "/sys/bus/event_source/devices/uprobe";
@@ -261,18 +356,36 @@ mod tests {
 
     #[test]
     fn targets() {
+        let named = |b: &str| Binary::Named(b.to_string());
+        let parse = |t: &str| parse_target("uprobe", t, None, false);
         assert_eq!(
-            parse_target("uprobe", "/bin/bash:readline").unwrap(),
-            ("/bin/bash".into(), Location::Function { name: "readline".into(), offset: 0 })
+            parse("/bin/bash:readline").unwrap(),
+            (named("/bin/bash"), Location::Function { name: "readline".into(), offset: 0 })
         );
         assert_eq!(
-            parse_target("uprobe", "libc:malloc+0x10").unwrap(),
-            ("libc".into(), Location::Function { name: "malloc".into(), offset: 16 })
+            parse("libc:malloc+0x10").unwrap(),
+            (named("libc"), Location::Function { name: "malloc".into(), offset: 16 })
         );
-        assert_eq!(parse_target("uprobe", "/bin/x:0x1234").unwrap(), ("/bin/x".into(), Location::Address(0x1234)));
-        assert_eq!(parse_target("uprobe", "/bin/x:4660").unwrap(), ("/bin/x".into(), Location::Address(4660)));
-        assert!(parse_target("uprobe", "/bin/x").unwrap_err().to_string().contains("BINARY:FUNCTION"));
-        assert!(parse_target("uprobe", "/bin/x:").is_err());
-        assert!(parse_target("uprobe", "/bin/x:a*+4").is_err());
+        assert_eq!(parse("/bin/x:0x1234").unwrap(), (named("/bin/x"), Location::Address(0x1234)));
+        assert_eq!(parse("/bin/x:4660").unwrap(), (named("/bin/x"), Location::Address(4660)));
+        assert!(parse("/bin/x").unwrap_err().to_string().contains("BINARY:FUNCTION"));
+        assert!(parse("/bin/x:").is_err());
+        assert!(parse("/bin/x:a*+4").is_err());
+    }
+
+    #[test]
+    fn targets_of_a_traced_process() {
+        let with_pid = |t: &str| parse_target("uprobe", t, Some(42), false);
+        let f = |n: &str| Location::Function { name: n.into(), offset: 0 };
+        assert_eq!(with_pid("main").unwrap(), (Binary::ProcessProgram, f("main")));
+        assert_eq!(with_pid(":main").unwrap(), (Binary::ProcessProgram, f("main")));
+        assert_eq!(with_pid("*:malloc").unwrap(), (Binary::AllMapped, f("malloc")));
+        assert_eq!(with_pid("libc:malloc").unwrap(), (Binary::Named("libc".into()), f("malloc")));
+        for t in ["main", ":main", "*:malloc"] {
+            let e = parse_target("uprobe", t, None, false).unwrap_err().to_string();
+            assert!(e.contains("needs -p PID"), "{t}: {e}");
+            let e = parse_target("uprobe", t, None, true).unwrap_err().to_string();
+            assert!(e.contains("with -c CMD, name the binary"), "{t}: {e}");
+        }
     }
 }

@@ -201,7 +201,7 @@ pub fn arg_expr(arg: &UsdtArg) -> Result<Expr, String> {
             Expr::ReadMem { addr: Box::new(addr), size: arg.size, signed: arg.signed, mem: Memory::User }
         }
         ArgLocation::Global { symbol, .. } => {
-            return Err(format!("USDT argument reads global `{symbol}`, which is not in the binary's symbol table"))
+            return Err(format!("USDT argument reads global `{symbol}`, which is not in the binary's symbol table"));
         }
         ArgLocation::Unsupported(spec) => return Err(format!("USDT argument `{spec}` has a form rtrace can't read")),
     })
@@ -261,14 +261,36 @@ fn read_probes(elf: &ElfFile) -> Result<Vec<UsdtProbe>> {
     Ok(out)
 }
 
-/// `BIN:NS:NAME` or `BIN:NAME` → (BIN, NS or None, NAME).
-fn parse_target(target: &str) -> Result<(String, Option<String>, String)> {
+/// `BIN:NS:NAME` or `BIN:NAME` → (BIN, NS or None, NAME). BIN is None for
+/// every file the traced process (`pid`) has mapped: an empty BIN or `*`
+/// (`usdt::NS:NAME`, `usdt:*:NAME`), or `usdt:NAME` alone, as bpftrace
+/// reads them under `-p`.
+fn parse_target(target: &str, pid: Option<i32>, follow: bool) -> Result<(Option<String>, Option<String>, String)> {
+    let needs_pid = || {
+        let how = if follow { "a running process (-p PID); with -c CMD, name the binary" } else { "-p PID" };
+        anyhow!(
+            "usdt '{target}' names no binary: probes of every file a process has mapped need {how}; or name it, e.g. usdt:/usr/bin/python3:python:function__entry"
+        )
+    };
+    let bin_of = |bin: &str| -> Result<Option<String>> {
+        match bin {
+            "" | "*" if pid.is_some() => Ok(None),
+            "" | "*" => Err(needs_pid()),
+            _ => Ok(Some(bin.to_string())),
+        }
+    };
     let parts: Vec<&str> = target.split(':').collect();
     match parts.as_slice() {
-        [bin, name] if !bin.is_empty() && !name.is_empty() => Ok((bin.to_string(), None, name.to_string())),
+        [name] if !name.is_empty() && !name.contains('/') => {
+            if pid.is_none() {
+                return Err(needs_pid());
+            }
+            Ok((None, None, name.to_string()))
+        }
+        [bin, name] if !name.is_empty() => Ok((bin_of(bin)?, None, name.to_string())),
         // `usdt:BIN::NAME`: an empty provider is any provider (bpftrace).
-        [bin, ns, name] if !bin.is_empty() && !name.is_empty() => {
-            Ok((bin.to_string(), (!ns.is_empty()).then(|| ns.to_string()), name.to_string()))
+        [bin, ns, name] if !name.is_empty() => {
+            Ok((bin_of(bin)?, (!ns.is_empty()).then(|| ns.to_string()), name.to_string()))
         }
         _ => bail!("usdt '{target}' needs BINARY:[PROVIDER:]NAME, e.g. usdt:/usr/bin/python3:python:function__entry"),
     }
@@ -287,12 +309,21 @@ impl ProbeType for Usdt {
         Ok(ProgramSpec::new(sys::BPF_PROG_TYPE_KPROBE, ContextKind::PtRegs, UsdtEvent { args }))
     }
     fn expand(&self, spec: &ProbeSpec, trace: &Trace, _k: &dyn Kernel) -> Result<Vec<AttachPoint>> {
-        let (bin, ns, name) = parse_target(&spec.target)?;
-        let binaries = symbols::resolve_binaries(&bin, trace.pid).map_err(|e| anyhow!("usdt:{}: {e}", spec.target))?;
+        // `-p PID`'s process, not a `-c` command's (held before it runs its program).
+        let pid = if trace.follow_children { None } else { trace.pid };
+        let (bin, ns, name) = parse_target(&spec.target, pid, trace.follow_children)?;
+        let in_spec = |e: anyhow::Error| anyhow!("usdt:{}: {e}", spec.target);
+        let (binaries, bin) = match (bin, pid) {
+            (Some(bin), _) => (symbols::resolve_binaries(&bin, trace.pid).map_err(in_spec)?, bin),
+            (None, Some(pid)) => {
+                (symbols::mapped_objects(pid).map_err(in_spec)?, format!("the files process {pid} has mapped"))
+            }
+            (None, None) => unreachable!("no binary is only parsed with a pid"),
+        };
         if let [one] = binaries.as_slice() {
             return expand_in(one, ns.as_deref(), &name);
         }
-        // `usdt:./bin/prog*:NAME`: every matching file that has the probe.
+        // `usdt:./bin/prog*:NAME`, `usdt:*:NAME -p PID`: every matching file that has the probe.
         let mut points = Vec::new();
         for path in &binaries {
             if let Ok(found) = expand_in(path, ns.as_deref(), &name) {
@@ -308,6 +339,8 @@ impl ProbeType for Usdt {
         let mut out = Listing::default();
         let parts: Vec<&str> = q.rest.split(':').collect();
         let (bin, provider, name) = match parts.as_slice() {
+            // `-l 'usdt:NAME' -p PID`: NAME in every file the process has mapped.
+            [name] if q.pid.is_some() && q.explicit && !name.contains('/') => ("*", "*", or_star(name)),
             [bin] => (*bin, "*", "*"),
             [bin, name] => (*bin, "*", or_star(name)),
             [bin, provider, name] => (*bin, or_star(provider), or_star(name)),
@@ -470,9 +503,28 @@ mod tests {
 
     #[test]
     fn targets() {
-        assert_eq!(parse_target("/bin/x:prov:name").unwrap(), ("/bin/x".into(), Some("prov".into()), "name".into()));
-        assert_eq!(parse_target("libc:setjmp").unwrap(), ("libc".into(), None, "setjmp".into()));
-        assert_eq!(parse_target("/bin/x::name").unwrap(), ("/bin/x".into(), None, "name".into()));
-        assert!(parse_target("/bin/x").is_err());
+        let parse = |t: &str| parse_target(t, None, false);
+        let bin = |b: &str| Some(b.to_string());
+        assert_eq!(parse("/bin/x:prov:name").unwrap(), (bin("/bin/x"), Some("prov".into()), "name".into()));
+        assert_eq!(parse("libc:setjmp").unwrap(), (bin("libc"), None, "setjmp".into()));
+        assert_eq!(parse("/bin/x::name").unwrap(), (bin("/bin/x"), None, "name".into()));
+        assert!(parse("/bin/x").unwrap_err().to_string().contains("BINARY:[PROVIDER:]NAME"));
+    }
+
+    #[test]
+    fn targets_of_a_traced_process() {
+        let with_pid = |t: &str| parse_target(t, Some(7), false).unwrap();
+        assert!(parse_target("a:b:c:d", Some(7), false).is_err(), "three parts at most");
+        assert_eq!(with_pid(":prov:name"), (None, Some("prov".into()), "name".into()));
+        assert_eq!(with_pid("*:prov:name"), (None, Some("prov".into()), "name".into()));
+        assert_eq!(with_pid("*:name"), (None, None, "name".into()));
+        assert_eq!(with_pid("name"), (None, None, "name".into()));
+        assert_eq!(with_pid("/bin/x:name"), (Some("/bin/x".into()), None, "name".into()));
+        for t in [":prov:name", "*:name", "name"] {
+            let e = parse_target(t, None, false).unwrap_err().to_string();
+            assert!(e.contains("need -p PID"), "{t}: {e}");
+            let e = parse_target(t, None, true).unwrap_err().to_string();
+            assert!(e.contains("with -c CMD, name the binary"), "{t}: {e}");
+        }
     }
 }

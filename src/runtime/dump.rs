@@ -47,7 +47,7 @@ fn all_zero(d: &MapDump) -> bool {
     d.entries.iter().all(|(_, v)| match v {
         MapValue::Int(0) => true,
         MapValue::Str(s) => s.is_empty(),
-        MapValue::Hist(c) | MapValue::Lhist { counts: c, .. } => c.iter().all(|&n| n == 0),
+        MapValue::Hist { counts: c, .. } | MapValue::Lhist { counts: c, .. } => c.iter().all(|&n| n == 0),
         _ => false,
     })
 }

@@ -64,6 +64,9 @@ pub fn event_loop(
             return Ok(());
         }
     }
+    if super::ends_after_begin(session, plan, opts, traced.is_some()) {
+        return Ok(());
+    }
     let exits = traced.as_deref().map_or_else(crossbeam_channel::never, |t| t.exits());
     let mut timers = super::timers::Timers::new(session.registry.lock().unwrap().timers.clone(), start);
     loop {

@@ -114,6 +114,7 @@ impl KernelMap {
                 (Ty::Int, ValueMeaning::Ksym) => {
                     KeyPart::Str(crate::symbols::stacks::ksym_name(i64_at(slot, 0) as u64))
                 }
+                (Ty::Int, ValueMeaning::Name(t)) => KeyPart::Str(t.render(i64_at(slot, 0))),
                 (Ty::Int, ValueMeaning::Plain | ValueMeaning::Buf) => KeyPart::Int(i64_at(slot, 0)),
                 (Ty::Int, ValueMeaning::Ptr) => KeyPart::Ptr(i64_at(slot, 0) as u64),
                 (Ty::Int, ValueMeaning::Bool) => KeyPart::Str((i64_at(slot, 0) != 0).to_string()),
@@ -158,6 +159,7 @@ impl KernelMap {
                     (Ty::Int, ValueMeaning::Ksym) => {
                         names.push(crate::symbols::stacks::ksym_name(i64_at(slot, 0) as u64))
                     }
+                    (Ty::Int, ValueMeaning::Name(t)) => names.push(t.render(i64_at(slot, 0))),
                     (Ty::Int, ValueMeaning::Plain | ValueMeaning::Buf) => names.push(i64_at(slot, 0).to_string()),
                     (Ty::Int, ValueMeaning::Ptr) => names.push(format!("{:#x}", i64_at(slot, 0) as u64)),
                     (Ty::Int, ValueMeaning::Bool) => names.push((i64_at(slot, 0) != 0).to_string()),
@@ -270,6 +272,7 @@ impl KernelMap {
             let (len, lhist) = match self.shape.agg {
                 Some(AggOp::Lhist { min, max, step }) => (output::lhist_len(min, max, step), Some((min, max, step))),
                 Some(AggOp::Quantiles { .. }) => (probes_ebpf::quantile::BUCKETS, None),
+                Some(AggOp::HistBits { bits }) => (probes_ebpf::quantile::hist_len(bits), None),
                 _ => (output::HIST_LEN, None),
             };
             let mut groups: BTreeMap<Vec<u8>, Vec<u64>> = BTreeMap::new();
@@ -287,7 +290,8 @@ impl KernelMap {
                 let value = match (lhist, self.shape.agg) {
                     (Some((min, max, step)), _) => MapValue::Lhist { min, max, step, counts },
                     (None, Some(AggOp::Quantiles { unit_ns })) => MapValue::Quantiles { unit_ns, counts },
-                    (None, _) => MapValue::Hist(counts),
+                    (None, Some(AggOp::HistBits { bits })) => MapValue::Hist { bits, counts },
+                    (None, _) => MapValue::Hist { bits: 0, counts },
                 };
                 entries.push((self.key_parts(&k), value));
             }
@@ -328,7 +332,15 @@ impl KernelMap {
             }
             match ty {
                 Ty::Int => {
-                    let v = p.as_int().map_err(|_| format!("map '{}' has integer keys", self.name))?;
+                    // A name (`syscall_name(n)` in userspace) where the kernel keeps the number.
+                    let named =
+                        |t: crate::util::names::NameTable| p.clone().into_string().ok().and_then(|s| t.number(&s));
+                    let v = match (p.as_int(), self.shape.key_sems.get(i)) {
+                        (Ok(v), _) => Some(v),
+                        (Err(_), Some(ValueMeaning::Name(t))) => named(*t),
+                        _ => None,
+                    };
+                    let v = v.ok_or_else(|| format!("map '{}' has integer keys", self.name))?;
                     out.extend_from_slice(&v.to_le_bytes());
                 }
                 Ty::Bytes(_) => {
@@ -422,7 +434,10 @@ impl MapBackend for KernelMap {
         if kind == AggKind::Hist {
             let v = int(0)?;
             let bucket = match agg {
-                "hist" => probes_ebpf::quantile::log2_bucket(v),
+                "hist" => match self.shape.agg {
+                    Some(AggOp::HistBits { bits }) => probes_ebpf::quantile::hist_bucket(v, bits),
+                    _ => probes_ebpf::quantile::log2_bucket(v),
+                },
                 "lhist" => probes_ebpf::quantile::linear_bucket(v, int(1)?, int(2)?, int(3)?),
                 _ => probes_ebpf::quantile::bucket(v) as u64,
             };
@@ -544,7 +559,9 @@ fn value_dynamic(v: &MapValue) -> Dynamic {
             m.insert("avg".into(), Dynamic::from(total / (*count).max(1) as i64));
             Dynamic::from(m)
         }
-        MapValue::Hist(c) | MapValue::Lhist { counts: c, .. } | MapValue::Quantiles { counts: c, .. } => {
+        MapValue::Hist { counts: c, .. }
+        | MapValue::Lhist { counts: c, .. }
+        | MapValue::Quantiles { counts: c, .. } => {
             Dynamic::from(c.iter().map(|&n| Dynamic::from(n as i64)).collect::<rhai::Array>())
         }
     }

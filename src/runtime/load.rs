@@ -1,10 +1,9 @@
 //! Loading a compiled plan: create the maps its ids name (mapset.rs), patch their fds
 //! into the programs, load each program through the verifier (a rejection
-//! becomes a Diagnostic at the statement whose code was refused), and
-//! attach the loaded programs.
+//! becomes a Diagnostic at the statement whose code was refused); attach.rs
+//! attaches them.
 
-use std::collections::{BTreeMap, HashMap};
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::sync::Arc;
 
 use anyhow::Result;
@@ -12,9 +11,7 @@ use probes_ebpf::insn::Insn;
 
 use crate::config::Config;
 use crate::diag::{Diagnostic, Pos};
-use crate::kernel::link::{self, Attachment};
 use crate::kernel::{sys, verifier};
-use crate::output::sink;
 use crate::plan::{CompiledProgram, Plan};
 use crate::script::Session;
 
@@ -122,55 +119,4 @@ fn verifier_error(
         prog.name
     );
     Diagnostic::new(file, at, msg).into()
-}
-
-/// Attach every program to its points. A point of a probe that expands to
-/// several (a wildcard) and can't be attached is skipped, counted and named
-/// in one warning per probe, as bpftrace does; any other refusal detaches
-/// what was attached and names the `probe()` call the refused point comes
-/// from.
-pub fn attach_all(session: &Session, plan: &Plan, loaded: &Loaded) -> Result<Vec<Attachment>> {
-    let order = plan.attach_order();
-    let mut points_of_probe: HashMap<usize, usize> = HashMap::new();
-    for (i, _) in &order {
-        *points_of_probe.entry(plan.programs[*i].probe).or_default() += 1;
-    }
-    let mut skipped: BTreeMap<usize, Vec<String>> = BTreeMap::new();
-    let mut attachments: Vec<Attachment> = Vec::new();
-    for (i, point) in order {
-        let (prog, fd) = (&plan.programs[i], &loaded.programs[i]);
-        match prog.probe_type.attach(point, fd.as_fd()) {
-            Ok(a) => attachments.push(a),
-            Err(e) if points_of_probe[&prog.probe] > 1 && !prog.internal => {
-                skipped.entry(prog.probe).or_default().push(format!("{e:#}"));
-            }
-            Err(e) => {
-                link::detach_all(attachments);
-                if e.downcast_ref::<Diagnostic>().is_some() {
-                    return Err(e);
-                }
-                let at = probe_position(plan, prog);
-                return Err(Diagnostic::at(&session.file_name, at, format!("{e:#}")).into());
-            }
-        }
-    }
-    for (probe, reasons) in skipped {
-        let total = points_of_probe[&probe];
-        let prog = plan.programs.iter().find(|p| p.probe == probe).expect("a program of the probe");
-        let at = probe_position(plan, prog);
-        let first = reasons[0].strip_prefix("cannot attach ").unwrap_or(&reasons[0]);
-        if reasons.len() == total {
-            link::detach_all(attachments);
-            let msg =
-                format!("none of the {total} points of {} could be attached (first: {first})", plan.probes[probe]);
-            return Err(Diagnostic::at(&session.file_name, at, msg).into());
-        }
-        let msg = format!(
-            "{} of the {total} points of {} can't be attached here and are skipped (first: {first})",
-            reasons.len(),
-            plan.probes[probe]
-        );
-        sink::report(&Diagnostic::at(&session.file_name, at, msg).warning());
-    }
-    Ok(attachments)
 }

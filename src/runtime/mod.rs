@@ -3,6 +3,7 @@
 //! `exit()`, `-d`, a control message), detach, run `END`, print maps and
 //! report lost events.
 
+mod attach;
 pub mod continuation;
 pub mod dump;
 mod event_loop;
@@ -38,6 +39,7 @@ pub fn run(session: &Session, plan: &Plan, opts: &Config, traced: Option<&mut tr
     let mut traced = traced;
     let loaded = load::load_all(session, plan, opts)?;
     if opts.dry_run {
+        attach::check_without_attaching(session, plan, opts)?;
         if !opts.quiet {
             crate::util::errln!(
                 "{} program(s) passed the verifier for {} probe(s); nothing attached (--dry-run)",
@@ -56,14 +58,14 @@ pub fn run(session: &Session, plan: &Plan, opts: &Config, traced: Option<&mut tr
     };
     signals::install();
     let tracker = mapping_tracker(plan, opts);
-    let attachments = load::attach_all(session, plan, &loaded)?;
-    if opts.verbose {
+    let attach::Attached { attachments, interrupted } = attach::attach_all(session, plan, &loaded, opts)?;
+    if opts.verbose && !interrupted {
         verbose::print(plan, &loaded);
     }
     let mut conts = continuation::Continuations::new(plan, opts.keep_going, loaded.stacks.clone());
     conts.errors_shown = opts.errors_shown;
     let mut reader = event_loop::start_reader(conts.layouts(), &loaded, tracker)?;
-    if !opts.quiet {
+    if !opts.quiet && !interrupted {
         match sink::format() {
             sink::Format::Text => sink::raw(&output::format_attached_text(plan.attach_count())),
             sink::Format::Json => sink::raw(&output::format_attached_json(plan.attach_count())),
@@ -71,10 +73,17 @@ pub fn run(session: &Session, plan: &Plan, opts: &Config, traced: Option<&mut tr
     }
     sink::flush();
 
-    if let Some(t) = traced.as_deref_mut() {
-        t.release();
-    }
-    let result = event_loop::event_loop(session, plan, &loaded, &reader, &mut conts, opts, traced.as_deref_mut());
+    // Ctrl-C while attaching: no BEGIN, no command; the run ends as after
+    // Ctrl-C (END runs, maps print), and what was attached is detached.
+    let result = match interrupted {
+        true => Ok(()),
+        false => {
+            if let Some(t) = traced.as_deref_mut() {
+                t.release();
+            }
+            event_loop::event_loop(session, plan, &loaded, &reader, &mut conts, opts, traced.as_deref_mut())
+        }
+    };
     if let Some(t) = traced.as_deref_mut() {
         t.stop();
     }
@@ -150,6 +159,17 @@ fn mapping_tracker(plan: &Plan, opts: &Config) -> Option<crate::symbols::procmap
             None
         }
     }
+}
+
+/// A script whose probes are only `BEGIN` and `END`, with no timer, no
+/// `-p`/`-c` process and no `--serve` endpoint, ends once `BEGIN` has run,
+/// as bpftrace's does (0.24): nothing is left that could happen.
+fn ends_after_begin(session: &Session, plan: &Plan, opts: &Config, traced: bool) -> bool {
+    plan.programs.iter().all(|p| p.internal)
+        && !traced
+        && opts.serve.is_none()
+        && !opts.exporter
+        && session.registry.lock().unwrap().timers.is_empty()
 }
 
 /// The `END` probes, in order, until one fails.

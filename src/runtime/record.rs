@@ -199,6 +199,7 @@ fn field_value(f: &FieldLayout, rec: &[u8]) -> Value {
         (Ty::Int, ValueMeaning::Bool) => Value::Bool(int() != 0),
         (Ty::Int, ValueMeaning::Stack { map, user, mode }) => Value::Stack(StackRef { map, user, mode, id: int() }),
         (Ty::Int, ValueMeaning::Ksym) => Value::Ksym(int() as u64),
+        (Ty::Int, ValueMeaning::Name(t)) => Value::Str(t.render(int())),
         (Ty::Int, ValueMeaning::Buf) => Value::Buf(Buf(Vec::new())),
         (Ty::Int, ValueMeaning::Plain | ValueMeaning::Ptr) => Value::Int(int()),
     }

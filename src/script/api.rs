@@ -326,6 +326,15 @@ pub fn install(engine: &mut Engine, registry: &SharedRegistry) {
         crate::output::records::value(&b.to_string(), &b.to_string());
         PRINTED.to_string()
     });
+    // print([..]) / print(#{..}): a `value` record with a JSON array / object.
+    engine.register_fn("print", |a: rhai::Array| -> String {
+        crate::output::records::script_value(&Dynamic::from(a));
+        PRINTED.to_string()
+    });
+    engine.register_fn("print", |m: rhai::Map| -> String {
+        crate::output::records::script_value(&Dynamic::from(m));
+        PRINTED.to_string()
+    });
     engine.register_fn("clear", |ctx: NativeCallContext, m: &mut MapHandle| -> RhaiResult<()> {
         m.mark_handled();
         crate::script::kernel_reads::note_map_write(&ctx, m.0.id);

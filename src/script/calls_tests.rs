@@ -102,8 +102,8 @@ fn unknown_functions_are_refused_with_close_names() {
 #[test]
 fn wrong_argument_counts_are_refused() {
     refused(
-        r#"let m = map(); probe("t:syscalls:sys_enter_read", |e| { m[1] = hist(1, 2); });"#,
-        &["`hist` takes 1 argument, 2 given"],
+        r#"let m = map(); probe("t:syscalls:sys_enter_read", |e| { m[1] = hist(1, 2, 3); });"#,
+        &["`hist` takes 1 or 2 arguments, 3 given"],
     );
     refused(
         r#"let m = map(); probe("t:syscalls:sys_enter_read", |e| { m[1] = lhist(1); });"#,

@@ -69,6 +69,24 @@ pub fn collect(ast: &AST) {
     set.get_or_insert_with(HashSet::new).extend(found.into_iter().map(|at| (source.clone(), at)));
 }
 
+/// Print what a printing call makes when it is a statement: text mode adds
+/// `end`; under `-f json` a `time` record keeps the newline of `time()`'s
+/// default format (`{"type": "time", "data": "10:42:01\n"}`, as bpftrace
+/// writes it), a `join` record has none.
+pub fn print_if_statement(ctx: &NativeCallContext, kind: &str, text: &str, end: &str) {
+    if is_statement(ctx) {
+        crate::output::records::text_record(kind, &statement_text(crate::output::sink::format(), kind, text, end));
+    }
+}
+
+/// What [`print_if_statement`] prints.
+fn statement_text(format: crate::output::sink::Format, kind: &str, text: &str, end: &str) -> String {
+    match (format, kind) {
+        (crate::output::sink::Format::Json, "join") => text.to_string(),
+        _ => format!("{text}{end}"),
+    }
+}
+
 /// Whether the native call behind `ctx` is one of those statements.
 pub fn is_statement(ctx: &NativeCallContext) -> bool {
     let Some(at) = key(ctx.call_position()) else { return false };
@@ -96,6 +114,16 @@ mod tests {
         // A function's value and an interpolated value are used, not statements.
         assert!(!set.contains(&at(4, 10)), "{set:?}");
         assert!(!set.contains(&at(5, 12)), "{set:?}");
+    }
+
+    #[test]
+    fn json_time_keeps_its_newline_and_join_has_none() {
+        use crate::output::sink::Format;
+        assert_eq!(statement_text(Format::Json, "time", "10:42:01", "\n"), "10:42:01\n");
+        assert_eq!(statement_text(Format::Json, "time", "10", ""), "10");
+        assert_eq!(statement_text(Format::Json, "join", "a b", "\n"), "a b");
+        assert_eq!(statement_text(Format::Text, "join", "a b", "\n"), "a b\n");
+        assert_eq!(statement_text(Format::Text, "time", "10:42:01", "\n"), "10:42:01\n");
     }
 
     #[test]

@@ -102,6 +102,23 @@ pub fn install(engine: &mut Engine, registry: &SharedRegistry) {
             stack_text(e, format!("{name}/{limit}/{mode}"))
         });
     }
+    // The integer casts, ncpus() and the names (builtins::CALLS): what the
+    // kernel computes for the same call (util::names).
+    for c in crate::builtins::CALLS {
+        match c.call {
+            crate::builtins::Call::Cast { bits, signed } => {
+                engine.register_fn(c.name, move |x: i64| crate::util::names::cast(x, bits, signed));
+                engine.register_fn(c.name, move |x: bool| x as i64);
+            }
+            crate::builtins::Call::Name(table) => {
+                engine.register_fn(c.name, move |n: i64| table.render(n));
+                // A kernel value that arrived as its name already.
+                engine.register_fn(c.name, |s: rhai::ImmutableString| s);
+            }
+            _ => {}
+        }
+    }
+    engine.register_fn("ncpus", crate::util::names::possible_cpus);
     let r = registry.clone();
     engine.register_fn("assert", move |cond: bool, msg: &str| -> RhaiResult<()> {
         if cond {
@@ -116,12 +133,7 @@ pub fn install(engine: &mut Engine, registry: &SharedRegistry) {
 
 /// The text of `time(...)`/`join(...)`; printed (with `end` in text mode) when the call is a statement.
 fn printing(ctx: &NativeCallContext, kind: &str, text: String, end: &str) -> String {
-    if super::statements::is_statement(ctx) {
-        match sink::format() {
-            sink::Format::Text => crate::output::records::text_record(kind, &format!("{text}{end}")),
-            sink::Format::Json => crate::output::records::text_record(kind, &text),
-        }
-    }
+    super::statements::print_if_statement(ctx, kind, &text, end);
     text
 }
 

@@ -17,6 +17,9 @@ pub struct Function {
     /// Virtual address as linked (for PIE and shared objects, relative to the load base).
     pub addr: u64,
     pub size: u64,
+    /// An indirect function (`STT_GNU_IFUNC`): `addr` is its resolver, which
+    /// picks the implementation when the program is loaded.
+    pub ifunc: bool,
 }
 
 /// One loadable segment.
@@ -91,7 +94,16 @@ impl ElfFile {
             .map(|s| addr - s.vaddr + s.offset)
     }
 
-    /// Defined function symbols from .symtab and .dynsym, one per name
+    /// The virtual address (as linked) of file offset `offset`, in an
+    /// executable segment.
+    pub fn code_offset_to_addr(&self, offset: u64) -> Option<u64> {
+        self.segments
+            .iter()
+            .find(|s| s.exec && offset >= s.offset && offset - s.offset < s.filesz)
+            .map(|s| offset - s.offset + s.vaddr)
+    }
+
+    /// Defined function symbols (indirect functions too) from .symtab and .dynsym, one per name
     /// (.symtab first; for versioned .dynsym names the default version),
     /// sorted by name.
     pub fn functions(&self) -> Result<Vec<Function>> {
@@ -111,7 +123,8 @@ impl ElfFile {
                     if hidden != hidden_pass {
                         continue;
                     }
-                    if sym.st_type() != elf::STT_FUNC || sym.st_shndx(endian) == elf::SHN_UNDEF {
+                    let ifunc = sym.st_type() == elf::STT_GNU_IFUNC;
+                    if (sym.st_type() != elf::STT_FUNC && !ifunc) || sym.st_shndx(endian) == elf::SHN_UNDEF {
                         continue;
                     }
                     let addr = sym.st_value(endian);
@@ -124,7 +137,7 @@ impl ElfFile {
                     }
                     let name = String::from_utf8_lossy(name).into_owned();
                     if seen.insert(name.clone()) {
-                        out.push(Function { name, addr, size: sym.st_size(endian) });
+                        out.push(Function { name, addr, size: sym.st_size(endian), ifunc });
                     }
                 }
             }

@@ -3,6 +3,7 @@
 //! (`procmaps`); symbolizing stacks (`stacks`).
 
 pub mod elf;
+pub mod ifunc;
 pub mod kalias;
 pub mod procmaps;
 pub mod stacks;
@@ -130,12 +131,60 @@ pub fn find_library(name: &str) -> Option<PathBuf> {
 
 /// The library named `name` mapped into process `pid`.
 fn mapped_library(pid: i32, name: &str) -> Option<PathBuf> {
-    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).ok()?;
-    maps.lines()
-        .filter_map(|l| l.split_whitespace().nth(5))
-        .filter(|p| p.starts_with('/'))
-        .find(|p| Path::new(p).file_name().is_some_and(|f| library_matches(name, &f.to_string_lossy())))
-        .map(PathBuf::from)
+    mapped_objects(pid)
+        .ok()?
+        .into_iter()
+        .find(|p| p.file_name().is_some_and(|f| library_matches(name, &f.to_string_lossy())))
+}
+
+/// The ELF files process `pid` has mapped executable (its program, the
+/// libraries it loaded), each once, in address order: what `uprobe:*:FN`
+/// and `usdt:*:NAME` search with `-p PID`.
+pub fn mapped_objects(pid: i32) -> Result<Vec<PathBuf>> {
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).map_err(|e| no_process(pid, "mappings", &e))?;
+    let mut out: Vec<PathBuf> = Vec::new();
+    for line in maps.lines() {
+        let Some(m) = ifunc::parse_maps_line(line) else { continue };
+        // `(deleted)`: replaced on disk since, so not what the process runs.
+        if !m.exec || !m.path.starts_with('/') || m.path.ends_with(" (deleted)") {
+            continue;
+        }
+        let path = in_process_root(pid, Path::new(m.path));
+        if !out.contains(&path) {
+            out.push(path);
+        }
+    }
+    if out.is_empty() {
+        bail!("process {pid} has no executable file mapped");
+    }
+    Ok(out)
+}
+
+/// The program process `pid` runs (`/proc/PID/exe`).
+pub fn process_exe(pid: i32) -> Result<PathBuf> {
+    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).map_err(|e| no_process(pid, "program", &e))?;
+    Ok(in_process_root(pid, &exe))
+}
+
+/// Why `/proc/PID/WHAT` can't be read.
+fn no_process(pid: i32, what: &str, e: &std::io::Error) -> anyhow::Error {
+    if e.kind() == std::io::ErrorKind::NotFound {
+        return anyhow::anyhow!("process {pid} does not exist");
+    }
+    anyhow::anyhow!("cannot read the {what} of process {pid}: {}", crate::util::errno::describe(e))
+}
+
+/// `path` as process `pid` sees it: the same path, or through
+/// `/proc/PID/root` when the process lives in another mount namespace (a
+/// container), where the same path may name another file.
+fn in_process_root(pid: i32, path: &Path) -> PathBuf {
+    let ns = |p: &str| std::fs::read_link(format!("/proc/{p}/ns/mnt")).ok();
+    match (ns("self"), ns(&pid.to_string())) {
+        (Some(a), Some(b)) if a != b => {
+            Path::new(&format!("/proc/{pid}/root")).join(path.strip_prefix("/").unwrap_or(path))
+        }
+        _ => path.to_path_buf(),
+    }
 }
 
 /// (soname, path) pairs of the dynamic linker's cache, in its order of

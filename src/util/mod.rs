@@ -32,6 +32,8 @@ pub fn print_out(text: &str) -> i32 {
 }
 
 pub mod errno;
+pub mod names;
 pub mod signals;
 pub mod similar;
+pub mod syscalls;
 pub mod wildcard;

@@ -14,7 +14,9 @@
 mod common;
 
 mod actions;
+mod attach;
 mod btf;
+mod builtins;
 mod calls;
 mod ci;
 mod ci_reports;
@@ -34,6 +36,7 @@ mod loss;
 mod lsm;
 mod maps;
 mod output;
+mod output_parity;
 mod perf;
 mod probes;
 mod safety;
@@ -55,6 +58,7 @@ mod tools_snoop;
 mod tools_summary;
 mod tools_trace;
 mod uprobe;
+mod user_probes;
 
 fn main() {
     let args = libtest_mimic::Arguments::from_args();

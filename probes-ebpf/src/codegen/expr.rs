@@ -394,6 +394,10 @@ impl Gen<'_> {
                 self.emit(Insn::call(h::GET_CURRENT_TASK));
                 self.emit(Insn::mov_reg(r, R0));
             }
+            Builtin::Jiffies => {
+                self.emit(Insn::call(h::JIFFIES64));
+                self.emit(Insn::mov_reg(r, R0));
+            }
         }
         Ok(r)
     }

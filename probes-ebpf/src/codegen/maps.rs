@@ -137,6 +137,10 @@ impl Gen<'_> {
                 let v = rv.ok_or_else(need_value)?;
                 Some(self.log2_bucket(v)?)
             }
+            AggOp::HistBits { bits } => {
+                let v = rv.ok_or_else(need_value)?;
+                Some(self.log2_linear_bucket(v, bits)?)
+            }
             AggOp::Lhist { min, max, step } => {
                 let v = rv.ok_or_else(need_value)?;
                 Some(self.linear_bucket(v, min, max, step)?)
@@ -154,7 +158,7 @@ impl Gen<'_> {
         let key_off = self.build_key(map, key, bucket)?;
         let failed = self.lookup_or_init(map, key_off)?;
         match op {
-            AggOp::Count | AggOp::Hist | AggOp::Lhist { .. } | AggOp::Quantiles { .. } => {
+            AggOp::Count | AggOp::Hist | AggOp::HistBits { .. } | AggOp::Lhist { .. } | AggOp::Quantiles { .. } => {
                 self.emit(Insn::load(8, R1, R0, 0));
                 self.emit(Insn::alu_imm(Alu::Add, R1, 1));
                 self.emit(Insn::store(8, R0, 0, R1));
@@ -216,6 +220,44 @@ impl Gen<'_> {
         }
         self.patch_here(negative);
         self.patch_here(zero);
+        let b = self.reg()?;
+        self.emit(Insn::mov_reg(b, R2));
+        Ok(b)
+    }
+
+    /// Bucket of `hist(v, bits)`: 0 for negatives, `v + 1` up to
+    /// `2^bits - 1`, then `2^bits` linear sub-buckets per power of two
+    /// (`quantile::hist_bucket`, bpftrace's `log2(n, k)`).
+    pub(super) fn log2_linear_bucket(&mut self, v: Reg, bits: u8) -> Result<Reg> {
+        let k = i32::from(bits.min(5));
+        let mask = (1i32 << k) - 1;
+        // r1 = working value, r2 = floor(log2 v), r3 = scratch; the bucket ends in r2.
+        self.emit(Insn::mov_imm(R2, 0));
+        let negative = self.emit(Insn::jmp_imm(Cond::Slt, v, 0, 0));
+        self.emit(Insn::mov_reg(R2, v));
+        self.emit(Insn::alu_imm(Alu::Add, R2, 1));
+        let small = self.emit(Insn::jmp_imm(Cond::Sle, v, mask, 0));
+        self.emit(Insn::mov_reg(R1, v));
+        self.emit(Insn::mov_imm(R2, 0));
+        for shift in [32, 16, 8, 4, 2, 1] {
+            self.emit(Insn::mov_reg(R3, R1));
+            self.emit(Insn::alu_imm(Alu::Rsh, R3, shift));
+            self.emit(Insn::jmp_imm(Cond::Eq, R3, 0, 2));
+            self.emit(Insn::alu_imm(Alu::Add, R2, shift));
+            self.emit(Insn::mov_reg(R1, R3));
+        }
+        // r2 = l - k; r1 = the k bits after the leading 1.
+        self.emit(Insn::alu_imm(Alu::Sub, R2, k));
+        self.emit(Insn::mov_reg(R1, v));
+        self.emit(Insn::alu_reg(Alu::Rsh, R1, R2));
+        self.emit(Insn::alu_imm(Alu::And, R1, mask));
+        // ((l - k + 1) << k) + x + 1
+        self.emit(Insn::alu_imm(Alu::Add, R2, 1));
+        self.emit(Insn::alu_imm(Alu::Lsh, R2, k));
+        self.emit(Insn::alu_reg(Alu::Add, R2, R1));
+        self.emit(Insn::alu_imm(Alu::Add, R2, 1));
+        self.patch_here(negative);
+        self.patch_here(small);
         let b = self.reg()?;
         self.emit(Insn::mov_reg(b, R2));
         Ok(b)

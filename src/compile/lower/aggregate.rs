@@ -24,7 +24,19 @@ impl Lowerer<'_> {
             Aggregation::Max => AggOp::Max,
             Aggregation::Avg => AggOp::Avg,
             Aggregation::Stats => AggOp::Stats,
-            Aggregation::Hist => AggOp::Hist,
+            Aggregation::Hist => {
+                let bits = match args.len() {
+                    1 => 0,
+                    2 => match self.const_int(&args[1]) {
+                        Some(k @ 0..=5) => k as u8,
+                        _ => return err(*pos, "hist(value, bits): bits must be a constant from 0 to 5"),
+                    },
+                    _ => return err(*pos, "hist(value[, bits]) takes 1 or 2 arguments"),
+                };
+                let v = self.int_expr(&args[0])?;
+                let op = if bits == 0 { AggOp::Hist } else { AggOp::HistBits { bits } };
+                return Ok(Some((op, Some(v))));
+            }
             Aggregation::Lhist => {
                 want(4)?;
                 let c: Vec<Option<i64>> = args[1..].iter().map(|a| self.const_int(a)).collect();

@@ -196,12 +196,35 @@ impl Lowerer<'_> {
             Call::Strncmp | Call::Strcontains | Call::Buf | Call::Kptr | Call::Uptr => {
                 self.string_call(call, args, pos)
             }
+            Call::Cast { bits, signed } => {
+                let v = self.int_expr(&args[0])?;
+                Ok(cast(v, bits, signed))
+            }
+            Call::Ncpus | Call::Name(_) => self.value_call(call, args, pos),
             Call::Exit => err(pos, "exit() is a statement, not a value"),
             // Statements (lowered in stmt.rs), not values.
             Call::Emit | Call::Signal | Call::Deny | Call::Override | Call::Print | Call::Clear | Call::Zero => {
                 Err(userspace_only(&format!("`{name}(...)`"), pos))
             }
         }
+    }
+}
+
+/// `i8(x)` ... `u64(x)`: the low `bits` bits of `x`, sign-extended
+/// (shifted up, then arithmetically down) or zero-extended (masked), as
+/// `util::names::cast` computes them in userspace.
+fn cast(v: Expr, bits: u8, signed: bool) -> Expr {
+    if let Expr::Int(x) = v {
+        return Expr::Int(crate::util::names::cast(x, bits, signed));
+    }
+    match (bits, signed) {
+        (64, _) => v,
+        (_, true) => {
+            let up = Expr::Int(64 - bits as i64);
+            let shifted = Expr::Binary(BinOp::Shl, Box::new(v), Box::new(up.clone()));
+            Expr::Binary(BinOp::Shr, Box::new(shifted), Box::new(up))
+        }
+        (_, false) => Expr::Binary(BinOp::And, Box::new(v), Box::new(Expr::Int((1i64 << bits) - 1))),
     }
 }
 

@@ -97,7 +97,7 @@ impl Lowerer<'_> {
                     return err(
                         fpos,
                         format!("`e.args.{field}` points to `{element_ty}`; only integers and pointers can be indexed"),
-                    )
+                    );
                 }
             },
         };

@@ -459,7 +459,7 @@ impl<'a> Lowerer<'a> {
                 let _ = a;
                 ValueMeaning::Ksym
             }
-            _ => ValueMeaning::Plain,
+            e => crate::compile::event::name_meaning(e).map_or(ValueMeaning::Plain, ValueMeaning::Name),
         }
     }
 }

@@ -105,7 +105,12 @@ impl Lowerer<'_> {
         });
         if let Some((name, pos)) = acts {
             if no_split {
-                return err(pos, format!("{name}() happens in the kernel at the event and has no userspace form, so --no-split can't run this probe"));
+                return err(
+                    pos,
+                    format!(
+                        "{name}() happens in the kernel at the event and has no userspace form, so --no-split can't run this probe"
+                    ),
+                );
             }
             return err(
                 pos,

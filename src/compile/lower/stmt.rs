@@ -102,7 +102,7 @@ impl Lowerer<'_> {
                 }
             },
             RStmt::While(..) | RStmt::Do(..) => {
-                return err(pos, "while/loop can't run in the kernel: use `for i in 0..N` with a constant N")
+                return err(pos, "while/loop can't run in the kernel: use `for i in 0..N` with a constant N");
             }
             RStmt::BreakLoop(..) => return err(pos, "break/continue aren't supported in probes yet"),
             RStmt::Switch(..) => return err(pos, "switch isn't supported in probes; use if / else if"),
@@ -305,7 +305,7 @@ impl Lowerer<'_> {
                             "deny() fails the operation of an lsm: hook (lsm:file_open, ...); this probe has none \
                              (signal() stops a process from any probe; override() sets an fmod_ret: function's \
                              return value)",
-                        )
+                        );
                     }
                 }
                 self.may_act("deny", pos)?;
@@ -415,7 +415,7 @@ impl Lowerer<'_> {
                     return err(
                         *mpos,
                         format!("map method `{other}` isn't available in probes (remove, clear, zero are)"),
-                    )
+                    );
                 }
             }
         }

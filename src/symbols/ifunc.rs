@@ -1,0 +1,144 @@
+//! Indirect functions (`STT_GNU_IFUNC`: glibc's `strlen`, `memcpy`,
+//! `strcmp` ...): the symbol's address is a resolver that picks one of
+//! several implementations (`__strlen_avx2`, `__strlen_evex` ...) for this
+//! CPU when the library is loaded. A uprobe on the symbol itself would only
+//! fire when the resolver runs, so the probe goes on the implementation the
+//! resolver picks here: the library is opened with the dynamic linker
+//! (`dlopen`, a no-op for a library rtrace has loaded already, such as libc)
+//! and `dlsym` runs the resolver and returns the chosen implementation's
+//! address, which `/proc/self/maps` turns back into an offset in the file.
+
+use std::ffi::{CStr, CString};
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use anyhow::{anyhow, bail, Result};
+
+/// The file offset in `path` of the implementation the resolver of the
+/// indirect function `name` selects on this machine.
+pub fn implementation_offset(path: &Path, name: &str) -> Result<u64> {
+    let shown = path.display();
+    let cpath = CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| anyhow!("bad path {shown}"))?;
+    let cname = CString::new(name).map_err(|_| anyhow!("bad function name {name:?}"))?;
+    let meta = std::fs::metadata(path).map_err(|e| anyhow!("cannot read {shown}: {e}"))?;
+    // SAFETY: plain calls into the dynamic linker with NUL-terminated
+    // strings; the handle is closed before returning.
+    let addr = unsafe {
+        let mut handle = libc::dlopen(cpath.as_ptr(), libc::RTLD_LAZY | libc::RTLD_LOCAL | libc::RTLD_NOLOAD);
+        if handle.is_null() {
+            handle = libc::dlopen(cpath.as_ptr(), libc::RTLD_LAZY | libc::RTLD_LOCAL);
+        }
+        if handle.is_null() {
+            bail!(
+                "cannot find the implementation of indirect function '{name}' in {shown}: the dynamic linker can't load it ({})",
+                dl_error()
+            );
+        }
+        libc::dlerror();
+        let sym = libc::dlsym(handle, cname.as_ptr());
+        let addr = sym as u64;
+        let err = if sym.is_null() { Some(dl_error()) } else { None };
+        let found = if addr != 0 { offset_in_self(addr, meta.dev(), meta.ino()) } else { None };
+        libc::dlclose(handle);
+        if let Some(e) = err {
+            bail!("cannot find the implementation of indirect function '{name}' in {shown}: {e}");
+        }
+        found
+    };
+    addr.ok_or_else(|| {
+        anyhow!("cannot find the implementation of indirect function '{name}' in {shown}: its resolver chose code outside that file")
+    })
+}
+
+fn dl_error() -> String {
+    // SAFETY: dlerror returns NULL or a NUL-terminated string owned by libc.
+    let e = unsafe { libc::dlerror() };
+    if e.is_null() {
+        return "unknown error".to_string();
+    }
+    unsafe { CStr::from_ptr(e) }.to_string_lossy().into_owned()
+}
+
+/// The offset in the file (device `dev`, inode `ino`) of address `addr` of
+/// this process, if a mapping of that file holds it.
+fn offset_in_self(addr: u64, dev: u64, ino: u64) -> Option<u64> {
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    maps.lines().find_map(|line| {
+        let m = parse_maps_line(line)?;
+        let same_file = m.ino == ino && m.dev == (libc::major(dev) as u64, libc::minor(dev) as u64);
+        (same_file && m.start <= addr && addr < m.end).then(|| addr - m.start + m.pgoff)
+    })
+}
+
+/// One line of `/proc/PID/maps`.
+#[derive(Debug, PartialEq)]
+pub struct MapsLine<'a> {
+    pub start: u64,
+    pub end: u64,
+    pub exec: bool,
+    pub pgoff: u64,
+    /// (major, minor) of the file's device.
+    pub dev: (u64, u64),
+    pub ino: u64,
+    /// The path, `[vdso]`-style names, or empty for anonymous memory.
+    pub path: &'a str,
+}
+
+/// `7f..-7f.. r-xp 00028000 fd:01 1234   /usr/lib/x86_64-linux-gnu/libc.so.6`.
+pub fn parse_maps_line(line: &str) -> Option<MapsLine<'_>> {
+    let mut it = line.splitn(6, ' ');
+    let (range, perms, off, dev, ino) = (it.next()?, it.next()?, it.next()?, it.next()?, it.next()?);
+    let path = it.next().unwrap_or("").trim_start();
+    let (start, end) = range.split_once('-')?;
+    let (major, minor) = dev.split_once(':')?;
+    let hex = |s: &str| u64::from_str_radix(s, 16).ok();
+    Some(MapsLine {
+        start: hex(start)?,
+        end: hex(end)?,
+        exec: perms.as_bytes().get(2) == Some(&b'x'),
+        pgoff: hex(off)?,
+        dev: (hex(major)?, hex(minor)?),
+        ino: ino.parse().ok()?,
+        path,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maps_lines() {
+        let l = parse_maps_line("7f12a000-7f12b000 r-xp 00028000 fd:01 1234                       /usr/lib/libc.so.6")
+            .unwrap();
+        assert_eq!(
+            l,
+            MapsLine {
+                start: 0x7f12a000,
+                end: 0x7f12b000,
+                exec: true,
+                pgoff: 0x28000,
+                dev: (0xfd, 1),
+                ino: 1234,
+                path: "/usr/lib/libc.so.6"
+            }
+        );
+        let anon = parse_maps_line("7ffd000-7ffe000 rw-p 00000000 00:00 0 ").unwrap();
+        assert_eq!((anon.path, anon.exec), ("", false));
+        assert!(parse_maps_line("garbage").is_none());
+    }
+
+    /// libc's strlen is an indirect function on x86-64 glibc: its
+    /// implementation is found, in an executable part of the file, and it
+    /// is not the resolver.
+    #[test]
+    fn strlen_in_libc() {
+        let Ok(libc_path) = crate::symbols::resolve_binary("libc", None) else { return };
+        let elf = crate::symbols::elf::ElfFile::open(&libc_path).unwrap();
+        let funcs = elf.functions().unwrap();
+        let Some(strlen) = funcs.iter().find(|f| f.name == "strlen" && f.ifunc) else { return };
+        let off = implementation_offset(&libc_path, "strlen").unwrap();
+        let addr = elf.code_offset_to_addr(off).expect("in executable code");
+        assert_ne!(addr, strlen.addr, "the implementation, not the resolver");
+    }
+}
