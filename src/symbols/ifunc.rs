@@ -38,7 +38,7 @@ pub fn implementation_offset(path: &Path, name: &str) -> Result<u64> {
         let sym = libc::dlsym(handle, cname.as_ptr());
         let addr = sym as u64;
         let err = if sym.is_null() { Some(dl_error()) } else { None };
-        let found = if addr != 0 { offset_in_self(addr, meta.dev(), meta.ino()) } else { None };
+        let found = if addr != 0 { offset_in_self(addr, path, meta.dev(), meta.ino()) } else { None };
         libc::dlclose(handle);
         if let Some(e) = err {
             bail!("cannot find the implementation of indirect function '{name}' in {shown}: {e}");
@@ -59,13 +59,18 @@ fn dl_error() -> String {
     unsafe { CStr::from_ptr(e) }.to_string_lossy().into_owned()
 }
 
-/// The offset in the file (device `dev`, inode `ino`) of address `addr` of
-/// this process, if a mapping of that file holds it.
-fn offset_in_self(addr: u64, dev: u64, ino: u64) -> Option<u64> {
+/// The offset in the file `path` (device `dev`, inode `ino`) of address
+/// `addr` of this process, if a mapping of that file holds it. The file is
+/// known by its device and inode, or by its real path: on an overlay file
+/// system maps shows the lower file's device and inode, not stat's.
+fn offset_in_self(addr: u64, path: &Path, dev: u64, ino: u64) -> Option<u64> {
     let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    let real = std::fs::canonicalize(path).ok();
     maps.lines().find_map(|line| {
         let m = parse_maps_line(line)?;
-        let same_file = m.ino == ino && m.dev == (libc::major(dev) as u64, libc::minor(dev) as u64);
+        let same_device = m.dev == (libc::major(dev) as u64, libc::minor(dev) as u64);
+        let same_path = real.as_deref().is_some_and(|r| r == Path::new(m.path));
+        let same_file = (m.ino == ino && same_device) || same_path;
         (same_file && m.start <= addr && addr < m.end).then(|| addr - m.start + m.pgoff)
     })
 }

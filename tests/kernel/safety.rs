@@ -336,7 +336,8 @@ fn a_probe_looping_in_userspace_ends_on_sigint() {
 kernel_test!(a_second_sigint_during_shutdown_ends_at_once);
 fn a_second_sigint_during_shutdown_ends_at_once() {
     let _g = setup();
-    let src = r#"probe("BEGIN", || { print("begun"); }); probe("END", || { print("in end"); loop { } });"#;
+    // The timer keeps the run going after BEGIN (a BEGIN/END-only script ends by itself).
+    let src = r#"every("1h", || { }); probe("BEGIN", || { print("begun"); }); probe("END", || { print("in end"); loop { } });"#;
     let mut t = Tracer::start(&["-e", src]);
     t.wait_line("begun", ATTACH_TIMEOUT, |l| l == "begun");
     t.interrupt();
