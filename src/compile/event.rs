@@ -8,7 +8,7 @@ use rhai::{Expr as RExpr, Position};
 use super::fields;
 use super::lower::{err, property_chain, str_literal, userspace_only, LowerError, Lowerer, Result};
 use super::syntax::indexed_arg;
-use crate::builtins::{Call, Field, NameTable};
+use crate::builtins::{Call, Field};
 use crate::kernel::btf::Shape;
 use crate::kernel::tracepoint_format::{c_int_width, FieldKind};
 use crate::probes::event::btf_slot;
@@ -453,45 +453,17 @@ impl Lowerer<'_> {
 
 impl Lowerer<'_> {
     /// `ncpus()`, and the names: `syscall_name(n)` ... keep the number,
-    /// marked to print as the name ([`name_meaning`]).
+    /// marked to print as the name ([`syntax::name_meaning`](super::syntax::name_meaning)).
     pub(crate) fn value_call(&mut self, call: Call, args: &[RExpr], pos: Position) -> Result<Expr> {
         match call {
             Call::Ncpus => Ok(Expr::Int(crate::util::names::possible_cpus())),
             Call::Name(table) => {
                 let v = self.int_expr(&args[0])?;
-                Ok(name_value(table, v))
+                Ok(super::syntax::name_value(table, v))
             }
             _ => err(pos, "not a value built-in"),
         }
     }
-}
-
-/// The no-op each name table's value is wrapped in (`ksym()` has `| 0`), so
-/// that the value's meaning survives into locals, keys and records.
-fn name_marker(table: NameTable) -> (BinOp, i64) {
-    match table {
-        NameTable::Syscall => (BinOp::And, -1),
-        NameTable::Errno => (BinOp::Xor, 0),
-        NameTable::Signal => (BinOp::Shl, 0),
-        NameTable::Strerror => (BinOp::Shr, 0),
-    }
-}
-
-const NAME_TABLES: [NameTable; 4] = [NameTable::Syscall, NameTable::Errno, NameTable::Signal, NameTable::Strerror];
-
-/// `v`, printing as a name of `table`.
-pub(crate) fn name_value(table: NameTable, v: Expr) -> Expr {
-    let (op, k) = name_marker(table);
-    Expr::Binary(op, Box::new(v), Box::new(Expr::Int(k)))
-}
-
-/// The names a kernel value prints as, when it is a [`name_value`].
-pub(crate) fn name_meaning(e: &Expr) -> Option<NameTable> {
-    let Expr::Binary(op, _, b) = e else { return None };
-    NAME_TABLES.into_iter().find(|t| {
-        let (mop, k) = name_marker(*t);
-        mop == *op && **b == Expr::Int(k)
-    })
 }
 
 /// A member chain's reads, from user memory when `user`.

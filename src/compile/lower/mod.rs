@@ -459,7 +459,7 @@ impl<'a> Lowerer<'a> {
                 let _ = a;
                 ValueMeaning::Ksym
             }
-            e => crate::compile::event::name_meaning(e).map_or(ValueMeaning::Plain, ValueMeaning::Name),
+            e => crate::compile::syntax::name_meaning(e).map_or(ValueMeaning::Plain, ValueMeaning::Name),
         }
     }
 }
