@@ -8,7 +8,7 @@ use rhai::{Expr as RExpr, Position};
 use super::fields;
 use super::lower::{err, property_chain, str_literal, userspace_only, LowerError, Lowerer, Result};
 use super::syntax::indexed_arg;
-use crate::builtins::{Call, Field};
+use crate::builtins::Field;
 use crate::kernel::btf::Shape;
 use crate::kernel::tracepoint_format::{c_int_width, FieldKind};
 use crate::probes::event::btf_slot;
@@ -448,21 +448,6 @@ impl Lowerer<'_> {
             FieldKind::DataLocString => Expr::CtxDataLocStr { offset: f.offset, max: self.target.settings.str_max },
             _ => return err(pos, format!("field `{field}` has type `{}`, which probes can't read yet", f.c_type)),
         })
-    }
-}
-
-impl Lowerer<'_> {
-    /// `ncpus()`, and the names: `syscall_name(n)` ... keep the number,
-    /// marked to print as the name ([`syntax::name_meaning`](super::syntax::name_meaning)).
-    pub(crate) fn value_call(&mut self, call: Call, args: &[RExpr], pos: Position) -> Result<Expr> {
-        match call {
-            Call::Ncpus => Ok(Expr::Int(crate::util::names::possible_cpus())),
-            Call::Name(table) => {
-                let v = self.int_expr(&args[0])?;
-                Ok(super::syntax::name_value(table, v))
-            }
-            _ => err(pos, "not a value built-in"),
-        }
     }
 }
 

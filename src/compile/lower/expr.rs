@@ -200,7 +200,9 @@ impl Lowerer<'_> {
                 let v = self.int_expr(&args[0])?;
                 Ok(cast(v, bits, signed))
             }
-            Call::Ncpus | Call::Name(_) => self.value_call(call, args, pos),
+            Call::Ncpus => Ok(Expr::Int(crate::util::names::possible_cpus())),
+            // The number, marked to print as the name (`syntax::name_meaning`).
+            Call::Name(table) => Ok(crate::compile::syntax::name_value(table, self.int_expr(&args[0])?)),
             Call::Exit => err(pos, "exit() is a statement, not a value"),
             // Statements (lowered in stmt.rs), not values.
             Call::Emit | Call::Signal | Call::Deny | Call::Override | Call::Print | Call::Clear | Call::Zero => {
