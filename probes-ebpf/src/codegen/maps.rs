@@ -202,6 +202,18 @@ impl Gen<'_> {
         Ok(())
     }
 
+    /// r2 += floor(log2 r1) for r1 > 0, by halving searches (r1 and r3 are
+    /// clobbered): shared by the log2 and the log2-linear buckets.
+    fn add_floor_log2(&mut self) {
+        for shift in [32, 16, 8, 4, 2, 1] {
+            self.emit(Insn::mov_reg(R3, R1));
+            self.emit(Insn::alu_imm(Alu::Rsh, R3, shift));
+            self.emit(Insn::jmp_imm(Cond::Eq, R3, 0, 2));
+            self.emit(Insn::alu_imm(Alu::Add, R2, shift));
+            self.emit(Insn::mov_reg(R1, R3));
+        }
+    }
+
     /// Bucket of a log2 histogram: 0 for negatives, 1 for 0, 2 + floor(log2 v) above.
     pub(super) fn log2_bucket(&mut self, v: Reg) -> Result<Reg> {
         // r1 = working value, r2 = result; the bucket goes back into a temp.
@@ -211,13 +223,7 @@ impl Gen<'_> {
         self.emit(Insn::mov_imm(R2, 1));
         let zero = self.emit(Insn::jmp_imm(Cond::Eq, R1, 0, 0));
         self.emit(Insn::mov_imm(R2, 2));
-        for shift in [32, 16, 8, 4, 2, 1] {
-            self.emit(Insn::mov_reg(R3, R1));
-            self.emit(Insn::alu_imm(Alu::Rsh, R3, shift));
-            self.emit(Insn::jmp_imm(Cond::Eq, R3, 0, 2));
-            self.emit(Insn::alu_imm(Alu::Add, R2, shift));
-            self.emit(Insn::mov_reg(R1, R3));
-        }
+        self.add_floor_log2();
         self.patch_here(negative);
         self.patch_here(zero);
         let b = self.reg()?;
@@ -239,13 +245,7 @@ impl Gen<'_> {
         let small = self.emit(Insn::jmp_imm(Cond::Sle, v, mask, 0));
         self.emit(Insn::mov_reg(R1, v));
         self.emit(Insn::mov_imm(R2, 0));
-        for shift in [32, 16, 8, 4, 2, 1] {
-            self.emit(Insn::mov_reg(R3, R1));
-            self.emit(Insn::alu_imm(Alu::Rsh, R3, shift));
-            self.emit(Insn::jmp_imm(Cond::Eq, R3, 0, 2));
-            self.emit(Insn::alu_imm(Alu::Add, R2, shift));
-            self.emit(Insn::mov_reg(R1, R3));
-        }
+        self.add_floor_log2();
         // r2 = l - k; r1 = the k bits after the leading 1.
         self.emit(Insn::alu_imm(Alu::Sub, R2, k));
         self.emit(Insn::mov_reg(R1, v));
