@@ -67,7 +67,7 @@ fn offset_in_self(addr: u64, path: &Path, dev: u64, ino: u64) -> Option<u64> {
     let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
     let real = std::fs::canonicalize(path).ok();
     maps.lines().find_map(|line| {
-        let m = parse_maps_line(line)?;
+        let m = super::procmaps::parse_line(line)?;
         let same_device = m.dev == (libc::major(dev) as u64, libc::minor(dev) as u64);
         let same_path = real.as_deref().is_some_and(|r| r == Path::new(m.path));
         let same_file = (m.ino == ino && same_device) || same_path;
@@ -75,63 +75,9 @@ fn offset_in_self(addr: u64, path: &Path, dev: u64, ino: u64) -> Option<u64> {
     })
 }
 
-/// One line of `/proc/PID/maps`.
-#[derive(Debug, PartialEq)]
-pub struct MapsLine<'a> {
-    pub start: u64,
-    pub end: u64,
-    pub exec: bool,
-    pub pgoff: u64,
-    /// (major, minor) of the file's device.
-    pub dev: (u64, u64),
-    pub ino: u64,
-    /// The path, `[vdso]`-style names, or empty for anonymous memory.
-    pub path: &'a str,
-}
-
-/// `7f..-7f.. r-xp 00028000 fd:01 1234   /usr/lib/x86_64-linux-gnu/libc.so.6`.
-pub fn parse_maps_line(line: &str) -> Option<MapsLine<'_>> {
-    let mut it = line.splitn(6, ' ');
-    let (range, perms, off, dev, ino) = (it.next()?, it.next()?, it.next()?, it.next()?, it.next()?);
-    let path = it.next().unwrap_or("").trim_start();
-    let (start, end) = range.split_once('-')?;
-    let (major, minor) = dev.split_once(':')?;
-    let hex = |s: &str| u64::from_str_radix(s, 16).ok();
-    Some(MapsLine {
-        start: hex(start)?,
-        end: hex(end)?,
-        exec: perms.as_bytes().get(2) == Some(&b'x'),
-        pgoff: hex(off)?,
-        dev: (hex(major)?, hex(minor)?),
-        ino: ino.parse().ok()?,
-        path,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn maps_lines() {
-        let l = parse_maps_line("7f12a000-7f12b000 r-xp 00028000 fd:01 1234                       /usr/lib/libc.so.6")
-            .unwrap();
-        assert_eq!(
-            l,
-            MapsLine {
-                start: 0x7f12a000,
-                end: 0x7f12b000,
-                exec: true,
-                pgoff: 0x28000,
-                dev: (0xfd, 1),
-                ino: 1234,
-                path: "/usr/lib/libc.so.6"
-            }
-        );
-        let anon = parse_maps_line("7ffd000-7ffe000 rw-p 00000000 00:00 0 ").unwrap();
-        assert_eq!((anon.path, anon.exec), ("", false));
-        assert!(parse_maps_line("garbage").is_none());
-    }
 
     /// libc's strlen is an indirect function on x86-64 glibc: its
     /// implementation is found, in an executable part of the file, and it

@@ -144,7 +144,7 @@ pub fn mapped_objects(pid: i32) -> Result<Vec<PathBuf>> {
     let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).map_err(|e| no_process(pid, "mappings", &e))?;
     let mut out: Vec<PathBuf> = Vec::new();
     for line in maps.lines() {
-        let Some(m) = ifunc::parse_maps_line(line) else { continue };
+        let Some(m) = procmaps::parse_line(line) else { continue };
         // `(deleted)`: replaced on disk since, so not what the process runs.
         if !m.exec || !m.path.starts_with('/') || m.path.ends_with(" (deleted)") {
             continue;

@@ -139,26 +139,46 @@ pub fn ensure(pid: u32) {
     t.set(pid, ranges, exited);
 }
 
+/// One line of `/proc/PID/maps`.
+#[derive(Debug, PartialEq)]
+pub struct MapsLine<'a> {
+    pub start: u64,
+    pub end: u64,
+    pub exec: bool,
+    pub pgoff: u64,
+    /// (major, minor) of the file's device.
+    pub dev: (u64, u64),
+    pub ino: u64,
+    /// The path, `[vdso]`-style names, or empty for anonymous memory.
+    pub path: &'a str,
+}
+
+/// `7f..-7f.. r-xp 00028000 fd:01 1234   /usr/lib/x86_64-linux-gnu/libc.so.6`.
+pub fn parse_line(line: &str) -> Option<MapsLine<'_>> {
+    let mut it = line.splitn(6, ' ');
+    let (range, perms, off, dev, ino) = (it.next()?, it.next()?, it.next()?, it.next()?, it.next()?);
+    let path = it.next().unwrap_or("").trim_start();
+    let (start, end) = range.split_once('-')?;
+    let (major, minor) = dev.split_once(':')?;
+    let hex = |s: &str| u64::from_str_radix(s, 16).ok();
+    Some(MapsLine {
+        start: hex(start)?,
+        end: hex(end)?,
+        exec: perms.as_bytes().get(2) == Some(&b'x'),
+        pgoff: hex(off)?,
+        dev: (hex(major)?, hex(minor)?),
+        ino: ino.parse().ok()?,
+        path,
+    })
+}
+
 /// An executable, file-backed line of `/proc/PID/maps`.
 fn parse_maps_line(line: &str, t: &mut Tables) -> Option<Range> {
-    let mut w = line.split_ascii_whitespace();
-    let (start, end) = w.next()?.split_once('-')?;
-    let perms = w.next()?;
-    let pgoff = w.next()?;
-    let _dev = w.next()?;
-    let ino = w.next()?;
-    // The path is the rest of the line (it may contain spaces).
-    let rest = line.splitn(6, |c: char| c.is_ascii_whitespace()).nth(5)?.trim_start();
-    if perms.as_bytes().get(2) != Some(&b'x') || !rest.starts_with('/') {
+    let m = parse_line(line)?;
+    if !m.exec || !m.path.starts_with('/') {
         return None;
     }
-    Some(Range {
-        start: u64::from_str_radix(start, 16).ok()?,
-        end: u64::from_str_radix(end, 16).ok()?,
-        pgoff: u64::from_str_radix(pgoff, 16).ok()?,
-        ino: ino.parse().ok()?,
-        path: t.intern(rest),
-    })
+    Some(Range { start: m.start, end: m.end, pgoff: m.pgoff, ino: m.ino, path: t.intern(m.path) })
 }
 
 #[derive(Debug, PartialEq)]
@@ -436,5 +456,26 @@ mod tests {
         );
         assert!(parse_maps_line("55d0c0a1b000-55d0c0a1c000 r--p 00000000 fe:01 1234 /tmp/prog", &mut t).is_none());
         assert!(parse_maps_line("7ffc1000-7ffc3000 r-xp 00000000 00:00 0 [vdso]", &mut t).is_none());
+    }
+
+    #[test]
+    fn maps_lines() {
+        let l =
+            parse_line("7f12a000-7f12b000 r-xp 00028000 fd:01 1234                       /usr/lib/libc.so.6").unwrap();
+        assert_eq!(
+            l,
+            MapsLine {
+                start: 0x7f12a000,
+                end: 0x7f12b000,
+                exec: true,
+                pgoff: 0x28000,
+                dev: (0xfd, 1),
+                ino: 1234,
+                path: "/usr/lib/libc.so.6"
+            }
+        );
+        let anon = parse_line("7ffd000-7ffe000 rw-p 00000000 00:00 0 ").unwrap();
+        assert_eq!((anon.path, anon.exec), ("", false));
+        assert!(parse_line("garbage").is_none());
     }
 }
