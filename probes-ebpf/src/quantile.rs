@@ -105,6 +105,51 @@ pub fn percentile(counts: &[u64], p: f64) -> Option<i64> {
     None
 }
 
+/// The bucket of a log2 histogram (`hist()`): 0 for negatives, 1 for 0,
+/// 2 + floor(log2 v) above, as the generated code computes it.
+pub fn log2_bucket(v: i64) -> u64 {
+    match v {
+        i64::MIN..=-1 => 0,
+        0 => 1,
+        _ => 2 + (63 - v.leading_zeros() as u64),
+    }
+}
+
+/// The bucket of `hist(v, bits)` (bpftrace's `hist(n, k)`): 0 for
+/// negatives, `v + 1` for `v < 2^bits`, then `2^bits` linear sub-buckets
+/// per power of two: `((l - bits + 1) << bits) + x + 1`, `l = floor(log2 v)`
+/// and `x` the `bits` bits after the leading 1. `bits = 0` is [`log2_bucket`].
+pub fn hist_bucket(v: i64, bits: u8) -> u64 {
+    let k = u32::from(bits.min(5));
+    let mask = (1i64 << k) - 1;
+    if v < 0 {
+        return 0;
+    }
+    if v <= mask {
+        return v as u64 + 1;
+    }
+    let shift = (63 - v.leading_zeros()) - k;
+    let x = ((v >> shift) & mask) as u64;
+    ((u64::from(shift) + 1) << k) + x + 1
+}
+
+/// Buckets `hist(v, bits)` uses: index 0 (negatives) up to that of `i64::MAX`.
+pub fn hist_len(bits: u8) -> usize {
+    hist_bucket(i64::MAX, bits) as usize + 1
+}
+
+/// The bucket of a linear histogram (`lhist(v, min, max, step)`): 0 below
+/// min, 1 + (v - min) / step inside, n + 1 at or above max.
+pub fn linear_bucket(v: i64, min: i64, max: i64, step: i64) -> u64 {
+    if step <= 0 || max <= min || v < min {
+        return 0;
+    }
+    if v >= max {
+        return ((max - min) / step) as u64 + 1;
+    }
+    ((v - min) as u64) / (step as u64) + 1
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -179,49 +224,4 @@ mod tests {
             }
         }
     }
-}
-
-/// The bucket of a log2 histogram (`hist()`): 0 for negatives, 1 for 0,
-/// 2 + floor(log2 v) above, as the generated code computes it.
-pub fn log2_bucket(v: i64) -> u64 {
-    match v {
-        i64::MIN..=-1 => 0,
-        0 => 1,
-        _ => 2 + (63 - v.leading_zeros() as u64),
-    }
-}
-
-/// The bucket of `hist(v, bits)` (bpftrace's `hist(n, k)`): 0 for
-/// negatives, `v + 1` for `v < 2^bits`, then `2^bits` linear sub-buckets
-/// per power of two: `((l - bits + 1) << bits) + x + 1`, `l = floor(log2 v)`
-/// and `x` the `bits` bits after the leading 1. `bits = 0` is [`log2_bucket`].
-pub fn hist_bucket(v: i64, bits: u8) -> u64 {
-    let k = u32::from(bits.min(5));
-    let mask = (1i64 << k) - 1;
-    if v < 0 {
-        return 0;
-    }
-    if v <= mask {
-        return v as u64 + 1;
-    }
-    let shift = (63 - v.leading_zeros()) - k;
-    let x = ((v >> shift) & mask) as u64;
-    ((u64::from(shift) + 1) << k) + x + 1
-}
-
-/// Buckets `hist(v, bits)` uses: index 0 (negatives) up to that of `i64::MAX`.
-pub fn hist_len(bits: u8) -> usize {
-    hist_bucket(i64::MAX, bits) as usize + 1
-}
-
-/// The bucket of a linear histogram (`lhist(v, min, max, step)`): 0 below
-/// min, 1 + (v - min) / step inside, n + 1 at or above max.
-pub fn linear_bucket(v: i64, min: i64, max: i64, step: i64) -> u64 {
-    if step <= 0 || max <= min || v < min {
-        return 0;
-    }
-    if v >= max {
-        return ((max - min) / step) as u64 + 1;
-    }
-    ((v - min) as u64) / (step as u64) + 1
 }

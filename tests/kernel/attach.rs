@@ -35,7 +35,9 @@ fn a_wildcard_point_that_cannot_attach_is_skipped_with_a_warning() {
     let warning = format!(
         "-e:{line}:{col}: warning: {REFUSED} can't be attached, skipped: the kernel does not allow BPF programs here (EPERM)"
     );
-    let cases: [(&[&str], &[(&str, &str)], bool); 4] = [
+    // (options, environment, whether a warning shows)
+    type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], bool);
+    let cases: [Case; 4] = [
         (&[], &[], true),
         (&["--missing-probes", "warn"], &[("RTRACE_MISSING_PROBES", "ignore")], true),
         (&["--missing-probes", "ignore"], &[], false),
